@@ -1,0 +1,89 @@
+//! `fixed`: a constant target bitrate.
+//!
+//! The simplest honest controller: the encoder is asked for `rate` for the whole run, whatever the
+//! network does, and packets are paced at `pacing_factor × rate` (2.5 by default, libwebrtc's
+//! pacing factor) so that a frame leaves as a short burst rather than at once. It is the baseline
+//! that shows what the path alone does to a video flow (a rate below capacity sees only
+//! propagation and serialisation; a rate above it fills the queue and loses the excess).
+
+use super::{parse_config, Controller, ControllerContext, ControllerError, ControllerInfo};
+use super::{Decision, FeedbackPolicy, ParamDoc, Params};
+use crate::packet::FeedbackReport;
+use crate::units::{Rate, Time};
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FixedConfig {
+    /// Target bitrate (required).
+    pub rate: Rate,
+    /// Pacing rate as a multiple of `rate`; 0 disables pacing. Default 2.5 (libwebrtc's
+    /// `PacingController` default pacing factor).
+    #[serde(default = "default_pacing_factor")]
+    pub pacing_factor: f64,
+}
+
+fn default_pacing_factor() -> f64 {
+    2.5
+}
+
+pub struct Fixed {
+    decision: Decision,
+}
+
+impl Fixed {
+    pub fn new(config: FixedConfig) -> Result<Fixed, String> {
+        if config.rate.bps() <= 0.0 {
+            return Err("rate must be positive".into());
+        }
+        if !(config.pacing_factor >= 0.0 && config.pacing_factor.is_finite()) {
+            return Err(format!(
+                "pacing_factor must be a finite number >= 0, got {}",
+                config.pacing_factor
+            ));
+        }
+        let pacing = (config.pacing_factor > 0.0).then(|| Rate(config.rate.0 * config.pacing_factor));
+        Ok(Fixed {
+            decision: Decision::rate_only(config.rate, pacing),
+        })
+    }
+}
+
+impl Controller for Fixed {
+    fn on_feedback(&mut self, _now: Time, _report: &FeedbackReport) {}
+    fn decision(&self) -> Decision {
+        self.decision
+    }
+}
+
+pub const INFO: ControllerInfo = ControllerInfo {
+    name: "fixed",
+    summary: "Constant target bitrate, whatever the network does (baseline).",
+    params: &[
+        ParamDoc {
+            name: "rate",
+            default: "",
+            doc: "target bitrate, e.g. \"5Mbps\" (required)",
+        },
+        ParamDoc {
+            name: "pacing_factor",
+            default: "2.5",
+            doc: "pacing rate as a multiple of the target; 0 sends each frame at once",
+        },
+    ],
+    feedback: FeedbackPolicy {
+        interval: Some(crate::units::Duration(50_000_000)),
+        per_frame: false,
+    },
+    build,
+};
+
+fn build(params: &Params, _ctx: &ControllerContext) -> Result<Box<dyn Controller>, ControllerError> {
+    let config: FixedConfig = parse_config("fixed", params)?;
+    Fixed::new(config)
+        .map(|c| Box::new(c) as Box<dyn Controller>)
+        .map_err(|message| ControllerError::BadParams {
+            controller: "fixed".into(),
+            message,
+        })
+}

@@ -1,0 +1,21 @@
+//! rtcc-core: sans-IO building blocks for rate control of low-latency interactive video.
+//!
+//! Nothing here reads a clock, spawns a thread or opens a socket: every function takes `now`.
+//! The same controllers, link models and media pipeline therefore run in the `rtcc-sim`
+//! simulator, in a live transport, or inside a user's own media stack.
+//!
+//! - [`units`]: time, rates and sizes with parsing of "20Mbps", "40ms", "1.5MB".
+//! - [`packet`]: sent-packet records, transport-wide feedback, frame acknowledgements.
+//! - [`cc`]: the [`cc::Controller`] trait, the registry, and the controllers.
+//! - [`net`]: link capacity models, queues and the bottleneck link.
+//! - [`media`]: frame source, encoders, packetizer, pacer, sender and receiver.
+//! - [`metrics`]: pure functions from logs to the metrics every comparison reports.
+
+pub mod cc;
+pub mod media;
+pub mod metrics;
+pub mod net;
+pub mod packet;
+pub mod units;
+
+pub use units::{Bytes, Duration, Rate, Time};

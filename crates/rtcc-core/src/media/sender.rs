@@ -1,0 +1,175 @@
+//! A video sender, sans-IO: encoder, packetizer, pacer, send history and a controller, wired the
+//! way a real-time media stack wires them.
+//!
+//! Drive it like quinn-proto's connection:
+//! - call [`VideoSender::on_frame_captured`] at each capture instant (the encoder reads the
+//!   controller's target, the frame is packetised into the pacer queue);
+//! - call [`VideoSender::poll_transmit`] until it returns `None` and put the packets on the wire;
+//! - call [`VideoSender::on_feedback`] / [`VideoSender::on_frame_ack`] when the receiver's
+//!   messages arrive;
+//! - ask [`VideoSender::poll_timeout`] when to come back, and call
+//!   [`VideoSender::handle_timeout`] then.
+//!
+//! The simulator, a live transport and a user's own stack all drive the same object.
+
+use super::encoder::Encoder;
+use super::pacer::{Pacer, PacerPoll, QueuedPacket};
+use super::packetizer::Packetizer;
+use crate::cc::{Controller, Decision};
+use crate::packet::{FeedbackReport, FrameAck, FrameInfo, PacketKind, SendHistory, SentPacket};
+use crate::packet::TransportFeedback;
+use crate::units::Time;
+
+pub struct VideoSender {
+    controller: Box<dyn Controller>,
+    encoder: Box<dyn Encoder>,
+    packetizer: Packetizer,
+    pacer: Pacer,
+    history: SendHistory,
+    fps: f64,
+    /// Reused buffer for joined feedback.
+    report: FeedbackReport,
+    pacer_wake: Option<Time>,
+}
+
+impl VideoSender {
+    pub fn new(controller: Box<dyn Controller>, encoder: Box<dyn Encoder>, packetizer: Packetizer, fps: f64, padding_size: u32) -> Self {
+        VideoSender {
+            controller,
+            encoder,
+            packetizer,
+            pacer: Pacer::new(padding_size),
+            history: SendHistory::new(),
+            fps,
+            report: FeedbackReport::default(),
+            pacer_wake: None,
+        }
+    }
+
+    pub fn controller(&self) -> &dyn Controller {
+        self.controller.as_ref()
+    }
+
+    pub fn decision(&self) -> Decision {
+        self.controller.decision()
+    }
+
+    pub fn pacer(&self) -> &Pacer {
+        &self.pacer
+    }
+
+    pub fn in_flight(&self) -> u64 {
+        self.history.in_flight()
+    }
+
+    /// Encode and packetise the frame captured at `now`.
+    pub fn on_frame_captured(&mut self, now: Time, frame: u64) -> FrameInfo {
+        let target = self.controller.decision().target_bitrate;
+        let encoded = self.encoder.encode(now, target, self.fps);
+        let count = encoded.size.div_ceil(self.packetizer.payload.0 as u32) as u16;
+        for (i, size) in self.packetizer.packet_sizes(encoded.size).enumerate() {
+            self.pacer.push(QueuedPacket { size, frame, index_in_frame: i as u16, packets_in_frame: count, enqueued: now });
+        }
+        let info = FrameInfo { frame, capture_time: now, size: encoded.size, target, packets: count, keyframe: encoded.keyframe };
+        self.controller.on_frame_encoded(now, &info);
+        self.pacer_wake = None;
+        info
+    }
+
+    /// The next packet to put on the wire at `now`, if any.
+    pub fn poll_transmit(&mut self, now: Time) -> Option<SentPacket> {
+        let decision = self.controller.decision();
+        let mut pkt = match self.pacer.poll(now, &decision, self.history.in_flight()) {
+            PacerPoll::Media(q) => SentPacket {
+                seq: 0,
+                size: q.size,
+                send_time: now,
+                frame: Some(q.frame),
+                index_in_frame: q.index_in_frame,
+                packets_in_frame: q.packets_in_frame,
+                kind: PacketKind::Media,
+                in_flight: 0,
+            },
+            PacerPoll::Padding(size) => SentPacket {
+                seq: 0,
+                size,
+                send_time: now,
+                frame: None,
+                index_in_frame: 0,
+                packets_in_frame: 0,
+                kind: PacketKind::Padding,
+                in_flight: 0,
+            },
+            PacerPoll::WaitUntil(t) => {
+                self.pacer_wake = Some(t);
+                return None;
+            }
+            PacerPoll::Idle => {
+                self.pacer_wake = None;
+                return None;
+            }
+        };
+        pkt = self.history.on_sent(pkt);
+        self.controller.on_packet_sent(now, &pkt);
+        Some(pkt)
+    }
+
+    /// Feedback from the receiver arrived at `now`.
+    pub fn on_feedback(&mut self, now: Time, fb: &TransportFeedback) {
+        self.history.on_feedback(now, fb, &mut self.report);
+        if !self.report.packets.is_empty() {
+            self.controller.on_feedback(now, &self.report);
+        }
+        self.pacer_wake = None;
+    }
+
+    /// The last joined feedback report (for logging).
+    pub fn last_report(&self) -> &FeedbackReport {
+        &self.report
+    }
+
+    pub fn on_frame_ack(&mut self, now: Time, ack: &FrameAck) {
+        self.controller.on_frame_ack(now, ack);
+        self.pacer_wake = None;
+    }
+
+    /// When to call [`VideoSender::handle_timeout`] (pacer release or controller timer).
+    pub fn poll_timeout(&self) -> Option<Time> {
+        match (self.pacer_wake, self.controller.next_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    pub fn handle_timeout(&mut self, now: Time) {
+        if self.controller.next_timeout().is_some_and(|t| t <= now) {
+            self.controller.on_timeout(now);
+        }
+        if self.pacer_wake.is_some_and(|t| t <= now) {
+            self.pacer_wake = None;
+        }
+    }
+
+    /// Stop: drop queued media and forget what is in flight.
+    pub fn stop(&mut self) {
+        self.pacer.clear();
+        self.pacer_wake = None;
+    }
+
+    /// Append the controller's decision and internal signals to `out`.
+    pub fn state(&self, out: &mut Vec<(&'static str, f64)>) {
+        let d = self.controller.decision();
+        out.push(("target_bps", d.target_bitrate.bps()));
+        if let Some(p) = d.pacing_rate {
+            out.push(("pacing_bps", p.bps()));
+        }
+        if let Some(c) = d.cwnd {
+            out.push(("cwnd_bytes", c as f64));
+        }
+        if d.padding_rate.bps() > 0.0 {
+            out.push(("padding_bps", d.padding_rate.bps()));
+        }
+        out.push(("in_flight_bytes", self.history.in_flight() as f64));
+        self.controller.state(out);
+    }
+}

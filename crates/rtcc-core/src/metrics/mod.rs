@@ -1,0 +1,341 @@
+//! Metrics: pure functions over per-packet and per-frame logs.
+//!
+//! Every metric is defined here once and documented in `docs/metrics.md` with its formula and
+//! where the definition comes from. Times in the logs are true (simulator) time, never a
+//! receiver's offset clock.
+
+use crate::packet::PacketKind;
+use crate::units::{Duration, Time};
+use serde::Serialize;
+
+/// One packet on the forward path.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PacketRecord {
+    pub flow: u32,
+    pub seq: u64,
+    pub kind: PacketKind,
+    pub size: u32,
+    pub frame: Option<u64>,
+    pub send: Time,
+    /// Arrival at the bottleneck queue.
+    pub enqueue: Time,
+    /// Departure from the bottleneck (`None` if dropped or still queued at the end).
+    pub depart: Option<Time>,
+    /// Arrival at the receiver (`None` if lost or still in flight at the end).
+    pub recv: Option<Time>,
+    pub dropped: bool,
+}
+
+/// One encoded frame.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FrameRecord {
+    pub flow: u32,
+    pub frame: u64,
+    pub capture: Time,
+    pub size: u32,
+    pub target_bps: f64,
+    pub packets: u16,
+    pub first_send: Option<Time>,
+    pub last_send: Option<Time>,
+    /// When the receiver had every packet of the frame.
+    pub complete: Option<Time>,
+}
+
+/// P50/P95/P99 of a sample, `None` when empty.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct Percentiles {
+    pub p50: Option<f64>,
+    pub p95: Option<f64>,
+    pub p99: Option<f64>,
+}
+
+impl Percentiles {
+    pub fn of(values: &mut [f64]) -> Percentiles {
+        values.sort_by(|a, b| a.total_cmp(b));
+        Percentiles { p50: percentile(values, 50.0), p95: percentile(values, 95.0), p99: percentile(values, 99.0) }
+    }
+}
+
+/// Percentile of sorted values with linear interpolation between closest ranks (NumPy's default
+/// `linear` method): rank `h = (n - 1) p / 100`, value `x[⌊h⌋] + (h - ⌊h⌋)(x[⌊h⌋+1] - x[⌊h⌋])`.
+pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let h = (sorted.len() - 1) as f64 * p / 100.0;
+    let lo = h.floor() as usize;
+    let hi = (lo + 1).min(sorted.len() - 1);
+    Some(sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo]))
+}
+
+/// Frame delay of each frame, in frame order: capture to complete reception. A frame that never
+/// completes takes the completion time of the next frame that does (it is "shown" only when that
+/// one is: the seeds' convention). Frames after the last completed one have no value.
+pub fn frame_delays(frames: &[FrameRecord]) -> Vec<Option<Duration>> {
+    let mut out = vec![None; frames.len()];
+    let mut next_complete: Option<Time> = None;
+    for (i, f) in frames.iter().enumerate().rev() {
+        if let Some(c) = f.complete {
+            next_complete = Some(match next_complete {
+                // Completion times are monotone without reordering; keep the earliest later one.
+                Some(n) if n < c => n,
+                _ => c,
+            });
+        }
+        out[i] = next_complete.map(|t| t - f.capture);
+    }
+    out
+}
+
+/// Freezes: gaps between consecutive frame completions longer than
+/// `max(3 × mean gap, mean gap + 150 ms)` (the WebRTC freeze rule used by the seeds), with the
+/// mean taken over the whole flow. Returns (count, total duration of the freezing gaps).
+pub fn freezes(completions: &[Time]) -> (usize, Duration) {
+    if completions.len() < 3 {
+        return (0, Duration::ZERO);
+    }
+    let span = completions[completions.len() - 1] - completions[0];
+    let mean = span.as_secs_f64() / (completions.len() - 1) as f64;
+    let threshold = (3.0 * mean).max(mean + 0.150);
+    let mut count = 0;
+    let mut total = Duration::ZERO;
+    for w in completions.windows(2) {
+        let gap = w[1] - w[0];
+        if gap.as_secs_f64() > threshold {
+            count += 1;
+            total = total + gap;
+        }
+    }
+    (count, total)
+}
+
+/// Jain's fairness index `(Σx)² / (n Σx²)` of a set of throughputs (1 = equal shares).
+pub fn jain_index(x: &[f64]) -> Option<f64> {
+    let sum: f64 = x.iter().sum();
+    let sq: f64 = x.iter().map(|v| v * v).sum();
+    if x.is_empty() || sq <= 0.0 {
+        return None;
+    }
+    Some(sum * sum / (x.len() as f64 * sq))
+}
+
+/// Mean Jain's index over consecutive windows of `window`, counting in each window only the
+/// flows active for all of it (and windows with at least two such flows). `flows[i]` is
+/// `(start, stop, packets)` where packets give (receive time, bytes).
+pub fn windowed_jain(flows: &[(Time, Time, Vec<(Time, u32)>)], window: Duration, end: Time) -> Option<f64> {
+    if flows.len() < 2 || window.0 == 0 {
+        return None;
+    }
+    let nwin = (end.0 / window.0) as usize;
+    let mut bytes = vec![vec![0u64; nwin]; flows.len()];
+    for (i, (_, _, pkts)) in flows.iter().enumerate() {
+        for &(t, b) in pkts {
+            let w = (t.0 / window.0) as usize;
+            if w < nwin {
+                bytes[i][w] += b as u64;
+            }
+        }
+    }
+    let mut sum = 0.0;
+    let mut count = 0;
+    for w in 0..nwin {
+        let (ws, we) = (Time(w as u64 * window.0), Time((w as u64 + 1) * window.0));
+        let x: Vec<f64> =
+            flows.iter().enumerate().filter(|(_, f)| f.0 <= ws && f.1 >= we).map(|(i, _)| bytes[i][w] as f64).collect();
+        if x.len() >= 2 {
+            if let Some(j) = jain_index(&x) {
+                sum += j;
+                count += 1;
+            }
+        }
+    }
+    (count > 0).then(|| sum / count as f64)
+}
+
+/// Metrics of one flow.
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowSummary {
+    pub name: String,
+    pub controller: String,
+    pub start_s: f64,
+    pub stop_s: f64,
+    pub frame_delay_ms: Percentiles,
+    pub frames_sent: usize,
+    pub frames_delivered: usize,
+    pub frame_rate_fps: f64,
+    pub freezes: usize,
+    pub freeze_time_s: f64,
+    pub video_bitrate_bps: f64,
+    pub throughput_bps: f64,
+    pub utilization: Option<f64>,
+    pub loss_rate: Option<f64>,
+    pub packets_sent: usize,
+    pub packets_lost: usize,
+    pub one_way_delay_ms: Percentiles,
+    pub queuing_delay_ms: Percentiles,
+}
+
+/// Inputs for one flow's summary.
+pub struct FlowLog<'a> {
+    pub name: &'a str,
+    pub controller: &'a str,
+    pub start: Time,
+    pub stop: Time,
+    pub packets: &'a [PacketRecord],
+    pub frames: &'a [FrameRecord],
+}
+
+/// Summarise one flow. `capacity_bytes(from, to)` is what the bottleneck could carry.
+pub fn summarize_flow(log: &FlowLog, capacity_bytes: &dyn Fn(Time, Time) -> f64) -> FlowSummary {
+    let active = (log.stop - log.start).as_secs_f64().max(1e-9);
+    let frames: Vec<&FrameRecord> = log.frames.iter().filter(|f| f.packets > 0).collect();
+    let owned: Vec<FrameRecord> = frames.iter().map(|f| **f).collect();
+    let mut delays: Vec<f64> = frame_delays(&owned).into_iter().flatten().map(|d| d.as_millis_f64()).collect();
+    let completions: Vec<Time> = frames.iter().filter_map(|f| f.complete).collect();
+    let (freeze_count, freeze_time) = freezes(&completions);
+    let sent = log.packets.len();
+    let lost = log.packets.iter().filter(|p| p.dropped).count();
+    let in_flight_at_end = log.packets.iter().filter(|p| !p.dropped && p.recv.is_none()).count();
+    let received_bytes: u64 = log.packets.iter().filter(|p| p.recv.is_some()).map(|p| p.size as u64).sum();
+    let departed_in_life: u64 = log
+        .packets
+        .iter()
+        .filter(|p| p.depart.is_some_and(|t| t >= log.start && t < log.stop))
+        .map(|p| p.size as u64)
+        .sum();
+    let cap = capacity_bytes(log.start, log.stop);
+    let mut owd: Vec<f64> =
+        log.packets.iter().filter_map(|p| p.recv.map(|r| (r - p.send).as_millis_f64())).collect();
+    let mut queuing: Vec<f64> =
+        log.packets.iter().filter_map(|p| p.depart.map(|d| (d - p.enqueue).as_millis_f64())).collect();
+    let counted = sent - in_flight_at_end;
+    FlowSummary {
+        name: log.name.to_string(),
+        controller: log.controller.to_string(),
+        start_s: log.start.as_secs_f64(),
+        stop_s: log.stop.as_secs_f64(),
+        frame_delay_ms: Percentiles::of(&mut delays),
+        frames_sent: frames.len(),
+        frames_delivered: completions.len(),
+        frame_rate_fps: completions.len() as f64 / active,
+        freezes: freeze_count,
+        freeze_time_s: freeze_time.as_secs_f64(),
+        video_bitrate_bps: frames.iter().map(|f| f.size as f64 * 8.0).sum::<f64>() / active,
+        throughput_bps: received_bytes as f64 * 8.0 / active,
+        utilization: (cap.is_finite() && cap > 0.0).then(|| departed_in_life as f64 / cap),
+        loss_rate: (counted > 0).then(|| lost as f64 / counted as f64),
+        packets_sent: sent,
+        packets_lost: lost,
+        one_way_delay_ms: Percentiles::of(&mut owd),
+        queuing_delay_ms: Percentiles::of(&mut queuing),
+    }
+}
+
+/// Metrics over all flows together.
+#[derive(Debug, Clone, Serialize)]
+pub struct TotalSummary {
+    pub throughput_bps: f64,
+    pub utilization: Option<f64>,
+    pub loss_rate: Option<f64>,
+    /// Mean capacity of the forward bottleneck over the run (`None` if unlimited).
+    pub capacity_bps: Option<f64>,
+    /// Mean Jain's index over 500 ms windows (`None` with fewer than two concurrent flows).
+    pub jain_index: Option<f64>,
+}
+
+/// Totals over all flows, between the first start and the last stop.
+pub fn summarize_total(flows: &[FlowLog], duration: Time, capacity_bytes: &dyn Fn(Time, Time) -> f64) -> TotalSummary {
+    let start = flows.iter().map(|f| f.start).min().unwrap_or(Time::ZERO);
+    let stop = flows.iter().map(|f| f.stop).max().unwrap_or(duration);
+    let active = (stop - start).as_secs_f64().max(1e-9);
+    let mut received = 0u64;
+    let mut departed = 0u64;
+    let (mut lost, mut counted) = (0usize, 0usize);
+    for f in flows {
+        for p in f.packets {
+            if p.recv.is_some() {
+                received += p.size as u64;
+            }
+            if p.depart.is_some_and(|t| t >= start && t < stop) {
+                departed += p.size as u64;
+            }
+            if p.dropped {
+                lost += 1;
+            }
+            if p.dropped || p.recv.is_some() {
+                counted += 1;
+            }
+        }
+    }
+    let cap = capacity_bytes(start, stop);
+    let whole = capacity_bytes(Time::ZERO, duration);
+    let jain_input: Vec<(Time, Time, Vec<(Time, u32)>)> = flows
+        .iter()
+        .map(|f| (f.start, f.stop, f.packets.iter().filter_map(|p| p.recv.map(|r| (r, p.size))).collect()))
+        .collect();
+    TotalSummary {
+        throughput_bps: received as f64 * 8.0 / active,
+        utilization: (cap.is_finite() && cap > 0.0).then(|| departed as f64 / cap),
+        loss_rate: (counted > 0).then(|| lost as f64 / counted as f64),
+        capacity_bps: whole.is_finite().then(|| whole * 8.0 / duration.as_secs_f64().max(1e-9)),
+        jain_index: windowed_jain(&jain_input, Duration::from_millis(500), duration),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_interpolate_like_numpy() {
+        let v = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(percentile(&v, 50.0), Some(2.5));
+        assert_eq!(percentile(&v, 100.0), Some(4.0));
+        assert!((percentile(&v, 95.0).unwrap() - 3.85).abs() < 1e-12);
+        assert_eq!(percentile(&[], 50.0), None);
+    }
+
+    fn frame(i: u64, capture_ms: u64, complete_ms: Option<u64>) -> FrameRecord {
+        FrameRecord {
+            flow: 0,
+            frame: i,
+            capture: Time::from_millis(capture_ms),
+            size: 1000,
+            target_bps: 0.0,
+            packets: 1,
+            first_send: None,
+            last_send: None,
+            complete: complete_ms.map(Time::from_millis),
+        }
+    }
+
+    #[test]
+    fn a_lost_frame_takes_the_next_completed_frames_time() {
+        let f = [frame(0, 0, Some(30)), frame(1, 33, None), frame(2, 66, Some(100)), frame(3, 100, None)];
+        let d: Vec<Option<f64>> = frame_delays(&f).iter().map(|d| d.map(|d| d.as_millis_f64())).collect();
+        assert_eq!(d, vec![Some(30.0), Some(67.0), Some(34.0), None]);
+    }
+
+    #[test]
+    fn freezes_follow_the_webrtc_rule() {
+        // 30 fps with one 500 ms gap: mean gap over 11 gaps ≈ 75 ms; threshold max(225, 225) ms.
+        let mut t: Vec<Time> = (0..11).map(|i| Time::from_millis(i * 33)).collect();
+        t.push(Time::from_millis(330 + 500));
+        let (n, total) = freezes(&t);
+        assert_eq!(n, 1);
+        assert_eq!(total, Duration::from_millis(500));
+        let steady: Vec<Time> = (0..100).map(|i| Time::from_millis(i * 33)).collect();
+        assert_eq!(freezes(&steady).0, 0);
+    }
+
+    #[test]
+    fn jain_is_one_for_equal_shares_and_one_over_n_for_a_hog() {
+        assert_eq!(jain_index(&[5.0, 5.0, 5.0]), Some(1.0));
+        assert!((jain_index(&[1.0, 0.0, 0.0, 0.0]).unwrap() - 0.25).abs() < 1e-12);
+        let w = Duration::from_millis(500);
+        let a: Vec<(Time, u32)> = (0..10).map(|i| (Time::from_millis(i * 100), 1000)).collect();
+        let b: Vec<(Time, u32)> = (0..10).map(|i| (Time::from_millis(i * 100 + 50), 1000)).collect();
+        let flows = vec![(Time::ZERO, Time::from_millis(1000), a), (Time::ZERO, Time::from_millis(1000), b)];
+        assert_eq!(windowed_jain(&flows, w, Time::from_millis(1000)), Some(1.0));
+    }
+}

@@ -1,0 +1,264 @@
+//! What a sender knows about its packets and what the receiver tells it back.
+//!
+//! The information flow follows transport-wide congestion control feedback (the RTP header
+//! extension that libwebrtc's send-side GCC uses):
+//!
+//! 1. The sender numbers every packet it puts on the wire with a transport-wide sequence number
+//!    and remembers it as a [`SentPacket`] in a [`SendHistory`].
+//! 2. The receiver records the arrival time of each sequence number on *its own* clock and
+//!    periodically returns a [`TransportFeedback`]: for a contiguous range of sequence numbers,
+//!    the receive time of each or "not received". A packet is reported lost when a later one was
+//!    received before the report was built (no reordering is assumed inside one flow).
+//! 3. The sender joins the feedback with its history into a [`FeedbackReport`] — each packet with
+//!    its send time, size, frame and receive time — which is what every controller consumes.
+//!
+//! Frame-level controllers additionally get a [`FrameAck`] when the receiver has a frame whole.
+//! Receive times are on the receiver's clock: controllers must only use differences between
+//! them (or against send times with an unknown offset), never absolute one-way delays.
+
+use crate::units::{Time, Rate};
+use std::collections::VecDeque;
+
+/// Why a packet was sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum PacketKind {
+    /// Encoded video.
+    Media = 0,
+    /// Filler bytes that carry no video (bandwidth probing, keeping a flow backlogged).
+    Padding = 1,
+    /// A retransmitted media packet.
+    Retransmission = 2,
+    /// A packet of a bandwidth-probe cluster.
+    Probe = 3,
+}
+
+/// A packet as the sender put it on the wire.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SentPacket {
+    /// Transport-wide sequence number, consecutive from 0 for each flow.
+    pub seq: u64,
+    /// Bytes on the wire.
+    pub size: u32,
+    /// Sender clock.
+    pub send_time: Time,
+    /// Frame this packet belongs to (media only).
+    pub frame: Option<u64>,
+    /// Position of this packet in its frame, from 0.
+    pub index_in_frame: u16,
+    /// Number of packets of its frame.
+    pub packets_in_frame: u16,
+    pub kind: PacketKind,
+    /// Bytes in flight (sent, neither acknowledged nor declared lost) including this packet.
+    pub in_flight: u64,
+}
+
+impl SentPacket {
+    pub fn is_last_of_frame(&self) -> bool {
+        self.frame.is_some() && self.index_in_frame + 1 == self.packets_in_frame
+    }
+}
+
+/// Feedback as it travels on the wire: receive times for consecutive sequence numbers.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TransportFeedback {
+    /// Sequence number of `receive_times[0]`.
+    pub base_seq: u64,
+    /// Receive time on the receiver's clock, `None` if the packet did not arrive.
+    pub receive_times: Vec<Option<Time>>,
+}
+
+/// One packet's outcome as the controller sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PacketResult {
+    pub sent: SentPacket,
+    /// Receiver clock; `None` if lost.
+    pub receive_time: Option<Time>,
+}
+
+/// What a controller gets when feedback arrives.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FeedbackReport {
+    /// Sender clock at which the feedback arrived.
+    pub feedback_time: Time,
+    /// Reported packets in sequence order.
+    pub packets: Vec<PacketResult>,
+    /// Bytes still in flight after this report.
+    pub in_flight: u64,
+}
+
+impl FeedbackReport {
+    pub fn received(&self) -> impl Iterator<Item = &PacketResult> {
+        self.packets.iter().filter(|p| p.receive_time.is_some())
+    }
+    pub fn lost_count(&self) -> usize {
+        self.packets
+            .iter()
+            .filter(|p| p.receive_time.is_none())
+            .count()
+    }
+    /// Round-trip time sampled on the newest received packet (send → feedback arrival).
+    pub fn latest_rtt(&self) -> Option<crate::units::Duration> {
+        self.received()
+            .map(|p| p.sent.send_time)
+            .max()
+            .map(|t| self.feedback_time - t)
+    }
+}
+
+/// The receiver's acknowledgement of a completely received frame.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FrameAck {
+    pub frame: u64,
+    /// Receiver clock: arrival of the frame's first and last packets.
+    pub first_receive_time: Time,
+    pub last_receive_time: Time,
+    /// Receiver clock at which the frame was complete.
+    pub complete_time: Time,
+    pub size: u32,
+}
+
+/// A frame as the encoder produced it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FrameInfo {
+    pub frame: u64,
+    pub capture_time: Time,
+    pub size: u32,
+    pub target: Rate,
+    pub packets: u16,
+    pub keyframe: bool,
+}
+
+/// The sender's record of packets in flight, which turns wire feedback into reports.
+///
+/// Feedback for a sequence number is used once; a report that repeats or precedes already
+/// reported numbers is ignored for those numbers (feedback may be duplicated on a real path).
+#[derive(Debug, Default, Clone)]
+pub struct SendHistory {
+    /// Packets from `first_seq` on that have not yet been reported.
+    unreported: VecDeque<SentPacket>,
+    first_seq: u64,
+    next_seq: u64,
+    in_flight: u64,
+}
+
+impl SendHistory {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// The sequence number the next packet gets.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight
+    }
+    /// Record a packet about to be sent; returns it with its sequence number and in-flight
+    /// count filled in.
+    pub fn on_sent(&mut self, mut pkt: SentPacket) -> SentPacket {
+        pkt.seq = self.next_seq;
+        self.next_seq += 1;
+        self.in_flight += pkt.size as u64;
+        pkt.in_flight = self.in_flight;
+        self.unreported.push_back(pkt);
+        pkt
+    }
+    /// Join feedback with the history. Packets of the range that were sent but precede the
+    /// range are left in flight (a later report covers them).
+    pub fn on_feedback(&mut self, now: Time, fb: &TransportFeedback, out: &mut FeedbackReport) {
+        out.feedback_time = now;
+        out.packets.clear();
+        for (i, rt) in fb.receive_times.iter().enumerate() {
+            let seq = fb.base_seq + i as u64;
+            if seq < self.first_seq || seq >= self.next_seq {
+                continue;
+            }
+            // Everything before `seq` that is still unreported stays in flight; pop up to it.
+            while self.first_seq < seq {
+                // Not covered by this report (skipped range): keep waiting would block the
+                // queue forever, so such packets are declared lost. The receiver never skips
+                // numbers it could still report, so this only happens after lost feedback.
+                if let Some(p) = self.unreported.pop_front() {
+                    self.in_flight -= p.size as u64;
+                    out.packets.push(PacketResult {
+                        sent: p,
+                        receive_time: None,
+                    });
+                }
+                self.first_seq += 1;
+            }
+            if let Some(p) = self.unreported.pop_front() {
+                self.in_flight -= p.size as u64;
+                self.first_seq += 1;
+                out.packets.push(PacketResult {
+                    sent: p,
+                    receive_time: *rt,
+                });
+            }
+        }
+        out.in_flight = self.in_flight;
+    }
+    /// Forget everything in flight (a flow that stops or resets).
+    pub fn clear_in_flight(&mut self) {
+        self.first_seq = self.next_seq;
+        self.unreported.clear();
+        self.in_flight = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pkt(size: u32, t: u64) -> SentPacket {
+        SentPacket {
+            seq: 0,
+            size,
+            send_time: Time(t),
+            frame: Some(0),
+            index_in_frame: 0,
+            packets_in_frame: 1,
+            kind: PacketKind::Media,
+            in_flight: 0,
+        }
+    }
+
+    #[test]
+    fn feedback_joins_history_and_releases_in_flight() {
+        let mut h = SendHistory::new();
+        for i in 0..4 {
+            h.on_sent(pkt(1000, i));
+        }
+        assert_eq!(h.in_flight(), 4000);
+        let fb = TransportFeedback {
+            base_seq: 0,
+            receive_times: vec![Some(Time(10)), None, Some(Time(12))],
+        };
+        let mut r = FeedbackReport::default();
+        h.on_feedback(Time(50), &fb, &mut r);
+        assert_eq!(r.packets.len(), 3);
+        assert_eq!(r.lost_count(), 1);
+        assert_eq!(r.in_flight, 1000, "one packet is still unreported");
+        // A duplicate report changes nothing.
+        h.on_feedback(Time(60), &fb, &mut r);
+        assert!(r.packets.is_empty());
+        assert_eq!(h.in_flight(), 1000);
+    }
+
+    #[test]
+    fn a_gap_left_by_lost_feedback_is_declared_lost() {
+        let mut h = SendHistory::new();
+        for i in 0..4 {
+            h.on_sent(pkt(100, i));
+        }
+        let fb = TransportFeedback {
+            base_seq: 2,
+            receive_times: vec![Some(Time(10)), Some(Time(11))],
+        };
+        let mut r = FeedbackReport::default();
+        h.on_feedback(Time(50), &fb, &mut r);
+        assert_eq!(r.packets.len(), 4);
+        assert_eq!(r.lost_count(), 2);
+        assert_eq!(h.in_flight(), 0);
+    }
+}

@@ -1,0 +1,420 @@
+//! Physical units: time, durations, rates and sizes, with parsing of the way people write them.
+//!
+//! - [`Time`] is an instant in nanoseconds since the start of a run (or of any clock the caller
+//!   owns: the core never reads a clock, every function takes `now`).
+//! - [`Duration`] is a non-negative span in nanoseconds.
+//! - [`Rate`] is bits per second as `f64` (controllers do arithmetic on it).
+//! - [`Bytes`] is a byte count.
+//!
+//! Parsing accepts a number followed by a unit, with optional white space: `"20Mbps"`,
+//! `"500 kbps"`, `"40ms"`, `"1.5s"`, `"1.5MB"`, `"1200B"`. Prefixes are decimal (SI): k = 10³,
+//! M = 10⁶, G = 10⁹, for both bits and bytes (so `"1.5MB"` is 1 500 000 bytes), because that is
+//! how link rates and trace capacities are quoted. `KiB`/`MiB` are accepted for binary sizes.
+//! A bare number is rejected: a unit is always required, so `capacity = 20` cannot silently mean
+//! 20 bit/s.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+use std::ops::{Add, AddAssign, Sub};
+
+/// A parse error that names the input and what was expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {what} {input:?}: {reason}")]
+pub struct UnitError {
+    pub what: &'static str,
+    pub input: String,
+    pub reason: String,
+}
+
+const NS_PER_MS: u64 = 1_000_000;
+const NS_PER_S: u64 = 1_000_000_000;
+
+/// An instant, in nanoseconds on the caller's clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Time(pub u64);
+
+/// A non-negative span of time, in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Duration(pub u64);
+
+/// A rate in bits per second.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Default)]
+pub struct Rate(pub f64);
+
+/// A size in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Bytes(pub u64);
+
+impl Time {
+    pub const ZERO: Time = Time(0);
+    pub const MAX: Time = Time(u64::MAX);
+    pub fn from_secs_f64(s: f64) -> Time {
+        Time((s * NS_PER_S as f64).round() as u64)
+    }
+    pub fn from_millis(ms: u64) -> Time {
+        Time(ms * NS_PER_MS)
+    }
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / NS_PER_S as f64
+    }
+    pub fn as_millis_f64(self) -> f64 {
+        self.0 as f64 / NS_PER_MS as f64
+    }
+    /// `self - earlier`, or zero if `earlier` is later.
+    pub fn saturating_since(self, earlier: Time) -> Duration {
+        Duration(self.0.saturating_sub(earlier.0))
+    }
+    /// Signed difference `self - other` in seconds (clocks of different hosts may be offset).
+    pub fn secs_since(self, other: Time) -> f64 {
+        (self.0 as i128 - other.0 as i128) as f64 / NS_PER_S as f64
+    }
+}
+
+impl Duration {
+    pub const ZERO: Duration = Duration(0);
+    pub fn from_secs_f64(s: f64) -> Duration {
+        Duration((s.max(0.0) * NS_PER_S as f64).round() as u64)
+    }
+    pub fn from_millis(ms: u64) -> Duration {
+        Duration(ms * NS_PER_MS)
+    }
+    pub fn from_micros(us: u64) -> Duration {
+        Duration(us * 1_000)
+    }
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / NS_PER_S as f64
+    }
+    pub fn as_millis_f64(self) -> f64 {
+        self.0 as f64 / NS_PER_MS as f64
+    }
+}
+
+impl Rate {
+    pub const ZERO: Rate = Rate(0.0);
+    pub fn bps(self) -> f64 {
+        self.0
+    }
+    pub fn from_kbps(k: f64) -> Rate {
+        Rate(k * 1e3)
+    }
+    pub fn from_mbps(m: f64) -> Rate {
+        Rate(m * 1e6)
+    }
+    pub fn mbps(self) -> f64 {
+        self.0 / 1e6
+    }
+    /// Time to serialise `bytes` at this rate (infinite rates and zero rates are the caller's
+    /// problem: a zero rate gives `Duration(u64::MAX)`).
+    pub fn transmit_time(self, bytes: u64) -> Duration {
+        if self.0 <= 0.0 {
+            return Duration(u64::MAX);
+        }
+        Duration(((bytes as f64 * 8.0) / self.0 * NS_PER_S as f64).round() as u64)
+    }
+    /// Bytes carried at this rate over `d`.
+    pub fn bytes_in(self, d: Duration) -> f64 {
+        self.0 * d.as_secs_f64() / 8.0
+    }
+    pub fn min(self, other: Rate) -> Rate {
+        Rate(self.0.min(other.0))
+    }
+    pub fn max(self, other: Rate) -> Rate {
+        Rate(self.0.max(other.0))
+    }
+}
+
+impl Add<Duration> for Time {
+    type Output = Time;
+    fn add(self, d: Duration) -> Time {
+        Time(self.0.saturating_add(d.0))
+    }
+}
+impl AddAssign<Duration> for Time {
+    fn add_assign(&mut self, d: Duration) {
+        self.0 = self.0.saturating_add(d.0);
+    }
+}
+impl Sub<Time> for Time {
+    type Output = Duration;
+    /// Saturating: an instant minus a later one is zero.
+    fn sub(self, other: Time) -> Duration {
+        Duration(self.0.saturating_sub(other.0))
+    }
+}
+impl Add for Duration {
+    type Output = Duration;
+    fn add(self, d: Duration) -> Duration {
+        Duration(self.0.saturating_add(d.0))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsing
+
+/// Split `"1.5 MB"` into `(1.5, "MB")`.
+fn split_number(what: &'static str, input: &str) -> Result<(f64, String), UnitError> {
+    let s = input.trim();
+    let err = |reason: &str| UnitError {
+        what,
+        input: input.to_string(),
+        reason: reason.to_string(),
+    };
+    let end = s
+        .char_indices()
+        .find(|(_, c)| !(c.is_ascii_digit() || *c == '.' || *c == '-' || *c == '+' || *c == 'e'))
+        .map(|(i, _)| i)
+        .unwrap_or(s.len());
+    // 'e' is only part of the number when followed by a digit (1e6), not in "1.5 e..." units.
+    let (num, unit) = s.split_at(end);
+    if num.is_empty() {
+        return Err(err("expected a number followed by a unit"));
+    }
+    let value: f64 = num
+        .parse()
+        .map_err(|_| err(&format!("{num:?} is not a number")))?;
+    if !value.is_finite() {
+        return Err(err("the number must be finite"));
+    }
+    if value < 0.0 {
+        return Err(err("the value must not be negative"));
+    }
+    Ok((value, unit.trim().to_string()))
+}
+
+impl Duration {
+    /// Parse `"40ms"`, `"1.5s"`, `"250us"`, `"10ns"`, `"2min"`.
+    pub fn parse(input: &str) -> Result<Duration, UnitError> {
+        const ALLOWED: &str = "expected a duration with a unit: ns, us, ms, s or min (e.g. \"40ms\")";
+        let (v, unit) = split_number("duration", input)?;
+        let scale = match unit.as_str() {
+            "ns" => 1.0,
+            "us" | "µs" => 1e3,
+            "ms" => 1e6,
+            "s" | "sec" => 1e9,
+            "min" => 60e9,
+            _ => {
+                return Err(UnitError {
+                    what: "duration",
+                    input: input.into(),
+                    reason: ALLOWED.into(),
+                })
+            }
+        };
+        Ok(Duration((v * scale).round() as u64))
+    }
+}
+
+impl Rate {
+    /// Parse `"20Mbps"`, `"500kbps"`, `"1.2Gbps"`, `"64bps"` (also `Mbit/s`, `kbit/s`).
+    pub fn parse(input: &str) -> Result<Rate, UnitError> {
+        const ALLOWED: &str =
+            "expected a rate with a unit: bps, kbps, Mbps or Gbps (e.g. \"20Mbps\")";
+        let (v, unit) = split_number("rate", input)?;
+        let scale = match unit.as_str() {
+            "bps" | "bit/s" => 1.0,
+            "kbps" | "Kbps" | "kbit/s" => 1e3,
+            "Mbps" | "mbps" | "Mbit/s" => 1e6,
+            "Gbps" | "gbps" | "Gbit/s" => 1e9,
+            "MBps" | "kBps" | "KBps" | "B/s" => {
+                return Err(UnitError {
+                    what: "rate",
+                    input: input.into(),
+                    reason: "byte rates are not accepted, write bits per second (e.g. \"8Mbps\")"
+                        .into(),
+                })
+            }
+            _ => {
+                return Err(UnitError {
+                    what: "rate",
+                    input: input.into(),
+                    reason: ALLOWED.into(),
+                })
+            }
+        };
+        Ok(Rate(v * scale))
+    }
+}
+
+impl Bytes {
+    /// Parse `"1200B"`, `"1.5MB"`, `"150KB"` (decimal), `"64KiB"` (binary).
+    pub fn parse(input: &str) -> Result<Bytes, UnitError> {
+        const ALLOWED: &str =
+            "expected a size with a unit: B, KB, MB, GB (decimal) or KiB, MiB (e.g. \"1.5MB\")";
+        let (v, unit) = split_number("size", input)?;
+        let scale = match unit.as_str() {
+            "B" | "bytes" => 1.0,
+            "KB" | "kB" => 1e3,
+            "MB" => 1e6,
+            "GB" => 1e9,
+            "KiB" => 1024.0,
+            "MiB" => 1024.0 * 1024.0,
+            _ => {
+                return Err(UnitError {
+                    what: "size",
+                    input: input.into(),
+                    reason: ALLOWED.into(),
+                })
+            }
+        };
+        let bytes = v * scale;
+        if bytes.fract() != 0.0 {
+            return Err(UnitError {
+                what: "size",
+                input: input.into(),
+                reason: "a size must be a whole number of bytes".into(),
+            });
+        }
+        Ok(Bytes(bytes as u64))
+    }
+}
+
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0;
+        if b >= 1e9 {
+            write!(f, "{}Gbps", b / 1e9)
+        } else if b >= 1e6 {
+            write!(f, "{}Mbps", b / 1e6)
+        } else if b >= 1e3 {
+            write!(f, "{}kbps", b / 1e3)
+        } else {
+            write!(f, "{b}bps")
+        }
+    }
+}
+impl fmt::Display for Duration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.0;
+        if n % NS_PER_S == 0 && n > 0 {
+            write!(f, "{}s", n / NS_PER_S)
+        } else if n % NS_PER_MS == 0 {
+            write!(f, "{}ms", n / NS_PER_MS)
+        } else if n % 1000 == 0 {
+            write!(f, "{}us", n / 1000)
+        } else {
+            write!(f, "{n}ns")
+        }
+    }
+}
+impl fmt::Display for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}B", self.0)
+    }
+}
+
+// serde: units are strings with a unit; a bare number is an error that says so.
+macro_rules! unit_serde {
+    ($ty:ty, $what:literal, $example:literal) => {
+        impl<'de> Deserialize<'de> for $ty {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl serde::de::Visitor<'_> for V {
+                    type Value = $ty;
+                    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                        write!(f, "a {} string with a unit, like {:?}", $what, $example)
+                    }
+                    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<$ty, E> {
+                        <$ty>::parse(v).map_err(E::custom)
+                    }
+                    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<$ty, E> {
+                        Err(E::custom(format!(
+                            "{v} has no unit: write a {} with its unit, like {:?}",
+                            $what, $example
+                        )))
+                    }
+                    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<$ty, E> {
+                        self.visit_i64(v as i64)
+                    }
+                    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<$ty, E> {
+                        Err(E::custom(format!(
+                            "{v} has no unit: write a {} with its unit, like {:?}",
+                            $what, $example
+                        )))
+                    }
+                }
+                d.deserialize_any(V)
+            }
+        }
+        impl Serialize for $ty {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(self)
+            }
+        }
+    };
+}
+unit_serde!(Rate, "rate", "20Mbps");
+unit_serde!(Duration, "duration", "40ms");
+unit_serde!(Bytes, "size", "1200B");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_rates() {
+        assert_eq!(Rate::parse("20Mbps").unwrap(), Rate(20e6));
+        assert_eq!(Rate::parse("500kbps").unwrap(), Rate(500e3));
+        assert_eq!(Rate::parse(" 1.5 Gbps ").unwrap(), Rate(1.5e9));
+        assert_eq!(Rate::parse("64bps").unwrap(), Rate(64.0));
+        assert_eq!(Rate::parse("2Mbit/s").unwrap(), Rate(2e6));
+    }
+
+    #[test]
+    fn parses_durations_and_sizes() {
+        assert_eq!(Duration::parse("40ms").unwrap(), Duration::from_millis(40));
+        assert_eq!(Duration::parse("1.5s").unwrap(), Duration(1_500_000_000));
+        assert_eq!(Duration::parse("250us").unwrap(), Duration(250_000));
+        assert_eq!(Bytes::parse("1.5MB").unwrap(), Bytes(1_500_000));
+        assert_eq!(Bytes::parse("1200B").unwrap(), Bytes(1200));
+        assert_eq!(Bytes::parse("64KiB").unwrap(), Bytes(65536));
+    }
+
+    #[test]
+    fn rejects_bad_units_with_a_message_that_says_what_is_allowed() {
+        let e = Rate::parse("20Mbmps").unwrap_err();
+        assert!(e.to_string().contains("Mbps"), "{e}");
+        let e = Rate::parse("20").unwrap_err();
+        assert!(e.to_string().contains("unit"), "{e}");
+        let e = Rate::parse("2MBps").unwrap_err();
+        assert!(e.to_string().contains("bits per second"), "{e}");
+        assert!(Duration::parse("ms").is_err());
+        assert!(Duration::parse("-5ms").is_err());
+        assert!(Bytes::parse("1.5B").is_err());
+    }
+
+    #[test]
+    fn serde_requires_units() {
+        #[derive(Deserialize, Debug)]
+        struct T {
+            #[allow(dead_code)]
+            r: Rate,
+        }
+        let e = toml::from_str::<T>("r = 20").unwrap_err();
+        assert!(e.to_string().contains("has no unit"), "{e}");
+        let t: T = toml::from_str("r = \"1Mbps\"").unwrap();
+        assert_eq!(t.r, Rate(1e6));
+    }
+
+    #[test]
+    fn transmit_time_is_exact_for_round_numbers() {
+        assert_eq!(
+            Rate::from_mbps(10.0).transmit_time(1250),
+            Duration::from_millis(1)
+        );
+        assert_eq!(Rate(8e6).bytes_in(Duration::from_millis(1)), 1000.0);
+    }
+
+    #[test]
+    fn display_round_trips() {
+        for s in ["20Mbps", "500kbps", "40ms", "2s", "1200B"] {
+            let shown = if s.ends_with("bps") {
+                Rate::parse(s).unwrap().to_string()
+            } else if s.ends_with('B') {
+                Bytes::parse(s).unwrap().to_string()
+            } else {
+                Duration::parse(s).unwrap().to_string()
+            };
+            assert_eq!(shown, s);
+        }
+    }
+}

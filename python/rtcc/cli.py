@@ -1,0 +1,214 @@
+"""The ``rtcc`` command line: run, compare, demo, controllers, validate, bench, trace.
+
+Every command that writes a folder writes it atomically and refuses to replace a non-empty
+one without ``--force``. User errors (bad scenario, unknown controller, existing output, ...)
+print ``rtcc: error: <message>`` on stderr and exit with status 2; ``validate`` exits with 1
+when a file is invalid. See docs/cli.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from . import __version__, _core
+from ._core import ScenarioError
+from .atomic import OutputError, atomic_file, check_dest
+from .progress import TerminalProgress
+from .registry import ControllerSpec, controllers, default_specs
+
+SPEC_HELP = "controller spec: NAME or NAME:KEY=VALUE[,KEY=VALUE...], e.g. fixed:rate=5Mbps"
+
+
+class UsageError(Exception):
+    """A command-line value that is not valid."""
+
+
+def cmd_run(args) -> int:
+    from .report import comparison_rows, text_table
+    from .scenario import Scenario
+
+    scenario = Scenario.from_file(args.scenario)
+    if args.controller:
+        spec = ControllerSpec.parse(args.controller)
+        spec.check()
+        scenario = scenario.with_controller(spec)
+    check_dest(args.output, args.force)  # before a possibly long run
+    scenario.validate()
+    with TerminalProgress(f"{scenario.name}") as bar:
+        result = scenario.run(seed=args.seed, progress=bar.callback)
+    result.save(args.output, plots=not args.no_plots, force=args.force)
+    print(text_table(comparison_rows([(None, result.summary)])), end="")
+    print(f"wrote {args.output}")
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from .compare import compare
+    from .report import text_table
+    from .scenario import Scenario
+
+    scenario = Scenario.from_file(args.scenario)
+    if args.controller:
+        specs = [ControllerSpec.parse(c) for c in args.controller]
+    else:
+        specs, skipped = default_specs(args.fixed_rate)
+        if skipped:
+            print(f"rtcc: not comparing {', '.join(skipped)} (parameters without defaults; use -c)", file=sys.stderr)
+    rows = compare(scenario, specs, args.output, seed=args.seed, force=args.force, progress=True)
+    print(text_table(rows), end="")
+    print(f"wrote {args.output}")
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from .demo import run_demo
+
+    run_demo(args.output, force=args.force, progress=True)
+    print(f"\nreport: {args.output}/index.html")
+    return 0
+
+
+def cmd_controllers(args) -> int:
+    for i, c in enumerate(controllers()):
+        if i:
+            print()
+        print(f"{c['name']}: {c['summary']}")
+        params = c["params"]
+        width = max((len(p["name"]) for p in params), default=0)
+        dwidth = max((len(_default(p)) for p in params), default=0)
+        for p in params:
+            print(f"  {p['name']:<{width}}  {_default(p):<{dwidth}}  {p['doc']}".rstrip())
+    return 0
+
+
+def _default(p: dict) -> str:
+    return "(required)" if p["default"] == "" else f"= {p['default']}"
+
+
+def cmd_validate(args) -> int:
+    from .scenario import Scenario
+
+    failed = False
+    for path in args.scenarios:
+        try:
+            Scenario.from_file(path).validate()
+        except ScenarioError as e:
+            failed = True
+            print(f"{path}: error: {str(e).removeprefix(f'{path}: ')}")
+        else:
+            print(f"{path}: OK")
+    return 1 if failed else 0
+
+
+def cmd_bench(args) -> int:
+    cases = ["single", "ten"] if args.case == "all" else [args.case]
+    print(f"{'case':<8} {'packets':>10} {'sim s':>8} {'wall s':>8} {'packets/s':>12} {'speed-up':>10}")
+    for case in cases:
+        r = _core.bench(case)
+        print(f"{r['case']:<8} {r['packets']:>10} {r['sim_seconds']:>8.1f} {r['wall_seconds']:>8.2f} "
+              f"{r['packets_per_second']:>12,.0f} {r['speedup']:>9.1f}x", flush=True)
+    return 0
+
+
+def cmd_trace_lte(args) -> int:
+    duration = _parse(_core.parse_duration, "--duration", args.duration)
+    mean = _parse(_core.parse_rate, "--mean", args.mean)
+    if duration <= 0 or mean <= 0:
+        raise UsageError("--duration and --mean must be positive")
+    if args.seed < 0:
+        raise UsageError(f"--seed: expected a non-negative integer, got {args.seed}")
+    check_dest(args.output, args.force, kind="file")
+    lines = _core.generate_lte_trace(args.seed, duration, mean / 1e6)
+    with atomic_file(args.output, force=args.force) as f:
+        f.write("".join(f"{ms}\n" for ms in lines))
+    print(f"wrote {args.output}: {len(lines)} delivery opportunities over {duration:g} s "
+          f"(mean {len(lines) * 1500 * 8 / duration / 1e6:.2f} Mbit/s)")
+    return 0
+
+
+def _parse(fn, option: str, text: str) -> float:
+    try:
+        return fn(text)
+    except ValueError as e:
+        raise UsageError(f"{option}: {e}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rtcc", description="Rate control for low-latency interactive video.")
+    parser.add_argument("--version", action="version", version=f"rtcc {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("run", help="run one scenario and write a run folder")
+    p.add_argument("scenario", metavar="SCENARIO", help="scenario file (.toml)")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="run folder to write")
+    p.add_argument("--seed", type=int, help="override the scenario's seed")
+    p.add_argument("--controller", metavar="SPEC", help=f"use this controller for every flow ({SPEC_HELP})")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--force", action="store_true", help="replace DIR if it exists")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("compare", help="run several controllers on one scenario and compare them")
+    p.add_argument("scenario", metavar="SCENARIO", help="scenario file (.toml)")
+    p.add_argument("-c", "--controller", action="append", metavar="SPEC",
+                   help=f"{SPEC_HELP}; repeat for more (default: every registered controller)")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="comparison folder to write")
+    p.add_argument("--seed", type=int, help="override the scenario's seed")
+    p.add_argument("--fixed-rate", default="2Mbps", metavar="RATE",
+                   help="rate of the fixed controller when no -c is given (default: 2Mbps)")
+    p.add_argument("--force", action="store_true", help="replace DIR if it exists")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("demo", help="compare every controller on the bundled step and LTE scenarios")
+    p.add_argument("-o", "--output", default="reports/demo", metavar="DIR", help="report folder (default: reports/demo)")
+    p.add_argument("--force", action="store_true", help="replace DIR if it exists")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("controllers", help="list registered controllers and their parameters")
+    p.set_defaults(func=cmd_controllers)
+
+    p = sub.add_parser("validate", help="check scenario files without running them")
+    p.add_argument("scenarios", nargs="+", metavar="SCENARIO")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("bench", help="simulator speed on standard scenarios")
+    p.add_argument("--case", choices=["single", "ten", "all"], default="all",
+                   help="single: one 20 Mbit/s flow, 40 ms RTT, 60 s; ten: ten flows share 60 Mbit/s (default: all)")
+    p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("trace", help="generate link traces")
+    tsub = p.add_subparsers(dest="kind", required=True, metavar="KIND")
+    t = tsub.add_parser("lte", help="synthetic LTE-like mahimahi trace")
+    t.add_argument("--seed", type=int, default=1, help="random seed (default: 1)")
+    t.add_argument("--duration", default="60s", help="trace length (default: 60s)")
+    t.add_argument("--mean", default="6Mbps", help="mean capacity (default: 6Mbps)")
+    t.add_argument("-o", "--output", required=True, metavar="FILE", help="trace file to write")
+    t.add_argument("--force", action="store_true", help="replace FILE if it exists")
+    t.set_defaults(func=cmd_trace_lte)
+    return parser
+
+
+def _os_message(e: OSError) -> str:
+    if e.filename is not None and e.strerror:
+        return f"{e.filename}: {e.strerror}"
+    return str(e)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ScenarioError, OutputError, UsageError) as e:
+        message = str(e)
+    except OSError as e:
+        message = _os_message(e)
+    except KeyboardInterrupt:
+        print("\nrtcc: interrupted", file=sys.stderr)
+        return 130
+    print(f"rtcc: error: {message}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""Run several controllers on the same scenario and write a comparison folder.
+
+A comparison folder holds ``runs/<label>/`` (one run folder per controller spec),
+``comparison.csv``, ``comparison.md``, overlaid plots in ``plots/`` and ``index.html``.
+``compare()`` writes it atomically; the demo composes ``run_all()`` and
+``write_comparison()`` to put two comparisons in one report.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from . import plots as plotting
+from .atomic import atomic_dir
+from .progress import TerminalProgress
+from .registry import ControllerSpec, controllers
+from .report import comparison_rows, markdown_table, write_compare_index, write_csv
+from .result import Result, write_run
+from .scenario import Scenario
+
+__all__ = ["Written", "compare", "run_all", "write_comparison", "folder_name", "format_rate"]
+
+
+def folder_name(label: str) -> str:
+    """A file-system-safe folder name for a label: ``fixed:rate=5Mbps`` -> ``fixed_rate=5Mbps``."""
+    return re.sub(r"[^A-Za-z0-9._=+-]+", "_", label).strip("._") or "run"
+
+
+def format_rate(bps: float) -> str:
+    """A rate as scenario text with three significant digits: 4637000 -> ``4.64Mbps``."""
+    for unit, scale in (("Gbps", 1e9), ("Mbps", 1e6), ("kbps", 1e3)):
+        if bps >= scale:
+            return f"{bps / scale:.3g}{unit}"
+    return f"{bps:.3g}bps"
+
+
+def _unique(specs: Iterable[ControllerSpec]) -> list[ControllerSpec]:
+    out, seen = [], set()
+    for spec in specs:
+        label, n = spec.label, 2
+        while label in seen:
+            label, n = f"{spec.label} #{n}", n + 1
+        seen.add(label)
+        out.append(ControllerSpec(spec.name, spec.params, label))
+    return out
+
+
+def run_all(scenario: Scenario, specs: list[ControllerSpec], seed: int | None = None, progress: bool = False,
+            done: dict[str, Result] | None = None) -> dict[str, Result]:
+    """Run ``scenario`` once per spec (label -> Result); results already in ``done`` are reused."""
+    registry = controllers()
+    specs = _unique(specs)
+    variants = {}
+    for spec in specs:  # check everything before the first (slow) run
+        spec.check(registry)
+        variants[spec.label] = scenario.with_controller(spec)
+        variants[spec.label].validate()
+    results = {}
+    for label, variant in variants.items():
+        if done and label in done:
+            results[label] = done[label]
+            continue
+        with TerminalProgress(f"{scenario.name} / {label}") as bar:
+            results[label] = variant.run(seed=seed, progress=bar.callback if progress else False)
+    return results
+
+
+@dataclass
+class Written:
+    """What ``write_comparison`` wrote: table rows, label -> run folder, plot files (relative)."""
+
+    rows: list[dict]
+    runs: dict[str, str]
+    images: list[str]
+
+
+def write_comparison(folder: Path, results: dict[str, Result], title: str, notes: list[str] = (),
+                     plots: bool = True) -> Written:
+    """Write run folders, tables, overlaid plots and ``index.html`` into ``folder``."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    dirs: dict[str, str] = {}
+    for label, result in results.items():
+        name, n = folder_name(label), 2
+        while name in dirs.values():
+            name, n = f"{folder_name(label)}-{n}", n + 1
+        dirs[label] = f"runs/{name}"
+        run_dir = folder / "runs" / name
+        run_dir.mkdir(parents=True)
+        write_run(result, run_dir, plots=plots)
+    rows = comparison_rows([(label, r.summary) for label, r in results.items()])
+    write_csv(rows, folder / "comparison.csv")
+    (folder / "comparison.md").write_text(f"# {title}\n\n" + markdown_table(rows)
+                                          + "".join(f"\n{n}\n" for n in notes), encoding="utf-8")
+    images = plotting.compare_plots(results, folder / "plots", title) if plots and results else []
+    first = next(iter(results.values())).summary if results else {}
+    write_compare_index(folder, title, first, rows, images, dirs, list(notes))
+    return Written(rows, dirs, [p.relative_to(folder).as_posix() for p in images])
+
+
+def compare(scenario: Scenario, specs: list[ControllerSpec], out_dir: str | os.PathLike, seed: int | None = None,
+            force: bool = False, progress: bool = False, plots: bool = True) -> list[dict]:
+    """Run every spec on ``scenario`` and write the comparison folder ``out_dir`` atomically."""
+    with atomic_dir(out_dir, force=force) as tmp:
+        results = run_all(scenario, specs, seed=seed, progress=progress)
+        return write_comparison(tmp, results, f"rtcc compare: {scenario.name}", plots=plots).rows

@@ -1,0 +1,94 @@
+"""``rtcc demo``: every registered controller on the bundled step link and LTE-like trace.
+
+For each bundled scenario (``experiments/demo/step.toml`` and ``experiments/demo/lte.toml``)
+the ``oracle`` controller runs first; the ``fixed`` baseline then gets half of the mean link
+capacity it measured. Every registered controller runs with its default parameters (a
+controller whose parameters other than ``rate`` are required is skipped, and the report says
+so). The report folder holds one comparison folder per scenario and an ``index.html`` that
+shows both tables and their plots.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from ._core import ScenarioError
+from .atomic import atomic_dir
+from .compare import format_rate, run_all, write_comparison
+from .registry import ControllerSpec, controllers, default_specs
+from .report import html_table, images_html, scenario_line, text_table, write_page
+from .scenario import Scenario
+
+__all__ = ["DEMOS", "experiments_dir", "run_demo"]
+
+# (folder in the report, scenario file in experiments/demo, heading)
+DEMOS = [
+    ("step", "step.toml", "Step change in link capacity"),
+    ("lte", "lte.toml", "LTE-like capacity trace"),
+]
+FALLBACK_FIXED_RATE = "2Mbps"  # only used if no oracle controller is registered
+
+
+def experiments_dir() -> Path:
+    """The ``experiments`` folder of the source checkout this package runs from."""
+    return Path(__file__).resolve().parents[2] / "experiments"
+
+
+def _scenarios() -> list[tuple[str, str, Scenario]]:
+    folder = experiments_dir() / "demo"
+    out = []
+    for key, file, heading in DEMOS:
+        path = folder / file
+        if not path.is_file():
+            raise ScenarioError(
+                f"demo scenario {path} not found: `rtcc demo` uses the experiments folder of an rtcc "
+                "source checkout (experiments/demo/ next to python/)"
+            )
+        out.append((key, heading, Scenario.from_file(path)))
+    return out
+
+
+def _run_section(scenario: Scenario, progress: bool):
+    registry = controllers()
+    done, notes, capacity = {}, [], None
+    if any(c["name"] == "oracle" for c in registry):
+        done = run_all(scenario, [ControllerSpec.make("oracle")], progress=progress)
+        capacity = done["oracle"].summary.get("total", {}).get("capacity_bps")
+    fixed_rate = format_rate(0.5 * capacity) if isinstance(capacity, (int, float)) and capacity > 0 else FALLBACK_FIXED_RATE
+    specs, skipped = default_specs(fixed_rate, registry)
+    if any(s.params.get("rate") == fixed_rate for s in specs):
+        basis = f"half the mean link capacity ({capacity / 1e6:.2f} Mbit/s)" if capacity else "default, no oracle registered"
+        notes.append(f"fixed rate {fixed_rate}: {basis}.")
+    if skipped:
+        notes.append(f"Not run (parameters without defaults): {', '.join(skipped)}.")
+    return run_all(scenario, specs, progress=progress, done=done), notes
+
+
+def run_demo(out_dir: str | os.PathLike, force: bool = False, progress: bool = False,
+             out: TextIO | None = None) -> dict[str, list[dict]]:
+    """Write the demo report to ``out_dir`` atomically, print each table to ``out``; return the rows."""
+    out = sys.stdout if out is None else out
+    scenarios = _scenarios()
+    tables: dict[str, list[dict]] = {}
+    with atomic_dir(out_dir, force=force) as tmp:
+        body = ['<p class="meta">Every registered controller on two bundled scenarios. '
+                "Click a controller for its run: per-flow plots, logs (Parquet) and summary.json.</p>"]
+        for key, heading, scenario in scenarios:
+            results, notes = _run_section(scenario, progress)
+            title = f"{heading} ({scenario.name})"
+            written = write_comparison(tmp / key, results, title, notes)
+            rows = tables[key] = written.rows
+            print(f"\n{title}\n\n{text_table(rows)}" + "".join(f"{n}\n" for n in notes), file=out, flush=True)
+            links = {label: f"{key}/{d}/index.html" for label, d in written.runs.items()}
+            summary = next(iter(results.values())).summary
+            images = [f"{key}/{p}" for p in written.images]
+            body += [f'<h2><a href="{key}/index.html">{heading}</a></h2>',
+                     f'<p class="meta">{scenario_line(summary)}</p>', html_table(rows, links)]
+            body += [f'<p class="meta">{html.escape(n)}</p>' for n in notes]
+            body.append(images_html(images))
+        write_page(tmp / "index.html", "rtcc demo", "\n".join(body))
+    return tables

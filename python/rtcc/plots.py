@@ -1,0 +1,238 @@
+"""PNG plots for one run and for a comparison of runs (matplotlib, drawn off-screen).
+
+Per run: ``throughput.png`` (received throughput in 200 ms bins and encoder target per flow,
+against link capacity), ``delay.png`` (packet one-way delay and frame delay over time) and
+``frame_delay_cdf.png``. For a comparison, the same three views with one line per controller.
+Figures are built with ``matplotlib.figure.Figure`` directly, so no GUI backend or pyplot
+state is involved and an interactive session's backend is left alone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+from . import series
+
+__all__ = ["run_plots", "compare_plots"]
+
+RUN_BIN_S = 0.2
+COMPARE_BIN_S = 0.5
+DPI = 110
+CAPACITY_STYLE = dict(color="0.55", alpha=0.25, step="post", linewidth=0)
+
+
+def _colors(n: int) -> list:
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab10" if n <= 10 else "tab20"]
+    return [cmap(i % cmap.N) for i in range(n)]
+
+
+def _flow_label(flows: list[dict], i: int) -> str:
+    f = flows[i] if i < len(flows) else {}
+    return f"{f.get('name', f'flow {i}')} ({f.get('controller', '?')})"
+
+
+def _duration(result) -> float:
+    d = result.summary.get("duration_s")
+    if isinstance(d, (int, float)) and d > 0:
+        return float(d)
+    cap = result.capacity["time_ns"]
+    return float(cap.max()) / 1e9 + 0.1 if len(cap) else 1.0
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    fig.savefig(path, dpi=DPI)
+    return path
+
+
+def _no_data(ax) -> None:
+    ax.text(0.5, 0.5, "no data", transform=ax.transAxes, ha="center", va="center", color="0.5")
+
+
+def _capacity(ax, result) -> None:
+    t, mbps = series.capacity(result.capacity)
+    if len(t):
+        ax.fill_between(t, mbps, label="link capacity", **CAPACITY_STYLE)
+        ax.step(t, mbps, where="post", color="0.45", linewidth=0.8)
+
+
+def _is_wide(values: list[np.ndarray]) -> bool:
+    """True when positive values span more than 10x (P1 to P99.9): then a log scale reads better."""
+    data = [v[v > 0] for v in values]
+    data = [v for v in data if len(v)]
+    if not data:
+        return False
+    lo = min(float(np.percentile(v, 1)) for v in data)
+    hi = max(float(np.percentile(v, 99.9)) for v in data)
+    return hi > 10 * lo
+
+
+def _log_axis(ax, which: str) -> None:
+    """Log scale with plain 1-2-5 tick labels (10, 20, 50, 100, ...)."""
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    (ax.set_xscale if which == "x" else ax.set_yscale)("log")
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _cdf_axes(ax, xs: list[np.ndarray]) -> None:
+    ax.set_ylabel("fraction of frames")
+    ax.set_ylim(0, 1.01)
+    if any(len(x) for x in xs):
+        wide = _is_wide(xs)
+        if wide:
+            _log_axis(ax, "x")
+        ax.set_xlabel("frame delay (ms, log scale)" if wide else "frame delay (ms)")
+    else:
+        ax.set_xlabel("frame delay (ms)")
+        _no_data(ax)
+    ax.grid(True, which="both", alpha=0.3)
+
+
+# -- one run ---------------------------------------------------------------------------------
+
+
+def run_plots(result, folder: Path) -> list[Path]:
+    """Draw the three per-run plots into ``folder`` (created); return their paths."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    return [
+        throughput_plot(result, folder / "throughput.png"),
+        delay_plot(result, folder / "delay.png"),
+        cdf_plot(result, folder / "frame_delay_cdf.png"),
+    ]
+
+
+def throughput_plot(result, path: Path) -> Path:
+    fig = Figure(figsize=(10, 4.5), layout="constrained")
+    ax = fig.add_subplot()
+    _capacity(ax, result)
+    duration = _duration(result)
+    single = len(result.flows) == 1
+    for i, color in enumerate(_colors(len(result.flows))):
+        flow = "" if single else f": {_flow_label(result.flows, i)}"
+        t, rate = series.throughput(result.packets, duration, RUN_BIN_S, flow=i)
+        ax.plot(t, rate, color=color, linewidth=1.0, label=f"received throughput{flow}")
+        tt, target = series.target(result.frames, i)
+        ax.step(tt, target, where="post", color=color, linewidth=1.0, linestyle="--", alpha=0.8,
+                label=f"video bitrate (encoder target){flow}")
+    ax.set_xlim(0, duration)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel(f"rate (Mbit/s, {int(RUN_BIN_S * 1000)} ms bins)")
+    ax.set_title(f"{result.name}: throughput vs link capacity")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper right", fontsize="small")
+    return _save(fig, path)
+
+
+def delay_plot(result, path: Path) -> Path:
+    fig = Figure(figsize=(10, 6), layout="constrained")
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    for i, color in enumerate(_colors(len(result.flows))):
+        label = _flow_label(result.flows, i)
+        t, d = series.packet_delay(result.packets, i)
+        top.plot(*series.break_gaps(t, d), color=color, linewidth=0.6, label=label)
+        t, d = series.frame_delay(result.frames, i)
+        bottom.plot(*series.break_gaps(t, d), color=color, linewidth=0.8, marker=".", markersize=2, label=label)
+    for ax, what in ((top, "packet one-way delay (ms)"), (bottom, "frame delay (ms)")):
+        ax.set_ylabel(what)
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+        if not ax.lines or not any(len(line.get_xdata()) for line in ax.lines):
+            _no_data(ax)
+    top.legend(loc="upper right", fontsize="small")
+    bottom.set_xlabel("time (s)")
+    bottom.set_xlim(0, _duration(result))
+    top.set_title(f"{result.name}: packet and frame delay")
+    return _save(fig, path)
+
+
+def cdf_plot(result, path: Path) -> Path:
+    fig = Figure(figsize=(7, 4.5), layout="constrained")
+    ax = fig.add_subplot()
+    xs = []
+    for i, color in enumerate(_colors(len(result.flows))):
+        _, d = series.frame_delay(result.frames, i)
+        xs.append(d)
+        if len(d):
+            x, y = series.cdf(d)
+            ax.step(x, y, where="post", color=color, label=_flow_label(result.flows, i))
+    _cdf_axes(ax, xs)
+    ax.set_title(f"{result.name}: frame delay CDF")
+    if any(len(x) for x in xs):
+        ax.legend(loc="lower right", fontsize="small")
+    return _save(fig, path)
+
+
+# -- comparison ------------------------------------------------------------------------------
+
+
+def compare_plots(results: dict, folder: Path, title: str = "") -> list[Path]:
+    """Overlaid plots, one line per label in ``results`` (label -> Result); return their paths."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    title = f"{title}: " if title else ""
+    colors = dict(zip(results, _colors(len(results))))
+    first = next(iter(results.values()))
+    duration = _duration(first)
+
+    fig = Figure(figsize=(10, 4.5), layout="constrained")
+    ax = fig.add_subplot()
+    _capacity(ax, first)
+    for label, r in results.items():
+        t, rate = series.throughput(r.packets, duration, COMPARE_BIN_S)
+        ax.plot(t, rate, color=colors[label], linewidth=1.1, label=label)
+    ax.set_xlim(0, duration)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel(f"received throughput (Mbit/s, {int(COMPARE_BIN_S * 1000)} ms bins)")
+    ax.set_title(f"{title}throughput vs link capacity (all flows)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper right", fontsize="small")
+    paths = [_save(fig, folder / "throughput.png")]
+
+    fig = Figure(figsize=(10, 4.5), layout="constrained")
+    ax = fig.add_subplot()
+    ys = []
+    for label, r in results.items():
+        t, d = series.frame_delay(r.frames)
+        ys.append(d)
+        ax.plot(*series.break_gaps(t, d), color=colors[label], linewidth=0.8, label=label)
+    ax.set_xlim(0, duration)
+    ax.set_xlabel("frame capture time (s)")
+    if _is_wide(ys):
+        _log_axis(ax, "y")
+        ax.set_ylabel("frame delay (ms, log scale)")
+    else:
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel("frame delay (ms)")
+    if any(len(d) for d in ys):
+        ax.legend(loc="upper right", fontsize="small")
+    else:
+        _no_data(ax)
+    ax.set_title(f"{title}frame delay over time (all flows)")
+    ax.grid(True, which="both", alpha=0.3)
+    paths.append(_save(fig, folder / "frame_delay.png"))
+
+    fig = Figure(figsize=(7, 4.5), layout="constrained")
+    ax = fig.add_subplot()
+    xs = []
+    for label, r in results.items():
+        _, d = series.frame_delay(r.frames)
+        xs.append(d)
+        if len(d):
+            x, y = series.cdf(d)
+            ax.step(x, y, where="post", color=colors[label], label=label)
+    _cdf_axes(ax, xs)
+    ax.set_title(f"{title}frame delay CDF (all flows)")
+    if any(len(x) for x in xs):
+        ax.legend(loc="lower right", fontsize="small")
+    paths.append(_save(fig, folder / "frame_delay_cdf.png"))
+    return paths

@@ -1,0 +1,109 @@
+"""Controllers registered in the native core, and controller specs written as text.
+
+A spec is ``name`` or ``name:key=value,key=value`` (for example ``fixed:rate=5Mbps`` or
+``oracle:fraction=0.8``). Values are read like TOML values when they are numbers or booleans
+(``0.8``, ``3``, ``true``) and kept as strings otherwise (``5Mbps``, ``200ms``). The list of
+controllers and their parameters always comes from the core, never from this file.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field
+
+from . import _core
+from ._core import ScenarioError
+
+__all__ = ["ControllerSpec", "controllers", "default_specs"]
+
+
+def controllers() -> list[dict]:
+    """Registered controllers: ``[{"name", "summary", "params": [{"name", "default", "doc"}]}]``.
+
+    A parameter whose ``default`` is ``""`` is required.
+    """
+    return _core.controllers()
+
+
+def _value(text: str):
+    try:
+        value = tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+    if isinstance(value, (bool, int, str)) or (isinstance(value, float) and math.isfinite(value)):
+        return value
+    return text
+
+
+@dataclass(frozen=True)
+class ControllerSpec:
+    """A controller name, its parameters, and the label used in tables, plots and folder names."""
+
+    name: str
+    params: dict = field(default_factory=dict)
+    label: str = ""
+
+    @classmethod
+    def parse(cls, text: str) -> "ControllerSpec":
+        """Parse ``name`` or ``name:key=value,...``; raise ScenarioError on malformed text."""
+        usage = "expected NAME or NAME:KEY=VALUE[,KEY=VALUE...], for example fixed:rate=5Mbps"
+        text = text.strip()
+        name, sep, rest = text.partition(":")
+        name = name.strip()
+        if not name:
+            raise ScenarioError(f"controller spec {text!r}: missing controller name; {usage}")
+        params: dict = {}
+        if sep:
+            for item in rest.split(","):
+                key, eq, value = item.partition("=")
+                key, value = key.strip(), value.strip()
+                if not eq or not key or not value:
+                    raise ScenarioError(f"controller spec {text!r}: parameter {item.strip()!r} is not KEY=VALUE; {usage}")
+                if key in params:
+                    raise ScenarioError(f"controller spec {text!r}: parameter {key!r} given twice")
+                params[key] = _value(value)
+        return cls(name, params, text)
+
+    @classmethod
+    def make(cls, name: str, params: dict | None = None) -> "ControllerSpec":
+        """Build a spec from a name and parameters; the label is ``name:key=value,...``."""
+        params = dict(params or {})
+        label = name + (":" + ",".join(f"{k}={v}" for k, v in params.items()) if params else "")
+        return cls(name, params, label)
+
+    def check(self, registry: list[dict] | None = None) -> None:
+        """Check the name and parameter names against the registry (values are checked by the core)."""
+        registry = controllers() if registry is None else registry
+        by_name = {c["name"]: c for c in registry}
+        if self.name not in by_name:
+            known = ", ".join(by_name) or "(none)"
+            raise ScenarioError(f"controller {self.name!r} is not registered; registered controllers: {known}")
+        params = by_name[self.name]["params"]
+        allowed = [p["name"] for p in params]
+        for key in self.params:
+            if key not in allowed:
+                raise ScenarioError(
+                    f"controller {self.name}: unknown parameter {key!r}; allowed: {', '.join(allowed) or '(none)'}"
+                )
+        for p in params:
+            if p["default"] == "" and p["name"] not in self.params:
+                raise ScenarioError(f"controller {self.name}: parameter {p['name']!r} is required ({p['doc']})")
+
+
+def default_specs(fixed_rate: str, registry: list[dict] | None = None) -> tuple[list[ControllerSpec], list[str]]:
+    """One spec per registered controller, with default parameters.
+
+    A required parameter called ``rate`` (the ``fixed`` baseline) is set to ``fixed_rate``.
+    Controllers with other required parameters cannot be run with defaults: they are skipped
+    and named in the second list returned.
+    """
+    registry = controllers() if registry is None else registry
+    specs, skipped = [], []
+    for c in registry:
+        required = [p["name"] for p in c["params"] if p["default"] == ""]
+        if any(name != "rate" for name in required):
+            skipped.append(c["name"])
+            continue
+        specs.append(ControllerSpec.make(c["name"], {"rate": fixed_rate} if required else None))
+    return specs, skipped

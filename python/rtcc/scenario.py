@@ -1,0 +1,207 @@
+"""Scenarios: build them in Python or load them from TOML, validate them, run them.
+
+A scenario is a plain dict with the same structure as the TOML file (duration, seed, path,
+flows; see docs/cli.md). Python treats it as opaque apart from the few fields it overrides
+(controller, parameters, seed); the native core checks everything else and raises
+``ScenarioError`` with a message naming the field. File paths inside a scenario (traces,
+schedules) are resolved relative to ``base_dir``: the scenario file's folder, or the working
+directory at construction time for scenarios built in Python.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Callable
+
+from . import _core
+from ._core import ScenarioError
+from .progress import TerminalProgress
+from .registry import ControllerSpec
+from .result import Result
+
+__all__ = ["Scenario", "run_file"]
+
+DEFAULT_FORWARD = {"capacity": "10Mbps", "delay": "20ms", "queue": "100ms"}
+DEFAULT_FLOWS = [{"controller": "fixed", "params": {"rate": "9Mbps"}}]
+
+
+class Scenario:
+    """A simulation scenario.
+
+    >>> s = Scenario(duration="30s", forward=dict(capacity="20Mbps", delay="20ms", queue="120ms"),
+    ...              flows=[dict(controller="oracle")], name="demo")
+    >>> s.with_controller("fixed", {"rate": "5Mbps"}).run(seed=2).summary["flows"][0]["throughput_bps"]
+    """
+
+    def __init__(
+        self,
+        duration: str = "60s",
+        seed: int = 1,
+        forward: dict | None = None,
+        reverse: dict | None = None,
+        flows: list[dict] | None = None,
+        name: str = "custom",
+        *,
+        base_dir: str | os.PathLike = ".",
+    ):
+        path = {"forward": copy.deepcopy(dict(forward if forward is not None else DEFAULT_FORWARD))}
+        if reverse is not None:
+            path["reverse"] = copy.deepcopy(dict(reverse))
+        flows = DEFAULT_FLOWS if flows is None else flows
+        data = {"name": name, "duration": duration, "seed": seed, "path": path, "flows": copy.deepcopy(list(flows))}
+        self._init(data, base_dir, None)
+
+    def _init(self, data: dict, base_dir: str | os.PathLike, source: str | None) -> None:
+        self._data = data
+        self.base_dir = os.path.abspath(base_dir)
+        self.source = source  # the file it came from, used to prefix error messages
+
+    @classmethod
+    def from_dict(cls, data: dict, base_dir: str | os.PathLike = ".") -> "Scenario":
+        """Wrap a scenario dict (deep-copied); paths in it are relative to ``base_dir``."""
+        if not isinstance(data, dict):
+            raise ScenarioError(f"scenario: expected a table (dict), got {type(data).__name__}")
+        self = cls.__new__(cls)
+        self._init(copy.deepcopy(data), base_dir, None)
+        return self
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike) -> "Scenario":
+        """Load a TOML scenario; its name defaults to the file stem, paths are relative to its folder."""
+        p = Path(path)
+        try:
+            text = p.read_bytes().decode("utf-8")
+        except FileNotFoundError:
+            raise ScenarioError(f"{path}: no such scenario file") from None
+        except IsADirectoryError:
+            raise ScenarioError(f"{path}: is a folder, expected a scenario file (.toml)") from None
+        except OSError as e:
+            raise ScenarioError(f"{path}: cannot read scenario file: {e.strerror}") from None
+        except UnicodeDecodeError:
+            raise ScenarioError(f"{path}: scenario file is not UTF-8 text") from None
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise ScenarioError(f"{path}: invalid TOML: {e}") from None
+        data.setdefault("name", p.stem)
+        self = cls.__new__(cls)
+        self._init(data, p.absolute().parent, str(path))
+        return self
+
+    # -- reading -------------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return str(self._data.get("name", "scenario"))
+
+    def to_dict(self) -> dict:
+        """A deep copy of the scenario dict."""
+        return copy.deepcopy(self._data)
+
+    def to_json(self) -> str:
+        """The scenario as the JSON text handed to the core."""
+        try:
+            return json.dumps(self._data, default=str, allow_nan=False)
+        except ValueError as e:
+            raise self._error(f"scenario contains a value JSON cannot carry ({e})") from None
+
+    def __repr__(self) -> str:
+        src = f", source={self.source!r}" if self.source else ""
+        return f"Scenario(name={self.name!r}{src})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Scenario) and self._data == other._data and self.base_dir == other.base_dir
+
+    # -- deriving ------------------------------------------------------------------------------
+
+    def _copy_with(self, data: dict) -> "Scenario":
+        new = Scenario.__new__(Scenario)
+        new._init(data, self.base_dir, self.source)
+        return new
+
+    def with_controller(self, name: str | ControllerSpec, params: dict | None = None) -> "Scenario":
+        """A copy in which every flow uses controller ``name`` with exactly ``params``.
+
+        ``name`` may also be a spec such as ``"fixed:rate=5Mbps"`` or a ControllerSpec.
+        """
+        if isinstance(name, ControllerSpec):
+            spec = name
+        elif params is None and ":" in name:
+            spec = ControllerSpec.parse(name)
+        else:
+            spec = ControllerSpec.make(name, params)
+        data = self.to_dict()
+        flows = data.get("flows")
+        if not isinstance(flows, list):
+            raise self._error("flows: expected an array of flow tables")
+        for flow in flows:
+            if isinstance(flow, dict):
+                flow["controller"] = spec.name
+                flow["params"] = copy.deepcopy(spec.params)
+        return self._copy_with(data)
+
+    def with_seed(self, seed: int) -> "Scenario":
+        """A copy with another seed."""
+        data = self.to_dict()
+        data["seed"] = _check_seed(seed)
+        return self._copy_with(data)
+
+    # -- checking and running ------------------------------------------------------------------
+
+    def _error(self, message: str) -> ScenarioError:
+        return ScenarioError(f"{self.source}: {message}" if self.source else message)
+
+    def validate(self) -> None:
+        """Raise ScenarioError (naming the field, value and what is allowed) if the scenario is invalid."""
+        js = self.to_json()
+        try:
+            _core.validate(js, self.base_dir)
+        except ScenarioError as e:
+            raise self._error(str(e)) from e
+
+    def run(self, seed: int | None = None, progress: bool | Callable[[float], None] = False) -> Result:
+        """Simulate the scenario and return its Result.
+
+        ``seed`` overrides the scenario's seed. ``progress=True`` draws a progress line on stderr
+        when it is a terminal; a callable receives the completed fraction (0..1) instead.
+        """
+        if seed is not None:
+            seed = _check_seed(seed)
+        js = self.to_json()
+        bar = TerminalProgress(self.name) if progress is True else None
+        callback = bar.callback if bar else (progress if callable(progress) else None)
+        try:
+            raw = _core.run(js, self.base_dir, seed, callback)
+        except ScenarioError as e:
+            raise self._error(str(e)) from e
+        finally:
+            if bar:
+                bar.close()
+        result = Result(raw, self.to_dict())
+        used = seed if seed is not None else result.summary.get("seed")
+        if isinstance(used, int):
+            result.scenario["seed"] = used
+        return result
+
+
+def _check_seed(seed: Any) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+        raise ScenarioError(f"seed: expected an integer from 0 to 2^64-1, got {seed!r}")
+    return seed
+
+
+def run_file(
+    path: str | os.PathLike,
+    seed: int | None = None,
+    controller: str | ControllerSpec | None = None,
+    progress: bool | Callable[[float], None] = False,
+) -> Result:
+    """Load a TOML scenario, optionally switch every flow to ``controller`` (a spec), and run it."""
+    scenario = Scenario.from_file(path)
+    if controller is not None:
+        scenario = scenario.with_controller(controller)
+    return scenario.run(seed=seed, progress=progress)
