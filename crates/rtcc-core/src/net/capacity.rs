@@ -348,7 +348,7 @@ mod tests {
         let cap = Capacity::Trace(Arc::new(tr));
         // [0, 9 ms) holds 0,1,1,3 | 3,4,4,6 | 6,7,7: 11 opportunities (the one at 9 is not in).
         assert_eq!(cap.bytes_between(Time::ZERO, Time(9 * NS_PER_MS)), 11.0 * 1500.0);
-        assert_eq!(cap.bytes_between(Time::ZERO, Time(9 * NS_PER_MS + 1)), 12.0 * 1500.0);
+        assert_eq!(cap.bytes_between(Time::ZERO, Time(9 * NS_PER_MS + 1)), 13.0 * 1500.0, "two at 9 ms");
     }
 
     #[test]
