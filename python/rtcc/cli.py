@@ -35,7 +35,6 @@ def cmd_run(args) -> int:
         spec.check()
         scenario = scenario.with_controller(spec)
     check_dest(args.output, args.force)  # before a possibly long run
-    scenario.validate()
     with TerminalProgress(f"{scenario.name}") as bar:
         result = scenario.run(seed=args.seed, progress=bar.callback)
     result.save(args.output, plots=not args.no_plots, force=args.force)

@@ -96,8 +96,8 @@ def write_comparison(folder: Path, results: dict[str, Result], title: str, notes
     write_csv(rows, folder / "comparison.csv")
     (folder / "comparison.md").write_text(f"# {title}\n\n" + markdown_table(rows)
                                           + "".join(f"\n{n}\n" for n in notes), encoding="utf-8")
-    images = plotting.compare_plots(results, folder / "plots", title) if plots and results else []
     first = next(iter(results.values())).summary if results else {}
+    images = plotting.compare_plots(results, folder / "plots", first.get("scenario", "")) if plots and results else []
     write_compare_index(folder, title, first, rows, images, dirs, list(notes))
     return Written(rows, dirs, [p.relative_to(folder).as_posix() for p in images])
 

@@ -204,7 +204,7 @@ def compare_plots(results: dict, folder: Path, title: str = "") -> list[Path]:
     for label, r in results.items():
         t, d = series.frame_delay(r.frames)
         ys.append(d)
-        ax.plot(*series.break_gaps(t, d), color=colors[label], linewidth=0.8, label=label)
+        ax.plot(*series.break_gaps(t, d), color=colors[label], linewidth=0.8, marker=".", markersize=1.5, label=label)
     ax.set_xlim(0, duration)
     ax.set_xlabel("frame capture time (s)")
     if _is_wide(ys):

@@ -24,6 +24,7 @@ class Column:
     header: str  # human header (Markdown, HTML, terminal)
     get: Callable[[dict, dict], object]  # (flow summary, total summary) -> value or None
     digits: int
+    short: tuple[str, str]  # two-line header for the terminal
 
 
 def _get(*path: str, scale: float = 1.0):
@@ -31,22 +32,24 @@ def _get(*path: str, scale: float = 1.0):
         v = flow
         for p in path:
             v = v.get(p) if isinstance(v, dict) else None
-        return v * scale if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            return None
+        return v * scale if scale != 1.0 else v
 
     return f
 
 
 COLUMNS = [
-    Column("throughput_mbps", "throughput Mbps", _get("throughput_bps", scale=1e-6), 2),
-    Column("utilization_pct", "utilization %", _get("utilization", scale=100), 1),
-    Column("video_bitrate_mbps", "video bitrate Mbps", _get("video_bitrate_bps", scale=1e-6), 2),
-    Column("frame_delay_p50_ms", "frame delay P50 ms", _get("frame_delay_ms", "p50"), 1),
-    Column("frame_delay_p95_ms", "frame delay P95 ms", _get("frame_delay_ms", "p95"), 1),
-    Column("frame_delay_p99_ms", "frame delay P99 ms", _get("frame_delay_ms", "p99"), 1),
-    Column("frame_rate_fps", "frame rate fps", _get("frame_rate_fps"), 1),
-    Column("freezes", "freezes", _get("freezes"), 0),
-    Column("loss_pct", "loss %", _get("loss_rate", scale=100), 2),
-    Column("queuing_delay_p95_ms", "queuing delay P95 ms", _get("queuing_delay_ms", "p95"), 1),
+    Column("throughput_mbps", "throughput Mbps", _get("throughput_bps", scale=1e-6), 2, ("throughput", "Mbps")),
+    Column("utilization_pct", "utilization %", _get("utilization", scale=100), 1, ("util", "%")),
+    Column("video_bitrate_mbps", "video bitrate Mbps", _get("video_bitrate_bps", scale=1e-6), 2, ("video", "Mbps")),
+    Column("frame_delay_p50_ms", "frame delay P50 ms", _get("frame_delay_ms", "p50"), 1, ("frame P50", "ms")),
+    Column("frame_delay_p95_ms", "frame delay P95 ms", _get("frame_delay_ms", "p95"), 1, ("frame P95", "ms")),
+    Column("frame_delay_p99_ms", "frame delay P99 ms", _get("frame_delay_ms", "p99"), 1, ("frame P99", "ms")),
+    Column("frame_rate_fps", "frame rate fps", _get("frame_rate_fps"), 1, ("rate", "fps")),
+    Column("freezes", "freezes", _get("freezes"), 0, ("", "freezes")),
+    Column("loss_pct", "loss %", _get("loss_rate", scale=100), 2, ("loss", "%")),
+    Column("queuing_delay_p95_ms", "queuing delay P95 ms", _get("queuing_delay_ms", "p95"), 1, ("queue P95", "ms")),
 ]
 
 
@@ -87,17 +90,18 @@ def _cells(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
 
 
 def text_table(rows: list[dict]) -> str:
-    """Fixed-width table for the terminal; long headers are split over two lines."""
+    """Fixed-width table for the terminal, with short two-line headers and a legend."""
     headers, body = _cells(rows)
-    split = [h.rsplit(" ", 1) if h.count(" ") and len(h) > 10 else ["", h] for h in headers]
-    widths = [max([len(s[0]), len(s[1])] + [len(b[i]) for b in body]) for i, s in enumerate(split)]
     n_text = 2 if _multi_flow(rows) else 1  # left-aligned text columns
+    split = [("", h) for h in headers[:n_text]] + [c.short for c in COLUMNS]
+    widths = [max([len(s[0]), len(s[1])] + [len(b[i]) for b in body]) for i, s in enumerate(split)]
 
     def line(cells):
         return "  ".join(c.ljust(w) if i < n_text else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
     out = [line([s[0] for s in split]), line([s[1] for s in split]), line(["-" * w for w in widths])]
     out += [line(b) for b in body]
+    out.append("(video: encoded bitrate; frame P50/P95/P99: frame delay percentiles; queue P95: queuing delay)")
     return "\n".join(out) + "\n"
 
 

@@ -26,6 +26,7 @@ from .result import Result
 __all__ = ["Scenario", "run_file"]
 
 DEFAULT_FORWARD = {"capacity": "10Mbps", "delay": "20ms", "queue": "100ms"}
+_CORE_SOURCE = "scenario: "  # how the core names a scenario handed over as JSON
 DEFAULT_FLOWS = [{"controller": "fixed", "params": {"rate": "9Mbps"}}]
 
 
@@ -153,7 +154,10 @@ class Scenario:
     # -- checking and running ------------------------------------------------------------------
 
     def _error(self, message: str) -> ScenarioError:
-        return ScenarioError(f"{self.source}: {message}" if self.source else message)
+        """Prefix a message with the scenario file, in place of the core's generic source name."""
+        if not self.source:
+            return ScenarioError(message)
+        return ScenarioError(f"{self.source}: {message.removeprefix(_CORE_SOURCE)}")
 
     def validate(self) -> None:
         """Raise ScenarioError (naming the field, value and what is allowed) if the scenario is invalid."""

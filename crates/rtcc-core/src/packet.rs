@@ -16,7 +16,7 @@
 //! Receive times are on the receiver's clock: controllers must only use differences between
 //! them (or against send times with an unknown offset), never absolute one-way delays.
 
-use crate::units::{Time, Rate};
+use crate::units::{Rate, Time};
 use std::collections::VecDeque;
 
 /// Why a packet was sent.

@@ -184,7 +184,8 @@ fn split_number(what: &'static str, input: &str) -> Result<(f64, String), UnitEr
 impl Duration {
     /// Parse `"40ms"`, `"1.5s"`, `"250us"`, `"10ns"`, `"2min"`.
     pub fn parse(input: &str) -> Result<Duration, UnitError> {
-        const ALLOWED: &str = "expected a duration with a unit: ns, us, ms, s or min (e.g. \"40ms\")";
+        const ALLOWED: &str =
+            "expected a duration with a unit: ns, us, ms, s or min (e.g. \"40ms\")";
         let (v, unit) = split_number("duration", input)?;
         let scale = match unit.as_str() {
             "ns" => 1.0,

@@ -1,1 +1,255 @@
+//! `rtcc._core`: thin Python bindings. Scenarios go in as JSON, results come back as NumPy
+//! columns; there is no logic here beyond conversion.
 
+use numpy::IntoPyArray;
+use pyo3::create_exception;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use rtcc_core::cc;
+use rtcc_core::metrics::PacketRecord;
+use rtcc_core::net::tracegen::{generate_lte, LteTraceConfig};
+use rtcc_core::{Duration, Rate};
+use rtcc_sim::Scenario;
+use std::path::Path;
+
+create_exception!(
+    _core,
+    ScenarioError,
+    PyValueError,
+    "An invalid scenario, trace, controller or parameter."
+);
+
+fn scenario_from_json(scenario_json: &str, base_dir: &str) -> PyResult<Scenario> {
+    Scenario::from_json_str(scenario_json, Path::new(base_dir), "scenario").map_err(|e| {
+        ScenarioError::new_err(format!(
+            "{}: {}",
+            if e.field.is_empty() {
+                "scenario"
+            } else {
+                &e.field
+            },
+            e.message
+        ))
+    })
+}
+
+/// Validate a scenario (JSON text); raises ScenarioError.
+#[pyfunction]
+fn validate(scenario_json: &str, base_dir: &str) -> PyResult<()> {
+    scenario_from_json(scenario_json, base_dir).map(|_| ())
+}
+
+fn i64_of(t: Option<rtcc_core::Time>) -> i64 {
+    t.map_or(-1, |t| t.0 as i64)
+}
+
+/// Run a scenario (JSON text) and return its summary and logs as NumPy columns.
+#[pyfunction]
+#[pyo3(signature = (scenario_json, base_dir, seed=None, progress=None))]
+fn run<'py>(
+    py: Python<'py>,
+    scenario_json: &str,
+    base_dir: &str,
+    seed: Option<u64>,
+    progress: Option<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let sc = scenario_from_json(scenario_json, base_dir)?;
+    let mut callback_error: Option<PyErr> = None;
+    let mut report = |fraction: f64| {
+        if callback_error.is_some() {
+            return;
+        }
+        if let Err(e) = py.check_signals() {
+            callback_error = Some(e);
+        } else if let Some(cb) = &progress {
+            if let Err(e) = cb.call1((fraction,)) {
+                callback_error = Some(e);
+            }
+        }
+    };
+    let result = rtcc_sim::run(&sc, seed, &mut report).map_err(ScenarioError::new_err)?;
+    if let Some(e) = callback_error {
+        return Err(e);
+    }
+
+    let out = PyDict::new(py);
+    out.set_item("summary", result.summary.to_json())?;
+
+    let packets: Vec<&PacketRecord> = result.flows.iter().flat_map(|f| f.packets.iter()).collect();
+    let cols = PyDict::new(py);
+    macro_rules! col {
+        ($d:expr, $name:literal, $iter:expr) => {
+            $d.set_item($name, $iter.collect::<Vec<_>>().into_pyarray(py))?
+        };
+    }
+    col!(cols, "flow", packets.iter().map(|p| p.flow));
+    col!(cols, "seq", packets.iter().map(|p| p.seq));
+    col!(cols, "kind", packets.iter().map(|p| p.kind as u8));
+    col!(cols, "size", packets.iter().map(|p| p.size));
+    col!(
+        cols,
+        "frame",
+        packets.iter().map(|p| p.frame.map_or(-1, |f| f as i64))
+    );
+    col!(cols, "send_ns", packets.iter().map(|p| p.send.0 as i64));
+    col!(
+        cols,
+        "enqueue_ns",
+        packets.iter().map(|p| p.enqueue.0 as i64)
+    );
+    col!(cols, "depart_ns", packets.iter().map(|p| i64_of(p.depart)));
+    col!(cols, "recv_ns", packets.iter().map(|p| i64_of(p.recv)));
+    col!(cols, "dropped", packets.iter().map(|p| p.dropped));
+    out.set_item("packets", cols)?;
+
+    let frames: Vec<_> = result.flows.iter().flat_map(|f| f.frames.iter()).collect();
+    let delays: Vec<i64> = result
+        .flows
+        .iter()
+        .flat_map(|f| {
+            rtcc_core::metrics::frame_delays(&f.frames)
+                .into_iter()
+                .map(|d| d.map_or(-1, |d| d.0 as i64))
+        })
+        .collect();
+    let cols = PyDict::new(py);
+    col!(cols, "flow", frames.iter().map(|f| f.flow));
+    col!(cols, "frame", frames.iter().map(|f| f.frame as i64));
+    col!(
+        cols,
+        "capture_ns",
+        frames.iter().map(|f| f.capture.0 as i64)
+    );
+    col!(cols, "size", frames.iter().map(|f| f.size));
+    col!(cols, "target_bps", frames.iter().map(|f| f.target_bps));
+    col!(cols, "packets", frames.iter().map(|f| f.packets as u32));
+    col!(
+        cols,
+        "first_send_ns",
+        frames.iter().map(|f| i64_of(f.first_send))
+    );
+    col!(
+        cols,
+        "last_send_ns",
+        frames.iter().map(|f| i64_of(f.last_send))
+    );
+    col!(
+        cols,
+        "complete_ns",
+        frames.iter().map(|f| i64_of(f.complete))
+    );
+    col!(cols, "delay_ns", delays.into_iter());
+    out.set_item("frames", cols)?;
+
+    let st = &result.state;
+    let cols = PyDict::new(py);
+    col!(cols, "flow", st.flow.iter().copied());
+    col!(cols, "time_ns", st.time.iter().map(|t| t.0 as i64));
+    cols.set_item("signal", PyList::new(py, st.signal.iter())?)?;
+    col!(cols, "value", st.value.iter().copied());
+    out.set_item("state", cols)?;
+
+    let cols = PyDict::new(py);
+    col!(
+        cols,
+        "time_ns",
+        result.capacity.iter().map(|c| c.0 .0 as i64)
+    );
+    col!(cols, "bps", result.capacity.iter().map(|c| c.1));
+    out.set_item("capacity", cols)?;
+
+    let flows = PyList::empty(py);
+    for f in &result.flows {
+        let d = PyDict::new(py);
+        d.set_item("name", &f.config.name)?;
+        d.set_item("controller", &f.config.controller)?;
+        d.set_item("start_ns", f.config.start.0)?;
+        d.set_item("stop_ns", f.config.stop.0)?;
+        flows.append(d)?;
+    }
+    out.set_item("flows", flows)?;
+    Ok(out)
+}
+
+/// The registered controllers with their parameters.
+#[pyfunction]
+fn controllers(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
+    let list = PyList::empty(py);
+    for info in cc::registry() {
+        let d = PyDict::new(py);
+        d.set_item("name", info.name)?;
+        d.set_item("summary", info.summary)?;
+        let params = PyList::empty(py);
+        for p in info.params {
+            let pd = PyDict::new(py);
+            pd.set_item("name", p.name)?;
+            pd.set_item("default", p.default)?;
+            pd.set_item("doc", p.doc)?;
+            params.append(pd)?;
+        }
+        d.set_item("params", params)?;
+        list.append(d)?;
+    }
+    Ok(list)
+}
+
+/// Run a standard benchmark case ("single" or "ten").
+#[pyfunction]
+#[pyo3(name = "bench")]
+fn run_bench<'py>(py: Python<'py>, case: &str) -> PyResult<Bound<'py, PyDict>> {
+    let r = rtcc_sim::bench::run_case(case).map_err(PyValueError::new_err)?;
+    let d = PyDict::new(py);
+    d.set_item("case", r.case)?;
+    d.set_item("packets", r.packets)?;
+    d.set_item("sim_seconds", r.sim_seconds)?;
+    d.set_item("wall_seconds", r.wall_seconds)?;
+    d.set_item("packets_per_second", r.packets_per_second)?;
+    d.set_item("speedup", r.speedup)?;
+    Ok(d)
+}
+
+/// A seeded LTE-like mahimahi trace (list of millisecond offsets).
+#[pyfunction]
+fn generate_lte_trace(seed: u64, duration_s: f64, mean_mbps: f64) -> PyResult<Vec<u64>> {
+    if !(duration_s.is_finite() && duration_s > 0.0) {
+        return Err(PyValueError::new_err(format!(
+            "duration must be positive, got {duration_s}s"
+        )));
+    }
+    let cfg = LteTraceConfig::new(
+        seed,
+        Duration::from_secs_f64(duration_s),
+        Rate::from_mbps(mean_mbps),
+    );
+    generate_lte(&cfg).map_err(PyValueError::new_err)
+}
+
+/// Parse a rate such as "20Mbps" into bit/s.
+#[pyfunction]
+fn parse_rate(s: &str) -> PyResult<f64> {
+    Rate::parse(s)
+        .map(|r| r.bps())
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// Parse a duration such as "40ms" into seconds.
+#[pyfunction]
+fn parse_duration(s: &str) -> PyResult<f64> {
+    Duration::parse(s)
+        .map(|d| d.as_secs_f64())
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(controllers, m)?)?;
+    m.add_function(wrap_pyfunction!(run_bench, m)?)?;
+    m.add_function(wrap_pyfunction!(generate_lte_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_rate, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_duration, m)?)?;
+    Ok(())
+}

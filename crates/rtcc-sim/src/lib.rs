@@ -1,1 +1,15 @@
-//! placeholder
+//! rtcc-sim: a fast, deterministic discrete-event simulator for rate control of interactive
+//! video.
+//!
+//! - [`scenario`]: TOML/JSON scenario files, validated with errors that name the field.
+//! - [`sim`]: the event loop over a dumbbell topology of `rtcc-core` components.
+//! - [`run`](mod@run): run a scenario and compute its summary.
+//! - [`bench`]: the standard speed benchmarks.
+
+pub mod bench;
+pub mod run;
+pub mod scenario;
+pub mod sim;
+
+pub use run::{run, RunResult, Summary};
+pub use scenario::{Scenario, ScenarioError};

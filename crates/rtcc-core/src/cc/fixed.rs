@@ -42,7 +42,8 @@ impl Fixed {
                 config.pacing_factor
             ));
         }
-        let pacing = (config.pacing_factor > 0.0).then(|| Rate(config.rate.0 * config.pacing_factor));
+        let pacing =
+            (config.pacing_factor > 0.0).then(|| Rate(config.rate.0 * config.pacing_factor));
         Ok(Fixed {
             decision: Decision::rate_only(config.rate, pacing),
         })
@@ -78,7 +79,10 @@ pub const INFO: ControllerInfo = ControllerInfo {
     build,
 };
 
-fn build(params: &Params, _ctx: &ControllerContext) -> Result<Box<dyn Controller>, ControllerError> {
+fn build(
+    params: &Params,
+    _ctx: &ControllerContext,
+) -> Result<Box<dyn Controller>, ControllerError> {
     let config: FixedConfig = parse_config("fixed", params)?;
     Fixed::new(config)
         .map(|c| Box::new(c) as Box<dyn Controller>)

@@ -250,7 +250,10 @@ mod tests {
             .err()
             .unwrap()
             .to_string();
-        assert!(e.contains("rate"), "a missing required parameter is named: {e}");
+        assert!(
+            e.contains("rate"),
+            "a missing required parameter is named: {e}"
+        );
     }
 
     #[test]

@@ -56,7 +56,11 @@ pub struct Oracle {
 }
 
 impl Oracle {
-    pub fn new(config: OracleConfig, capacity: Arc<dyn CapacityView>, now: Time) -> Result<Self, String> {
+    pub fn new(
+        config: OracleConfig,
+        capacity: Arc<dyn CapacityView>,
+        now: Time,
+    ) -> Result<Self, String> {
         if !(config.fraction > 0.0 && config.fraction.is_finite()) {
             return Err(format!("fraction must be > 0, got {}", config.fraction));
         }
@@ -64,7 +68,10 @@ impl Oracle {
             return Err("window must be longer than 0ms".into());
         }
         if !(config.pacing_factor >= 0.0 && config.pacing_factor.is_finite()) {
-            return Err(format!("pacing_factor must be >= 0, got {}", config.pacing_factor));
+            return Err(format!(
+                "pacing_factor must be >= 0, got {}",
+                config.pacing_factor
+            ));
         }
         let mut o = Oracle {
             config,
@@ -94,7 +101,8 @@ impl Controller for Oracle {
     }
 
     fn decision(&self) -> Decision {
-        let pacing = (self.config.pacing_factor > 0.0).then(|| Rate(self.target.0 * self.config.pacing_factor));
+        let pacing = (self.config.pacing_factor > 0.0)
+            .then(|| Rate(self.target.0 * self.config.pacing_factor));
         Decision::rate_only(self.target, pacing)
     }
 
@@ -107,23 +115,46 @@ pub const INFO: ControllerInfo = ControllerInfo {
     name: "oracle",
     summary: "Knows the link's capacity and targets a fraction of it (upper reference line).",
     params: &[
-        ParamDoc { name: "fraction", default: "0.9", doc: "fraction of the capacity to target" },
-        ParamDoc { name: "window", default: "100ms", doc: "look-ahead averaging window and update period" },
-        ParamDoc { name: "min_rate", default: "50kbps", doc: "lowest target (during outages)" },
-        ParamDoc { name: "pacing_factor", default: "2.5", doc: "pacing rate as a multiple of the target; 0 disables pacing" },
+        ParamDoc {
+            name: "fraction",
+            default: "0.9",
+            doc: "fraction of the capacity to target",
+        },
+        ParamDoc {
+            name: "window",
+            default: "100ms",
+            doc: "look-ahead averaging window and update period",
+        },
+        ParamDoc {
+            name: "min_rate",
+            default: "50kbps",
+            doc: "lowest target (during outages)",
+        },
+        ParamDoc {
+            name: "pacing_factor",
+            default: "2.5",
+            doc: "pacing rate as a multiple of the target; 0 disables pacing",
+        },
     ],
-    feedback: FeedbackPolicy { interval: Some(Duration(50_000_000)), per_frame: false },
+    feedback: FeedbackPolicy {
+        interval: Some(Duration(50_000_000)),
+        per_frame: false,
+    },
     build,
 };
 
 fn build(params: &Params, ctx: &ControllerContext) -> Result<Box<dyn Controller>, ControllerError> {
-    let bad = |message: String| ControllerError::BadParams { controller: "oracle".into(), message };
+    let bad = |message: String| ControllerError::BadParams {
+        controller: "oracle".into(),
+        message,
+    };
     let config: OracleConfig = parse_config("oracle", params)?;
-    let capacity = ctx
-        .capacity
-        .clone()
-        .ok_or_else(|| bad("needs the link's capacity, which only the simulator provides".into()))?;
-    Oracle::new(config, capacity, ctx.now).map(|c| Box::new(c) as Box<dyn Controller>).map_err(bad)
+    let capacity = ctx.capacity.clone().ok_or_else(|| {
+        bad("needs the link's capacity, which only the simulator provides".into())
+    })?;
+    Oracle::new(config, capacity, ctx.now)
+        .map(|c| Box::new(c) as Box<dyn Controller>)
+        .map_err(bad)
 }
 
 #[cfg(test)]

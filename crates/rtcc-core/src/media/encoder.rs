@@ -33,7 +33,10 @@ impl Encoder for IdealEncoder {
         self.carry = exact - size;
         let keyframe = self.frames == 0;
         self.frames += 1;
-        EncodedFrame { size: size.min(u32::MAX as f64) as u32, keyframe }
+        EncodedFrame {
+            size: size.min(u32::MAX as f64) as u32,
+            keyframe,
+        }
     }
 }
 
@@ -43,7 +46,10 @@ pub const ENCODERS: &[&str] = &["ideal"];
 pub fn create(name: &str) -> Result<Box<dyn Encoder>, String> {
     match name {
         "ideal" => Ok(Box::new(IdealEncoder::default())),
-        _ => Err(format!("unknown encoder {name:?}; valid encoders: {}", ENCODERS.join(", "))),
+        _ => Err(format!(
+            "unknown encoder {name:?}; valid encoders: {}",
+            ENCODERS.join(", ")
+        )),
     }
 }
 
@@ -54,10 +60,21 @@ mod tests {
     #[test]
     fn ideal_frames_sum_to_the_target() {
         let mut e = IdealEncoder::default();
-        let total: u64 = (0..30).map(|_| e.encode(Time::ZERO, Rate(1_000_001.0), 30.0).size as u64).sum();
-        assert_eq!(total, 125_000, "one second of 1 Mbit/s is 125000 bytes (carry keeps it exact)");
+        let total: u64 = (0..30)
+            .map(|_| e.encode(Time::ZERO, Rate(1_000_001.0), 30.0).size as u64)
+            .sum();
+        assert_eq!(
+            total, 125_000,
+            "one second of 1 Mbit/s is 125000 bytes (carry keeps it exact)"
+        );
         let mut e = IdealEncoder::default();
-        assert_eq!(e.encode(Time::ZERO, Rate(9e6), 30.0), EncodedFrame { size: 37_500, keyframe: true });
+        assert_eq!(
+            e.encode(Time::ZERO, Rate(9e6), 30.0),
+            EncodedFrame {
+                size: 37_500,
+                keyframe: true
+            }
+        );
         assert!(!e.encode(Time::ZERO, Rate(9e6), 30.0).keyframe);
     }
 }

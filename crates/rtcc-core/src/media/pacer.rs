@@ -46,7 +46,10 @@ pub struct Pacer {
 
 impl Pacer {
     pub fn new(padding_size: u32) -> Pacer {
-        Pacer { padding_size, ..Default::default() }
+        Pacer {
+            padding_size,
+            ..Default::default()
+        }
     }
 
     pub fn push(&mut self, pkt: QueuedPacket) {
@@ -102,7 +105,8 @@ impl Pacer {
         if now < self.next_padding {
             return PacerPoll::WaitUntil(self.next_padding);
         }
-        self.next_padding = self.next_padding.max(now) + padding.transmit_time(self.padding_size as u64);
+        self.next_padding =
+            self.next_padding.max(now) + padding.transmit_time(self.padding_size as u64);
         self.charge(now, self.padding_size, pacing);
         PacerPoll::Padding(self.padding_size)
     }
@@ -119,7 +123,13 @@ mod tests {
     use super::*;
 
     fn pkt(size: u32) -> QueuedPacket {
-        QueuedPacket { size, frame: 0, index_in_frame: 0, packets_in_frame: 1, enqueued: Time::ZERO }
+        QueuedPacket {
+            size,
+            frame: 0,
+            index_in_frame: 0,
+            packets_in_frame: 1,
+            enqueued: Time::ZERO,
+        }
     }
 
     #[test]
@@ -131,12 +141,24 @@ mod tests {
         // 1250 bytes at 10 Mbps = 1 ms between releases.
         let d = Decision::rate_only(Rate(4e6), Some(Rate(10e6)));
         assert!(matches!(p.poll(Time::ZERO, &d, 0), PacerPoll::Media(_)));
-        assert_eq!(p.poll(Time::ZERO, &d, 0), PacerPoll::WaitUntil(Time::from_millis(1)));
-        assert!(matches!(p.poll(Time::from_millis(1), &d, 0), PacerPoll::Media(_)));
+        assert_eq!(
+            p.poll(Time::ZERO, &d, 0),
+            PacerPoll::WaitUntil(Time::from_millis(1))
+        );
+        assert!(matches!(
+            p.poll(Time::from_millis(1), &d, 0),
+            PacerPoll::Media(_)
+        ));
         // Idle for a long time earns nothing: the next packet after a pause still spaces 1 ms.
         p.push(pkt(1250));
-        assert!(matches!(p.poll(Time::from_millis(100), &d, 0), PacerPoll::Media(_)));
-        assert!(matches!(p.poll(Time::from_millis(100), &d, 0), PacerPoll::WaitUntil(_)));
+        assert!(matches!(
+            p.poll(Time::from_millis(100), &d, 0),
+            PacerPoll::Media(_)
+        ));
+        assert!(matches!(
+            p.poll(Time::from_millis(100), &d, 0),
+            PacerPoll::WaitUntil(_)
+        ));
     }
 
     #[test]
@@ -149,8 +171,14 @@ mod tests {
         assert!(matches!(p.poll(Time::ZERO, &d, 0), PacerPoll::Media(_)));
         d.padding_rate = Rate(1.6e6); // 200 bytes every 1 ms
         assert_eq!(p.poll(Time::ZERO, &d, 0), PacerPoll::Padding(200));
-        assert_eq!(p.poll(Time::ZERO, &d, 0), PacerPoll::WaitUntil(Time::from_millis(1)));
+        assert_eq!(
+            p.poll(Time::ZERO, &d, 0),
+            PacerPoll::WaitUntil(Time::from_millis(1))
+        );
         p.push(pkt(500));
-        assert!(matches!(p.poll(Time::ZERO, &d, 0), PacerPoll::Media(_)), "media goes before padding");
+        assert!(
+            matches!(p.poll(Time::ZERO, &d, 0), PacerPoll::Media(_)),
+            "media goes before padding"
+        );
     }
 }

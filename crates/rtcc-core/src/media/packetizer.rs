@@ -15,7 +15,11 @@ impl Packetizer {
         let payload = self.payload.0 as u32;
         let count = size.div_ceil(payload);
         (0..count).map(move |i| {
-            let body = if i + 1 < count { payload } else { size - payload * (count - 1) };
+            let body = if i + 1 < count {
+                payload
+            } else {
+                size - payload * (count - 1)
+            };
             body + self.overhead.0 as u32
         })
     }
@@ -27,11 +31,20 @@ mod tests {
 
     #[test]
     fn splits_frames_into_payload_sized_packets() {
-        let p = Packetizer { payload: Bytes(1200), overhead: Bytes(0) };
-        assert_eq!(p.packet_sizes(2500).collect::<Vec<_>>(), vec![1200, 1200, 100]);
+        let p = Packetizer {
+            payload: Bytes(1200),
+            overhead: Bytes(0),
+        };
+        assert_eq!(
+            p.packet_sizes(2500).collect::<Vec<_>>(),
+            vec![1200, 1200, 100]
+        );
         assert_eq!(p.packet_sizes(1200).collect::<Vec<_>>(), vec![1200]);
         assert_eq!(p.packet_sizes(0).count(), 0);
-        let p = Packetizer { payload: Bytes(1000), overhead: Bytes(40) };
+        let p = Packetizer {
+            payload: Bytes(1000),
+            overhead: Bytes(40),
+        };
         assert_eq!(p.packet_sizes(1500).collect::<Vec<_>>(), vec![1040, 540]);
     }
 }

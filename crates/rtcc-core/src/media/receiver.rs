@@ -73,7 +73,12 @@ impl Receiver {
         if self.highest_complete.is_some_and(|h| frame <= h) && !self.frames.contains_key(&frame) {
             return None; // a duplicate or very late packet of an old frame
         }
-        let a = self.frames.entry(frame).or_insert(Assembly { received: 0, first: local, last: local, bytes: 0 });
+        let a = self.frames.entry(frame).or_insert(Assembly {
+            received: 0,
+            first: local,
+            last: local,
+            bytes: 0,
+        });
         a.received += 1;
         a.last = local;
         a.bytes += pkt.size;
@@ -84,7 +89,13 @@ impl Receiver {
         self.highest_complete = Some(self.highest_complete.map_or(frame, |h| h.max(frame)));
         // Older partial frames can no longer complete (no reordering): forget them.
         self.frames.retain(|&f, _| f > frame);
-        Some(FrameAck { frame, first_receive_time: a.first, last_receive_time: a.last, complete_time: local, size: a.bytes })
+        Some(FrameAck {
+            frame,
+            first_receive_time: a.first,
+            last_receive_time: a.last,
+            complete_time: local,
+            size: a.bytes,
+        })
     }
 
     /// Whether a report would carry anything.
@@ -101,7 +112,10 @@ impl Receiver {
         let receive_times: Vec<Option<Time>> = self.pending.drain(..).collect();
         let base_seq = self.report_from;
         self.report_from += receive_times.len() as u64;
-        Some(TransportFeedback { base_seq, receive_times })
+        Some(TransportFeedback {
+            base_seq,
+            receive_times,
+        })
     }
 }
 
@@ -109,8 +123,24 @@ impl Receiver {
 mod tests {
     use super::*;
 
-    fn arrive(r: &mut Receiver, t: u64, seq: u64, frame: u64, idx: u16, n: u16) -> Option<FrameAck> {
-        r.on_packet(Time(t), &ArrivedPacket { seq, size: 100, frame: Some(frame), index_in_frame: idx, packets_in_frame: n })
+    fn arrive(
+        r: &mut Receiver,
+        t: u64,
+        seq: u64,
+        frame: u64,
+        idx: u16,
+        n: u16,
+    ) -> Option<FrameAck> {
+        r.on_packet(
+            Time(t),
+            &ArrivedPacket {
+                seq,
+                size: 100,
+                frame: Some(frame),
+                index_in_frame: idx,
+                packets_in_frame: n,
+            },
+        )
     }
 
     #[test]
@@ -118,12 +148,18 @@ mod tests {
         let mut r = Receiver::new(Duration(1000));
         assert!(arrive(&mut r, 10, 0, 0, 0, 2).is_none());
         let ack = arrive(&mut r, 20, 1, 0, 1, 2).unwrap();
-        assert_eq!((ack.first_receive_time, ack.last_receive_time, ack.size), (Time(1010), Time(1020), 200));
+        assert_eq!(
+            (ack.first_receive_time, ack.last_receive_time, ack.size),
+            (Time(1010), Time(1020), 200)
+        );
         // seq 2 (frame 1, first of two) is lost; seq 3 arrives.
         assert!(arrive(&mut r, 40, 3, 1, 1, 2).is_none());
         let fb = r.build_feedback().unwrap();
         assert_eq!(fb.base_seq, 0);
-        assert_eq!(fb.receive_times, vec![Some(Time(1010)), Some(Time(1020)), None, Some(Time(1040))]);
+        assert_eq!(
+            fb.receive_times,
+            vec![Some(Time(1010)), Some(Time(1020)), None, Some(Time(1040))]
+        );
         assert!(r.build_feedback().is_none(), "nothing new to report");
         // Frame 2 completes; frame 1 can never complete and is forgotten.
         assert!(arrive(&mut r, 50, 4, 2, 0, 1).is_some());

@@ -16,8 +16,8 @@ use super::encoder::Encoder;
 use super::pacer::{Pacer, PacerPoll, QueuedPacket};
 use super::packetizer::Packetizer;
 use crate::cc::{Controller, Decision};
-use crate::packet::{FeedbackReport, FrameAck, FrameInfo, PacketKind, SendHistory, SentPacket};
 use crate::packet::TransportFeedback;
+use crate::packet::{FeedbackReport, FrameAck, FrameInfo, PacketKind, SendHistory, SentPacket};
 use crate::units::Time;
 
 pub struct VideoSender {
@@ -33,7 +33,13 @@ pub struct VideoSender {
 }
 
 impl VideoSender {
-    pub fn new(controller: Box<dyn Controller>, encoder: Box<dyn Encoder>, packetizer: Packetizer, fps: f64, padding_size: u32) -> Self {
+    pub fn new(
+        controller: Box<dyn Controller>,
+        encoder: Box<dyn Encoder>,
+        packetizer: Packetizer,
+        fps: f64,
+        padding_size: u32,
+    ) -> Self {
         VideoSender {
             controller,
             encoder,
@@ -68,9 +74,22 @@ impl VideoSender {
         let encoded = self.encoder.encode(now, target, self.fps);
         let count = encoded.size.div_ceil(self.packetizer.payload.0 as u32) as u16;
         for (i, size) in self.packetizer.packet_sizes(encoded.size).enumerate() {
-            self.pacer.push(QueuedPacket { size, frame, index_in_frame: i as u16, packets_in_frame: count, enqueued: now });
+            self.pacer.push(QueuedPacket {
+                size,
+                frame,
+                index_in_frame: i as u16,
+                packets_in_frame: count,
+                enqueued: now,
+            });
         }
-        let info = FrameInfo { frame, capture_time: now, size: encoded.size, target, packets: count, keyframe: encoded.keyframe };
+        let info = FrameInfo {
+            frame,
+            capture_time: now,
+            size: encoded.size,
+            target,
+            packets: count,
+            keyframe: encoded.keyframe,
+        };
         self.controller.on_frame_encoded(now, &info);
         self.pacer_wake = None;
         info

@@ -52,7 +52,11 @@ pub struct Percentiles {
 impl Percentiles {
     pub fn of(values: &mut [f64]) -> Percentiles {
         values.sort_by(|a, b| a.total_cmp(b));
-        Percentiles { p50: percentile(values, 50.0), p95: percentile(values, 95.0), p99: percentile(values, 99.0) }
+        Percentiles {
+            p50: percentile(values, 50.0),
+            p95: percentile(values, 95.0),
+            p99: percentile(values, 99.0),
+        }
     }
 }
 
@@ -122,7 +126,11 @@ pub fn jain_index(x: &[f64]) -> Option<f64> {
 /// Mean Jain's index over consecutive windows of `window`, counting in each window only the
 /// flows active for all of it (and windows with at least two such flows). `flows[i]` is
 /// `(start, stop, packets)` where packets give (receive time, bytes).
-pub fn windowed_jain(flows: &[(Time, Time, Vec<(Time, u32)>)], window: Duration, end: Time) -> Option<f64> {
+pub fn windowed_jain(
+    flows: &[(Time, Time, Vec<(Time, u32)>)],
+    window: Duration,
+    end: Time,
+) -> Option<f64> {
     if flows.len() < 2 || window.0 == 0 {
         return None;
     }
@@ -140,8 +148,12 @@ pub fn windowed_jain(flows: &[(Time, Time, Vec<(Time, u32)>)], window: Duration,
     let mut count = 0;
     for w in 0..nwin {
         let (ws, we) = (Time(w as u64 * window.0), Time((w as u64 + 1) * window.0));
-        let x: Vec<f64> =
-            flows.iter().enumerate().filter(|(_, f)| f.0 <= ws && f.1 >= we).map(|(i, _)| bytes[i][w] as f64).collect();
+        let x: Vec<f64> = flows
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.0 <= ws && f.1 >= we)
+            .map(|(i, _)| bytes[i][w] as f64)
+            .collect();
         if x.len() >= 2 {
             if let Some(j) = jain_index(&x) {
                 sum += j;
@@ -190,13 +202,26 @@ pub fn summarize_flow(log: &FlowLog, capacity_bytes: &dyn Fn(Time, Time) -> f64)
     let active = (log.stop - log.start).as_secs_f64().max(1e-9);
     let frames: Vec<&FrameRecord> = log.frames.iter().filter(|f| f.packets > 0).collect();
     let owned: Vec<FrameRecord> = frames.iter().map(|f| **f).collect();
-    let mut delays: Vec<f64> = frame_delays(&owned).into_iter().flatten().map(|d| d.as_millis_f64()).collect();
+    let mut delays: Vec<f64> = frame_delays(&owned)
+        .into_iter()
+        .flatten()
+        .map(|d| d.as_millis_f64())
+        .collect();
     let completions: Vec<Time> = frames.iter().filter_map(|f| f.complete).collect();
     let (freeze_count, freeze_time) = freezes(&completions);
     let sent = log.packets.len();
     let lost = log.packets.iter().filter(|p| p.dropped).count();
-    let in_flight_at_end = log.packets.iter().filter(|p| !p.dropped && p.recv.is_none()).count();
-    let received_bytes: u64 = log.packets.iter().filter(|p| p.recv.is_some()).map(|p| p.size as u64).sum();
+    let in_flight_at_end = log
+        .packets
+        .iter()
+        .filter(|p| !p.dropped && p.recv.is_none())
+        .count();
+    let received_bytes: u64 = log
+        .packets
+        .iter()
+        .filter(|p| p.recv.is_some())
+        .map(|p| p.size as u64)
+        .sum();
     let departed_in_life: u64 = log
         .packets
         .iter()
@@ -204,10 +229,16 @@ pub fn summarize_flow(log: &FlowLog, capacity_bytes: &dyn Fn(Time, Time) -> f64)
         .map(|p| p.size as u64)
         .sum();
     let cap = capacity_bytes(log.start, log.stop);
-    let mut owd: Vec<f64> =
-        log.packets.iter().filter_map(|p| p.recv.map(|r| (r - p.send).as_millis_f64())).collect();
-    let mut queuing: Vec<f64> =
-        log.packets.iter().filter_map(|p| p.depart.map(|d| (d - p.enqueue).as_millis_f64())).collect();
+    let mut owd: Vec<f64> = log
+        .packets
+        .iter()
+        .filter_map(|p| p.recv.map(|r| (r - p.send).as_millis_f64()))
+        .collect();
+    let mut queuing: Vec<f64> = log
+        .packets
+        .iter()
+        .filter_map(|p| p.depart.map(|d| (d - p.enqueue).as_millis_f64()))
+        .collect();
     let counted = sent - in_flight_at_end;
     FlowSummary {
         name: log.name.to_string(),
@@ -244,7 +275,11 @@ pub struct TotalSummary {
 }
 
 /// Totals over all flows, between the first start and the last stop.
-pub fn summarize_total(flows: &[FlowLog], duration: Time, capacity_bytes: &dyn Fn(Time, Time) -> f64) -> TotalSummary {
+pub fn summarize_total(
+    flows: &[FlowLog],
+    duration: Time,
+    capacity_bytes: &dyn Fn(Time, Time) -> f64,
+) -> TotalSummary {
     let start = flows.iter().map(|f| f.start).min().unwrap_or(Time::ZERO);
     let stop = flows.iter().map(|f| f.stop).max().unwrap_or(duration);
     let active = (stop - start).as_secs_f64().max(1e-9);
@@ -271,13 +306,24 @@ pub fn summarize_total(flows: &[FlowLog], duration: Time, capacity_bytes: &dyn F
     let whole = capacity_bytes(Time::ZERO, duration);
     let jain_input: Vec<(Time, Time, Vec<(Time, u32)>)> = flows
         .iter()
-        .map(|f| (f.start, f.stop, f.packets.iter().filter_map(|p| p.recv.map(|r| (r, p.size))).collect()))
+        .map(|f| {
+            (
+                f.start,
+                f.stop,
+                f.packets
+                    .iter()
+                    .filter_map(|p| p.recv.map(|r| (r, p.size)))
+                    .collect(),
+            )
+        })
         .collect();
     TotalSummary {
         throughput_bps: received as f64 * 8.0 / active,
         utilization: (cap.is_finite() && cap > 0.0).then(|| departed as f64 / cap),
         loss_rate: (counted > 0).then(|| lost as f64 / counted as f64),
-        capacity_bps: whole.is_finite().then(|| whole * 8.0 / duration.as_secs_f64().max(1e-9)),
+        capacity_bps: whole
+            .is_finite()
+            .then(|| whole * 8.0 / duration.as_secs_f64().max(1e-9)),
         jain_index: windowed_jain(&jain_input, Duration::from_millis(500), duration),
     }
 }
@@ -311,8 +357,16 @@ mod tests {
 
     #[test]
     fn a_lost_frame_takes_the_next_completed_frames_time() {
-        let f = [frame(0, 0, Some(30)), frame(1, 33, None), frame(2, 66, Some(100)), frame(3, 100, None)];
-        let d: Vec<Option<f64>> = frame_delays(&f).iter().map(|d| d.map(|d| d.as_millis_f64())).collect();
+        let f = [
+            frame(0, 0, Some(30)),
+            frame(1, 33, None),
+            frame(2, 66, Some(100)),
+            frame(3, 100, None),
+        ];
+        let d: Vec<Option<f64>> = frame_delays(&f)
+            .iter()
+            .map(|d| d.map(|d| d.as_millis_f64()))
+            .collect();
         assert_eq!(d, vec![Some(30.0), Some(67.0), Some(34.0), None]);
     }
 
@@ -333,9 +387,16 @@ mod tests {
         assert_eq!(jain_index(&[5.0, 5.0, 5.0]), Some(1.0));
         assert!((jain_index(&[1.0, 0.0, 0.0, 0.0]).unwrap() - 0.25).abs() < 1e-12);
         let w = Duration::from_millis(500);
-        let a: Vec<(Time, u32)> = (0..10).map(|i| (Time::from_millis(i * 100), 1000)).collect();
-        let b: Vec<(Time, u32)> = (0..10).map(|i| (Time::from_millis(i * 100 + 50), 1000)).collect();
-        let flows = vec![(Time::ZERO, Time::from_millis(1000), a), (Time::ZERO, Time::from_millis(1000), b)];
+        let a: Vec<(Time, u32)> = (0..10)
+            .map(|i| (Time::from_millis(i * 100), 1000))
+            .collect();
+        let b: Vec<(Time, u32)> = (0..10)
+            .map(|i| (Time::from_millis(i * 100 + 50), 1000))
+            .collect();
+        let flows = vec![
+            (Time::ZERO, Time::from_millis(1000), a),
+            (Time::ZERO, Time::from_millis(1000), b),
+        ];
         assert_eq!(windowed_jain(&flows, w, Time::from_millis(1000)), Some(1.0));
     }
 }

@@ -152,7 +152,10 @@ impl Schedule {
         match steps.first() {
             None => return Err(err(0, "the schedule is empty".into())),
             Some((t, _)) if *t != Time::ZERO => {
-                return Err(err(1, format!("the first step must be at 0s, not {}", Duration(t.0))))
+                return Err(err(
+                    1,
+                    format!("the first step must be at 0s, not {}", Duration(t.0)),
+                ))
             }
             _ => {}
         }
@@ -199,7 +202,9 @@ impl Schedule {
                 return Err(TraceError {
                     file: name.to_string(),
                     line: i + 1,
-                    reason: format!("expected \"<time> <rate>\" such as \"40s 5Mbps\", got {line:?}"),
+                    reason: format!(
+                        "expected \"<time> <rate>\" such as \"40s 5Mbps\", got {line:?}"
+                    ),
                 });
             };
             let t = Duration::parse(t).map_err(|e| unit_err(i + 1, e))?;
@@ -335,20 +340,32 @@ mod tests {
     fn counts_looped_opportunities_like_mahimahi() {
         // Opportunities at 0, 1, 1, 3 (period 3): looped → 0,1,1,3 | 3,4,4,6 | 6,7,7,9 ...
         let tr = MahimahiTrace::parse("0\n1\n1\n3\n", "t").unwrap();
-        let times: Vec<u64> = (0..9).map(|j| tr.opportunity_time(j).0 / NS_PER_MS).collect();
+        let times: Vec<u64> = (0..9)
+            .map(|j| tr.opportunity_time(j).0 / NS_PER_MS)
+            .collect();
         assert_eq!(times, vec![0, 1, 1, 3, 3, 4, 4, 6, 6]);
         for (j, &ms) in times.iter().enumerate() {
             // Opportunities strictly before the time of opportunity j are those with smaller
             // times: j minus the number of earlier ones at the same millisecond.
             let same_before = times[..j].iter().filter(|&&m| m == ms).count() as u64;
-            assert_eq!(tr.opportunities_before(Time(ms * NS_PER_MS)), j as u64 - same_before);
+            assert_eq!(
+                tr.opportunities_before(Time(ms * NS_PER_MS)),
+                j as u64 - same_before
+            );
             assert!(tr.opportunities_before(Time(ms * NS_PER_MS + 1)) > j as u64);
         }
         assert_eq!(tr.mean_rate(), Rate(4.0 * 1500.0 * 8.0 / 0.003));
         let cap = Capacity::Trace(Arc::new(tr));
         // [0, 9 ms) holds 0,1,1,3 | 3,4,4,6 | 6,7,7: 11 opportunities (the one at 9 is not in).
-        assert_eq!(cap.bytes_between(Time::ZERO, Time(9 * NS_PER_MS)), 11.0 * 1500.0);
-        assert_eq!(cap.bytes_between(Time::ZERO, Time(9 * NS_PER_MS + 1)), 13.0 * 1500.0, "two at 9 ms");
+        assert_eq!(
+            cap.bytes_between(Time::ZERO, Time(9 * NS_PER_MS)),
+            11.0 * 1500.0
+        );
+        assert_eq!(
+            cap.bytes_between(Time::ZERO, Time(9 * NS_PER_MS + 1)),
+            13.0 * 1500.0,
+            "two at 9 ms"
+        );
     }
 
     #[test]
@@ -358,9 +375,15 @@ mod tests {
         let b = s.bytes_between(Time::from_millis(500), Time::from_millis(2500));
         assert!((b - (0.5 * 1e6 + 0.5 * 0.5e6)).abs() < 1e-6);
         // 1 MB starting at 0: 1 Mbyte at 8 Mbps = 1 s exactly, ends at the outage boundary.
-        assert_eq!(s.finish_time(Time::ZERO, 1_000_000), Time::from_millis(1000));
+        assert_eq!(
+            s.finish_time(Time::ZERO, 1_000_000),
+            Time::from_millis(1000)
+        );
         // 1.25 MB: 1 MB before the outage, 0.25 MB at 4 Mbps after it = 0.5 s.
-        assert_eq!(s.finish_time(Time::ZERO, 1_250_000), Time::from_millis(2500));
+        assert_eq!(
+            s.finish_time(Time::ZERO, 1_250_000),
+            Time::from_millis(2500)
+        );
         let e = Schedule::parse("1s 8Mbps\n", "s").unwrap_err();
         assert!(e.reason.contains("first step"), "{e}");
         let e = Schedule::parse("0s 8Mbps\n0s 1Mbps\n", "s").unwrap_err();

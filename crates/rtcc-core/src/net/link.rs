@@ -27,7 +27,10 @@ pub struct LinkOutput<P> {
 
 impl<P> Default for LinkOutput<P> {
     fn default() -> Self {
-        LinkOutput { departed: Vec::new(), dropped: Vec::new() }
+        LinkOutput {
+            departed: Vec::new(),
+            dropped: Vec::new(),
+        }
     }
 }
 
@@ -46,7 +49,14 @@ pub struct Link<P> {
 
 impl<P: NetPacket> Link<P> {
     pub fn new(capacity: Capacity, queue: Box<dyn Queue<P>>) -> Self {
-        Link { capacity, queue, serving: None, in_transit: None, next_opportunity: 0, next_event: None }
+        Link {
+            capacity,
+            queue,
+            serving: None,
+            in_transit: None,
+            next_opportunity: 0,
+            next_event: None,
+        }
     }
 
     pub fn capacity(&self) -> &Capacity {
@@ -122,7 +132,9 @@ impl<P: NetPacket> Link<P> {
     }
 
     fn use_opportunity(&mut self, now: Time, out: &mut LinkOutput<P>) {
-        let Capacity::Trace(trace) = &self.capacity else { unreachable!() };
+        let Capacity::Trace(trace) = &self.capacity else {
+            unreachable!()
+        };
         let mut budget = OPPORTUNITY_BYTES;
         self.next_opportunity += 1;
         while budget > 0 {
@@ -184,16 +196,28 @@ mod tests {
     #[test]
     fn constant_rate_serialises_back_to_back() {
         // 1250 bytes at 10 Mbps = 1 ms each.
-        let mut l = Link::new(Capacity::Constant(Rate(10e6)), Box::new(DropTail::new(QueueLimit::Unlimited)));
-        let d = run(&mut l, &[(0, P(1250, 0)), (0, P(1250, 1)), (5 * MS, P(1250, 2))]);
-        assert_eq!(d.iter().map(|x| x.0).collect::<Vec<_>>(), vec![MS, 2 * MS, 6 * MS]);
+        let mut l = Link::new(
+            Capacity::Constant(Rate(10e6)),
+            Box::new(DropTail::new(QueueLimit::Unlimited)),
+        );
+        let d = run(
+            &mut l,
+            &[(0, P(1250, 0)), (0, P(1250, 1)), (5 * MS, P(1250, 2))],
+        );
+        assert_eq!(
+            d.iter().map(|x| x.0).collect::<Vec<_>>(),
+            vec![MS, 2 * MS, 6 * MS]
+        );
     }
 
     #[test]
     fn trace_drains_bytes_across_opportunities_and_wastes_idle_ones() {
         // Opportunities at 1, 2, 3, 10 ms (period 10).
         let tr = MahimahiTrace::parse("1\n2\n3\n10\n", "t").unwrap();
-        let mut l = Link::new(Capacity::Trace(Arc::new(tr)), Box::new(DropTail::new(QueueLimit::Unlimited)));
+        let mut l = Link::new(
+            Capacity::Trace(Arc::new(tr)),
+            Box::new(DropTail::new(QueueLimit::Unlimited)),
+        );
         // Two 1000-byte packets at 0: the first leaves at 1 ms (1500 budget: 1000 + 500 of the
         // second), the second finishes at 2 ms. A packet at 2.5 ms uses the 3 ms opportunity.
         // A packet at 4 ms waits for 10 ms (the opportunities in between do not exist), and one
@@ -201,7 +225,13 @@ mod tests {
         // trace has no 0, so the next is 11 ms).
         let d = run(
             &mut l,
-            &[(0, P(1000, 0)), (0, P(1000, 1)), (2 * MS + MS / 2, P(200, 2)), (4 * MS, P(1500, 3)), (10 * MS, P(1500, 4))],
+            &[
+                (0, P(1000, 0)),
+                (0, P(1000, 1)),
+                (2 * MS + MS / 2, P(200, 2)),
+                (4 * MS, P(1500, 3)),
+                (10 * MS, P(1500, 4)),
+            ],
         );
         let times: Vec<u64> = d.iter().map(|x| x.0 / MS).collect();
         assert_eq!(times, vec![1, 2, 3, 10, 11]);
@@ -210,7 +240,10 @@ mod tests {
     #[test]
     fn trace_leftover_bytes_of_an_opportunity_are_not_banked() {
         let tr = MahimahiTrace::parse("1\n2\n", "t").unwrap();
-        let mut l = Link::new(Capacity::Trace(Arc::new(tr)), Box::new(DropTail::new(QueueLimit::Unlimited)));
+        let mut l = Link::new(
+            Capacity::Trace(Arc::new(tr)),
+            Box::new(DropTail::new(QueueLimit::Unlimited)),
+        );
         // 100 bytes use the 1 ms opportunity; a 1500-byte packet at 1.5 ms needs a whole
         // opportunity of its own (2 ms), the 1400 unused bytes at 1 ms are gone.
         let d = run(&mut l, &[(0, P(100, 0)), (MS + MS / 2, P(1500, 1))]);
@@ -220,7 +253,10 @@ mod tests {
     #[test]
     fn schedule_changes_rate_mid_packet() {
         let s = Schedule::parse("0s 8Mbps\n1ms 4Mbps\n", "s").unwrap();
-        let mut l = Link::new(Capacity::Schedule(Arc::new(s)), Box::new(DropTail::new(QueueLimit::Unlimited)));
+        let mut l = Link::new(
+            Capacity::Schedule(Arc::new(s)),
+            Box::new(DropTail::new(QueueLimit::Unlimited)),
+        );
         // 1500 bytes: 1000 in the first ms at 8 Mbps, 500 at 4 Mbps = 1 ms more.
         let d = run(&mut l, &[(0, P(1500, 0))]);
         assert_eq!(d[0].0, 2 * MS);
@@ -228,7 +264,10 @@ mod tests {
 
     #[test]
     fn droptail_drops_what_does_not_fit() {
-        let mut l = Link::new(Capacity::Constant(Rate(1e6)), Box::new(DropTail::new(QueueLimit::Packets(2))));
+        let mut l = Link::new(
+            Capacity::Constant(Rate(1e6)),
+            Box::new(DropTail::new(QueueLimit::Packets(2))),
+        );
         let mut out = LinkOutput::default();
         for i in 0..5 {
             l.enqueue(Time::ZERO, P(1000, i), &mut out);

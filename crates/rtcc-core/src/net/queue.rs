@@ -55,10 +55,14 @@ impl QueueLimit {
             }
         }
         if s.ends_with('s') {
-            return Duration::parse(s).map(QueueLimit::Time).map_err(|e| e.to_string());
+            return Duration::parse(s)
+                .map(QueueLimit::Time)
+                .map_err(|e| e.to_string());
         }
         if s.ends_with('B') {
-            return Bytes::parse(s).map(|b| QueueLimit::Bytes(b.0)).map_err(|e| e.to_string());
+            return Bytes::parse(s)
+                .map(|b| QueueLimit::Bytes(b.0))
+                .map_err(|e| e.to_string());
         }
         Err(format!(
             "invalid queue limit {input:?}: expected packets (\"100pkts\"), bytes (\"150KB\"), \
@@ -98,13 +102,20 @@ pub struct DropTail<P> {
 
 impl<P> DropTail<P> {
     pub fn new(limit: QueueLimit) -> Self {
-        DropTail { limit, packets: VecDeque::new(), bytes: 0 }
+        DropTail {
+            limit,
+            packets: VecDeque::new(),
+            bytes: 0,
+        }
     }
 }
 
 impl<P: NetPacket + Send> Queue<P> for DropTail<P> {
     fn enqueue(&mut self, _now: Time, pkt: P, link_rate: Rate) -> Result<(), P> {
-        if !self.limit.admits(self.packets.len(), self.bytes, pkt.size(), link_rate) {
+        if !self
+            .limit
+            .admits(self.packets.len(), self.bytes, pkt.size(), link_rate)
+        {
             return Err(pkt);
         }
         self.bytes += pkt.size() as u64;
@@ -142,10 +153,22 @@ pub(crate) mod tests {
 
     #[test]
     fn parses_limits() {
-        assert_eq!(QueueLimit::parse("100pkts").unwrap(), QueueLimit::Packets(100));
-        assert_eq!(QueueLimit::parse("150KB").unwrap(), QueueLimit::Bytes(150_000));
-        assert_eq!(QueueLimit::parse("120ms").unwrap(), QueueLimit::Time(Duration::from_millis(120)));
-        assert_eq!(QueueLimit::parse("unlimited").unwrap(), QueueLimit::Unlimited);
+        assert_eq!(
+            QueueLimit::parse("100pkts").unwrap(),
+            QueueLimit::Packets(100)
+        );
+        assert_eq!(
+            QueueLimit::parse("150KB").unwrap(),
+            QueueLimit::Bytes(150_000)
+        );
+        assert_eq!(
+            QueueLimit::parse("120ms").unwrap(),
+            QueueLimit::Time(Duration::from_millis(120))
+        );
+        assert_eq!(
+            QueueLimit::parse("unlimited").unwrap(),
+            QueueLimit::Unlimited
+        );
         let e = QueueLimit::parse("120").unwrap_err();
         assert!(e.contains("pkts") && e.contains("ms"), "{e}");
         assert!(QueueLimit::parse("1.5pkts").is_err());
@@ -157,7 +180,10 @@ pub(crate) mod tests {
         let l = QueueLimit::Time(Duration::from_millis(100));
         assert!(l.admits(0, 11_000, 1500, Rate(1e6)));
         assert!(!l.admits(0, 11_001, 1500, Rate(1e6)));
-        assert!(l.admits(0, 0, 1500, Rate(0.0)), "an outage still queues one packet");
+        assert!(
+            l.admits(0, 0, 1500, Rate(0.0)),
+            "an outage still queues one packet"
+        );
     }
 
     proptest! {

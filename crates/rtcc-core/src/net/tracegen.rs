@@ -64,7 +64,10 @@ fn normal(rng: &mut ChaCha8Rng) -> f64 {
 pub fn generate_lte(cfg: &LteTraceConfig) -> Result<Vec<u64>, String> {
     let duration_ms = cfg.duration.0 / 1_000_000;
     if duration_ms < 1000 {
-        return Err(format!("duration must be at least 1s, got {}", cfg.duration));
+        return Err(format!(
+            "duration must be at least 1s, got {}",
+            cfg.duration
+        ));
     }
     if !(cfg.mean.bps() > 0.0 && cfg.mean.bps().is_finite()) {
         return Err(format!("mean rate must be positive, got {}", cfg.mean));
@@ -79,7 +82,11 @@ pub fn generate_lte(cfg: &LteTraceConfig) -> Result<Vec<u64>, String> {
     let mut rates = Vec::with_capacity(steps);
     for _ in 0..steps {
         x = rho * x + (1.0 - rho * rho).sqrt() * normal(&mut rng);
-        outage = if outage { uniform(&mut rng) >= p_leave } else { uniform(&mut rng) < p_enter };
+        outage = if outage {
+            uniform(&mut rng) >= p_leave
+        } else {
+            uniform(&mut rng) < p_enter
+        };
         rates.push(if outage { 0.0 } else { (cfg.sigma * x).exp() });
     }
     // Cap at 4× the mean, then scale to the requested mean (twice, since the cap moves it).
@@ -125,9 +132,16 @@ mod tests {
         let other = generate_lte(&LteTraceConfig::new(4, cfg.duration, cfg.mean)).unwrap();
         assert_ne!(a, other);
         // It varies: 1-second capacities span at least a factor of 3.
-        let per_s: Vec<usize> = (0..60).map(|s| a.iter().filter(|&&t| t / 1000 == s).count()).collect();
+        let per_s: Vec<usize> = (0..60)
+            .map(|s| a.iter().filter(|&&t| t / 1000 == s).count())
+            .collect();
         let (lo, hi) = (per_s.iter().min().unwrap(), per_s.iter().max().unwrap());
-        assert!(*hi as f64 > 3.0 * (*lo as f64).max(1.0), "min {lo} max {hi} per second");
-        assert!(generate_lte(&LteTraceConfig::new(1, Duration::from_millis(10), cfg.mean)).is_err());
+        assert!(
+            *hi as f64 > 3.0 * (*lo as f64).max(1.0),
+            "min {lo} max {hi} per second"
+        );
+        assert!(
+            generate_lte(&LteTraceConfig::new(1, Duration::from_millis(10), cfg.mean)).is_err()
+        );
     }
 }

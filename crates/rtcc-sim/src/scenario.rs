@@ -1,0 +1,557 @@
+//! Scenario files: what to simulate, validated before the run.
+//!
+//! A scenario is TOML (or the same structure as JSON, which is how the Python front passes the
+//! scenarios it builds). Parsing happens in two steps: serde turns the text into the `*Spec`
+//! structs below, recording the path of any field it cannot read (`flows[0].params.rate`), then
+//! [`Scenario::from_spec`] checks every value and resolves files into a ready-to-run
+//! [`Scenario`]. Every error names the field, the bad value and what is allowed.
+//! `docs/scenarios.md` is the reference for users.
+
+use rtcc_core::cc::{self, ControllerContext, FeedbackPolicy, Params};
+use rtcc_core::media::encoder;
+use rtcc_core::net::{Capacity, MahimahiTrace, QueueLimit, Schedule};
+use rtcc_core::{Bytes, Duration, Rate, Time};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// An invalid scenario: which field, and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{source_name}: {field}: {message}")]
+pub struct ScenarioError {
+    /// The scenario's file name (or "scenario").
+    pub source_name: String,
+    /// Dotted path of the field, e.g. `flows[1].params.rate` (empty for the whole file).
+    pub field: String,
+    pub message: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioSpec {
+    pub name: Option<String>,
+    pub duration: Duration,
+    pub seed: Option<u64>,
+    pub path: PathSpec,
+    pub flows: Vec<FlowSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathSpec {
+    pub forward: LinkSpec,
+    pub reverse: Option<LinkSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    /// Constant rate.
+    pub capacity: Option<Rate>,
+    /// Piecewise-constant rate: a file of `<time> <rate>` lines or an inline list of
+    /// `["<time>", "<rate>"]` pairs (read in [`resolve_link`], so errors name the bad item).
+    pub schedule: Option<serde_json::Value>,
+    /// A mahimahi trace file.
+    pub trace: Option<String>,
+    /// One-way propagation delay.
+    pub delay: Option<Duration>,
+    /// Drop-tail limit.
+    pub queue: Option<QueueLimit>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowSpec {
+    pub name: Option<String>,
+    pub controller: String,
+    #[serde(default)]
+    pub params: Params,
+    pub start: Option<Duration>,
+    pub stop: Option<Duration>,
+    pub fps: Option<f64>,
+    pub frame_jitter: Option<Duration>,
+    pub encoder: Option<String>,
+    pub payload: Option<Bytes>,
+    pub overhead: Option<Bytes>,
+    pub padding_size: Option<Bytes>,
+    pub extra_delay: Option<Duration>,
+    pub clock_offset: Option<Duration>,
+    pub feedback: Option<FeedbackPolicy>,
+}
+
+/// A link, resolved.
+#[derive(Debug, Clone)]
+pub struct LinkConfig {
+    pub capacity: Capacity,
+    pub delay: Duration,
+    pub queue: QueueLimit,
+}
+
+/// A video flow, resolved.
+#[derive(Debug, Clone)]
+pub struct FlowConfig {
+    pub name: String,
+    pub controller: String,
+    pub params: Params,
+    pub start: Time,
+    pub stop: Time,
+    pub fps: f64,
+    pub frame_jitter: Duration,
+    pub encoder: String,
+    pub payload: Bytes,
+    pub overhead: Bytes,
+    pub padding_size: Bytes,
+    pub extra_delay: Duration,
+    pub clock_offset: Duration,
+    pub feedback: FeedbackPolicy,
+}
+
+/// A validated scenario, ready to run.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub name: String,
+    pub duration: Duration,
+    pub seed: u64,
+    pub forward: LinkConfig,
+    pub reverse: LinkConfig,
+    pub flows: Vec<FlowConfig>,
+}
+
+/// Default forward queue: 1000 packets, Linux's default `txqueuelen`.
+pub const DEFAULT_QUEUE: QueueLimit = QueueLimit::Packets(1000);
+/// Default frame rate.
+pub const DEFAULT_FPS: f64 = 30.0;
+/// Default media payload per packet.
+pub const DEFAULT_PAYLOAD: Bytes = Bytes(1200);
+/// Largest packet on the wire (one mahimahi delivery opportunity, an Ethernet MTU).
+pub const MAX_PACKET: u64 = 1500;
+
+impl Scenario {
+    /// Read and validate a TOML scenario file; relative file paths inside it are resolved
+    /// against the file's folder.
+    pub fn from_file(path: &Path) -> Result<Scenario, ScenarioError> {
+        let source_name = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+            source_name: source_name.clone(),
+            field: String::new(),
+            message: format!("cannot read the scenario file: {e}"),
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let default_name = path.file_stem().map(|s| s.to_string_lossy().to_string());
+        Self::from_toml_str(&text, base, &source_name, default_name)
+    }
+
+    pub fn from_toml_str(
+        text: &str,
+        base_dir: &Path,
+        source_name: &str,
+        default_name: Option<String>,
+    ) -> Result<Scenario, ScenarioError> {
+        let value: toml::Value = toml::from_str(text).map_err(|e| ScenarioError {
+            source_name: source_name.into(),
+            field: String::new(),
+            message: format!("invalid TOML: {}", e.to_string().trim()),
+        })?;
+        let json = serde_json::to_value(value).map_err(|e| ScenarioError {
+            source_name: source_name.into(),
+            field: String::new(),
+            message: e.to_string(),
+        })?;
+        Self::from_json_value(json, base_dir, source_name, default_name)
+    }
+
+    pub fn from_json_str(
+        text: &str,
+        base_dir: &Path,
+        source_name: &str,
+    ) -> Result<Scenario, ScenarioError> {
+        let json: serde_json::Value = serde_json::from_str(text).map_err(|e| ScenarioError {
+            source_name: source_name.into(),
+            field: String::new(),
+            message: format!("invalid JSON: {e}"),
+        })?;
+        Self::from_json_value(json, base_dir, source_name, None)
+    }
+
+    fn from_json_value(
+        json: serde_json::Value,
+        base_dir: &Path,
+        source_name: &str,
+        default_name: Option<String>,
+    ) -> Result<Scenario, ScenarioError> {
+        let spec: ScenarioSpec = serde_path_to_error::deserialize(json).map_err(|e| {
+            let field = e.path().to_string();
+            ScenarioError {
+                source_name: source_name.into(),
+                field: if field == "." { String::new() } else { field },
+                message: e.into_inner().to_string(),
+            }
+        })?;
+        Self::from_spec(spec, base_dir, source_name, default_name)
+    }
+
+    /// Check every value and resolve files.
+    pub fn from_spec(
+        spec: ScenarioSpec,
+        base_dir: &Path,
+        source_name: &str,
+        default_name: Option<String>,
+    ) -> Result<Scenario, ScenarioError> {
+        let err = |field: &str, message: String| ScenarioError {
+            source_name: source_name.into(),
+            field: field.into(),
+            message,
+        };
+        if spec.duration.0 == 0 {
+            return Err(err("duration", "must be longer than 0s".into()));
+        }
+        let duration = spec.duration;
+        let forward = resolve_link(&spec.path.forward, "path.forward", base_dir, None)
+            .map_err(|(f, m)| err(&f, m))?;
+        let reverse = match &spec.path.reverse {
+            Some(r) => resolve_link(r, "path.reverse", base_dir, Some(forward.delay))
+                .map_err(|(f, m)| err(&f, m))?,
+            None => LinkConfig {
+                capacity: Capacity::Unlimited,
+                delay: forward.delay,
+                queue: DEFAULT_QUEUE,
+            },
+        };
+        if spec.flows.is_empty() {
+            return Err(err(
+                "flows",
+                "at least one flow is needed ([[flows]] with a controller)".into(),
+            ));
+        }
+        let capacity_view: Arc<dyn cc::CapacityView> = Arc::new(forward.capacity.clone());
+        let mut flows = Vec::new();
+        for (i, f) in spec.flows.into_iter().enumerate() {
+            let at = |field: &str| format!("flows[{i}].{field}");
+            let name = f.name.clone().unwrap_or_else(|| format!("flow{i}"));
+            if flows.iter().any(|g: &FlowConfig| g.name == name) {
+                return Err(err(
+                    &at("name"),
+                    format!("{name:?} is used by two flows; flow names must be unique"),
+                ));
+            }
+            let start = f.start.unwrap_or(Duration::ZERO);
+            let stop = f.stop.unwrap_or(duration);
+            if stop > duration {
+                return Err(err(
+                    &at("stop"),
+                    format!("{stop} is after the end of the run ({duration})"),
+                ));
+            }
+            if start >= stop {
+                return Err(err(
+                    &at("start"),
+                    format!("{start} must be before the flow's stop ({stop})"),
+                ));
+            }
+            let fps = f.fps.unwrap_or(DEFAULT_FPS);
+            if !(fps > 0.0 && fps <= 1000.0) {
+                return Err(err(
+                    &at("fps"),
+                    format!("{fps} is not a frame rate between 0 and 1000"),
+                ));
+            }
+            let frame_jitter = f.frame_jitter.unwrap_or(Duration::ZERO);
+            if frame_jitter.as_secs_f64() >= 1.0 / fps {
+                return Err(err(
+                    &at("frame_jitter"),
+                    format!(
+                        "{frame_jitter} must be shorter than the frame interval ({:.3}ms)",
+                        1e3 / fps
+                    ),
+                ));
+            }
+            let encoder = f.encoder.clone().unwrap_or_else(|| "ideal".into());
+            encoder::create(&encoder).map_err(|m| err(&at("encoder"), m))?;
+            let payload = f.payload.unwrap_or(DEFAULT_PAYLOAD);
+            let overhead = f.overhead.unwrap_or(Bytes(0));
+            if payload.0 == 0 || payload.0 + overhead.0 > MAX_PACKET {
+                return Err(err(
+                    &at("payload"),
+                    format!("payload {payload} + overhead {overhead} must be between 1B and {MAX_PACKET}B"),
+                ));
+            }
+            let padding_size = f.padding_size.unwrap_or(Bytes(1200));
+            if padding_size.0 == 0 || padding_size.0 > MAX_PACKET {
+                return Err(err(
+                    &at("padding_size"),
+                    format!("{padding_size} must be between 1B and {MAX_PACKET}B"),
+                ));
+            }
+            let info =
+                cc::lookup(&f.controller).map_err(|e| err(&at("controller"), e.to_string()))?;
+            let feedback = f.feedback.unwrap_or(info.feedback);
+            if feedback.interval.is_none() && !feedback.per_frame {
+                return Err(err(
+                    &at("feedback"),
+                    "set an interval, per_frame = true, or both".into(),
+                ));
+            }
+            if feedback.interval.is_some_and(|d| d.0 == 0) {
+                return Err(err(
+                    &at("feedback.interval"),
+                    "must be longer than 0ms".into(),
+                ));
+            }
+            let flow = FlowConfig {
+                name,
+                controller: f.controller.clone(),
+                params: f.params,
+                start: Time(start.0),
+                stop: Time(stop.0),
+                fps,
+                frame_jitter,
+                encoder,
+                payload,
+                overhead,
+                padding_size,
+                extra_delay: f.extra_delay.unwrap_or(Duration::ZERO),
+                clock_offset: f.clock_offset.unwrap_or(Duration::ZERO),
+                feedback,
+            };
+            // Build the controller once now so that bad parameters fail before the run.
+            cc::create(
+                &flow.controller,
+                &flow.params,
+                &flow.context(Some(capacity_view.clone())),
+            )
+            .map_err(|e| {
+                let field = match &e {
+                    cc::ControllerError::UnknownParam { param, .. } => {
+                        at(&format!("params.{param}"))
+                    }
+                    _ => at("params"),
+                };
+                err(&field, e.to_string())
+            })?;
+            flows.push(flow);
+        }
+        Ok(Scenario {
+            name: spec
+                .name
+                .or(default_name)
+                .unwrap_or_else(|| "scenario".into()),
+            duration,
+            seed: spec.seed.unwrap_or(1),
+            forward,
+            reverse,
+            flows,
+        })
+    }
+}
+
+impl FlowConfig {
+    /// What the flow's controller may know when it is created.
+    pub fn context(&self, capacity: Option<Arc<dyn cc::CapacityView>>) -> ControllerContext {
+        ControllerContext {
+            now: self.start,
+            fps: self.fps,
+            max_payload: self.payload,
+            capacity,
+        }
+    }
+}
+
+fn resolve_link(
+    spec: &LinkSpec,
+    field: &str,
+    base_dir: &Path,
+    default_delay: Option<Duration>,
+) -> Result<LinkConfig, (String, String)> {
+    let given = [
+        spec.capacity.is_some(),
+        spec.schedule.is_some(),
+        spec.trace.is_some(),
+    ]
+    .iter()
+    .filter(|b| **b)
+    .count();
+    let capacity = match (&spec.capacity, &spec.schedule, &spec.trace) {
+        _ if given > 1 => {
+            return Err((
+                field.into(),
+                "give only one of capacity, schedule or trace".into(),
+            ));
+        }
+        (Some(r), _, _) => {
+            if r.bps() <= 0.0 {
+                return Err((
+                    format!("{field}.capacity"),
+                    "must be a positive rate, e.g. \"20Mbps\"".into(),
+                ));
+            }
+            Capacity::Constant(*r)
+        }
+        (_, Some(schedule), _) => {
+            let at = format!("{field}.schedule");
+            let s = match schedule {
+                serde_json::Value::String(f) => Schedule::from_file(&resolve(base_dir, f)),
+                serde_json::Value::Array(items) => Schedule::new(inline_steps(items, &at)?, "inline schedule"),
+                other => return Err((at, format!("expected a file name or a list of [\"<time>\", \"<rate>\"] pairs, got {other}"))),
+            };
+            Capacity::Schedule(Arc::new(s.map_err(|e| (at, e.to_string()))?))
+        }
+        (_, _, Some(f)) => {
+            let t = MahimahiTrace::from_file(&resolve(base_dir, f))
+                .map_err(|e| (format!("{field}.trace"), e.to_string()))?;
+            Capacity::Trace(Arc::new(t))
+        }
+        (None, None, None) if default_delay.is_some() => Capacity::Unlimited,
+        (None, None, None) => {
+            return Err((
+                field.into(),
+                "the link needs a capacity: capacity = \"20Mbps\", schedule = \"file\" or trace = \"file\"".into(),
+            ));
+        }
+    };
+    Ok(LinkConfig {
+        capacity,
+        delay: spec.delay.or(default_delay).unwrap_or(Duration::ZERO),
+        queue: spec.queue.unwrap_or(DEFAULT_QUEUE),
+    })
+}
+
+/// Read `[["0s", "20Mbps"], ["40s", "5Mbps"]]`.
+fn inline_steps(
+    items: &[serde_json::Value],
+    field: &str,
+) -> Result<Vec<(Time, Rate)>, (String, String)> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let at = format!("{field}[{i}]");
+            let pair = item.as_array().filter(|a| a.len() == 2);
+            let (Some(t), Some(r)) = (
+                pair.and_then(|a| a[0].as_str()),
+                pair.and_then(|a| a[1].as_str()),
+            ) else {
+                return Err((
+                    at,
+                    format!("expected a pair like [\"40s\", \"5Mbps\"], got {item}"),
+                ));
+            };
+            let t = Duration::parse(t).map_err(|e| (at.clone(), e.to_string()))?;
+            let r = Rate::parse(r).map_err(|e| (at.clone(), e.to_string()))?;
+            Ok((Time(t.0), r))
+        })
+        .collect()
+}
+
+fn resolve(base: &Path, file: &str) -> PathBuf {
+    let p = Path::new(file);
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        base.join(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::from_toml_str(text, Path::new("."), "test.toml", None)
+    }
+
+    const OK: &str = r#"
+duration = "10s"
+[path.forward]
+capacity = "10Mbps"
+delay = "20ms"
+queue = "100ms"
+[[flows]]
+controller = "fixed"
+params = { rate = "5Mbps" }
+"#;
+
+    #[test]
+    fn a_minimal_scenario_gets_documented_defaults() {
+        let s = parse(OK).unwrap();
+        assert_eq!(s.seed, 1);
+        assert_eq!(s.flows[0].name, "flow0");
+        assert_eq!(s.flows[0].fps, 30.0);
+        assert_eq!(s.flows[0].payload, Bytes(1200));
+        assert_eq!(
+            s.reverse.delay,
+            Duration::from_millis(20),
+            "reverse delay defaults to forward's"
+        );
+        assert!(matches!(s.reverse.capacity, Capacity::Unlimited));
+    }
+
+    fn error_of(text: &str) -> ScenarioError {
+        parse(text).unwrap_err()
+    }
+
+    #[test]
+    fn errors_name_the_field_the_value_and_what_is_allowed() {
+        let e = error_of(&OK.replace("\"10Mbps\"", "\"10Mbmps\""));
+        assert_eq!(e.field, "path.forward.capacity");
+        assert!(
+            e.message.contains("10Mbmps") && e.message.contains("Mbps"),
+            "{e}"
+        );
+
+        let e = error_of(&OK.replace("\"10Mbps\"", "10"));
+        assert!(e.message.contains("has no unit"), "{e}");
+
+        let e = error_of(&OK.replace("controller = \"fixed\"", "controller = \"nosuch\""));
+        assert_eq!(e.field, "flows[0].controller");
+        assert!(e.message.contains("fixed, oracle"), "{e}");
+
+        let e = error_of(&OK.replace("rate = \"5Mbps\"", "rat = \"5Mbps\""));
+        assert_eq!(e.field, "flows[0].params.rat");
+        assert!(e.message.contains("valid parameters: rate"), "{e}");
+
+        let e = error_of(&OK.replace("delay = \"20ms\"", "dealy = \"20ms\""));
+        assert_eq!(e.field, "path.forward.dealy");
+        assert!(
+            e.message.contains("unknown field `dealy`") && e.message.contains("delay"),
+            "{e}"
+        );
+
+        let e = error_of(&OK.replace("queue = \"100ms\"", "queue = \"100\""));
+        assert_eq!(e.field, "path.forward.queue");
+        assert!(e.message.contains("pkts"), "{e}");
+
+        let e = error_of(&OK.replace("[[flows]]", "[[flows]]\nstop = \"20s\""));
+        assert_eq!(e.field, "flows[0].stop");
+
+        let e = error_of(&OK.replace(
+            "capacity = \"10Mbps\"",
+            "capacity = \"10Mbps\"\ntrace = \"x\"",
+        ));
+        assert!(e.message.contains("only one"), "{e}");
+
+        let e = error_of(&OK.replace("capacity = \"10Mbps\"", "trace = \"does/not/exist.trace\""));
+        assert_eq!(e.field, "path.forward.trace");
+        assert!(
+            e.message.contains("does/not/exist.trace") && e.message.contains("cannot read"),
+            "{e}"
+        );
+
+        let e = error_of("duration = \"10s\"\n[path.forward\n");
+        assert!(e.message.contains("invalid TOML"), "{e}");
+
+        let e = error_of(&OK.replace("[[flows]]", "[[flows]]\nfps = 0"));
+        assert_eq!(e.field, "flows[0].fps");
+    }
+
+    #[test]
+    fn json_and_toml_give_the_same_scenario() {
+        let json = r#"{"duration":"10s","path":{"forward":{"capacity":"10Mbps","delay":"20ms","queue":"100ms"}},
+                       "flows":[{"controller":"fixed","params":{"rate":"5Mbps"}}]}"#;
+        let a = Scenario::from_json_str(json, Path::new("."), "py").unwrap();
+        let b = parse(OK).unwrap();
+        assert_eq!(format!("{:?}", a.flows), format!("{:?}", b.flows));
+        let e = Scenario::from_json_str(&json.replace("\"10s\"", "10"), Path::new("."), "py")
+            .unwrap_err();
+        assert_eq!(e.field, "duration");
+    }
+}

@@ -1,0 +1,569 @@
+//! The discrete-event simulator: a dumbbell of video flows over one bottleneck.
+//!
+//! ```text
+//!  sender i ──► [forward queue ▸ forward link] ──(delay + extra_i)──► receiver i
+//!  sender i ◄──(delay + extra_i)── [reverse queue ▸ reverse link] ◄── feedback, frame acks
+//! ```
+//!
+//! Events are kept in a binary heap ordered by (time, insertion sequence), so two events at the
+//! same instant run in the order they were scheduled and a run is a pure function of the
+//! scenario and the seed. All randomness comes from generators owned by the components (seeded
+//! from the scenario seed and the flow index).
+//!
+//! Each component is a sans-IO object from `rtcc-core` (`VideoSender`, `Receiver`, `Link`); the
+//! simulator only moves packets between them and keeps one pending wake-up per component: when a
+//! component's next wake-up time changes, a new event is pushed and the old one is recognised as
+//! stale when it fires (its time no longer matches).
+
+use crate::scenario::{FlowConfig, Scenario};
+use rtcc_core::cc::{self, CapacityView};
+use rtcc_core::media::{encoder, ArrivedPacket, FrameSource, Packetizer, Receiver, VideoSender};
+use rtcc_core::metrics::{FrameRecord, PacketRecord};
+use rtcc_core::net::{Capacity, DropTail, Link, LinkOutput, NetPacket};
+use rtcc_core::packet::{FrameAck, TransportFeedback};
+use rtcc_core::{Duration, Time};
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+
+/// A packet in the network: forward media/padding, or a reverse-path message.
+#[derive(Debug, Clone, Copy)]
+struct SimPacket {
+    flow: u32,
+    size: u32,
+    /// Forward: sequence number (= index into the flow's packet log). Reverse: message slot.
+    id: u64,
+    frame: u64,
+    index_in_frame: u16,
+    packets_in_frame: u16,
+}
+
+impl NetPacket for SimPacket {
+    fn size(&self) -> u32 {
+        self.size
+    }
+    fn flow(&self) -> u32 {
+        self.flow
+    }
+}
+
+const NO_FRAME: u64 = u64::MAX;
+
+/// Bytes of a feedback message: IP/UDP/RTCP headers (40) plus 2 bytes per reported packet,
+/// roughly the size of a transport-wide feedback message.
+fn feedback_size(reported: usize) -> u32 {
+    40 + 2 * reported as u32
+}
+/// Bytes of a frame acknowledgement message.
+const FRAME_ACK_SIZE: u32 = 40;
+
+/// What travels on the reverse path.
+#[derive(Debug, Default)]
+struct ReverseMessage {
+    feedback: Option<TransportFeedback>,
+    ack: Option<FrameAck>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dir {
+    Forward,
+    Reverse,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Event {
+    Capture(u32),
+    SenderWake(u32),
+    FeedbackTimer(u32),
+    FlowStop(u32),
+    Link(Dir),
+    AtReceiver(SimPacket),
+    AtSender(SimPacket),
+    Progress,
+}
+
+struct Entry {
+    time: Time,
+    seq: u64,
+    event: Event,
+}
+impl PartialEq for Entry {
+    fn eq(&self, o: &Self) -> bool {
+        (self.time, self.seq) == (o.time, o.seq)
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Entry {
+    /// Reversed, so the std max-heap pops the earliest (time, seq) first.
+    fn cmp(&self, o: &Self) -> Ordering {
+        (o.time, o.seq).cmp(&(self.time, self.seq))
+    }
+}
+
+/// Controller state samples in long format.
+#[derive(Debug, Default, Clone)]
+pub struct StateLog {
+    pub flow: Vec<u32>,
+    pub time: Vec<Time>,
+    pub signal: Vec<&'static str>,
+    pub value: Vec<f64>,
+}
+
+/// Everything one flow logged.
+pub struct FlowLogs {
+    pub config: FlowConfig,
+    pub packets: Vec<PacketRecord>,
+    pub frames: Vec<FrameRecord>,
+}
+
+struct FlowState {
+    logs: FlowLogs,
+    sender: VideoSender,
+    source: FrameSource,
+    receiver: Receiver,
+    active: bool,
+    /// The pending SenderWake event's time.
+    wake_at: Option<Time>,
+}
+
+/// The raw output of a run (metrics are computed from it in [`crate::run`]).
+pub struct SimOutput {
+    pub flows: Vec<FlowLogs>,
+    pub state: StateLog,
+    pub events: u64,
+}
+
+pub struct Simulation {
+    now: Time,
+    end: Time,
+    heap: BinaryHeap<Entry>,
+    next_seq: u64,
+    flows: Vec<FlowState>,
+    forward: Link<SimPacket>,
+    reverse: Link<SimPacket>,
+    link_event: [Option<Time>; 2],
+    forward_delay: Duration,
+    reverse_delay: Duration,
+    messages: Vec<Option<ReverseMessage>>,
+    free_messages: Vec<u64>,
+    link_out: LinkOutput<SimPacket>,
+    state: StateLog,
+    state_buf: Vec<(&'static str, f64)>,
+    events: u64,
+}
+
+/// SplitMix64: derive independent seeds for components from the scenario seed.
+pub fn derive_seed(seed: u64, stream: u64) -> u64 {
+    let mut z = seed ^ stream.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+impl Simulation {
+    /// Build the simulation. Fails only if a controller cannot be created (the scenario was
+    /// validated, so this is a programming error or a non-validated scenario).
+    pub fn new(sc: &Scenario) -> Result<Simulation, String> {
+        let capacity: Arc<dyn CapacityView> = Arc::new(sc.forward.capacity.clone());
+        let mut flows = Vec::new();
+        for (i, f) in sc.flows.iter().enumerate() {
+            let controller =
+                cc::create(&f.controller, &f.params, &f.context(Some(capacity.clone())))
+                    .map_err(|e| format!("flows[{i}]: {e}"))?;
+            let enc = encoder::create(&f.encoder)?;
+            let packetizer = Packetizer {
+                payload: f.payload,
+                overhead: f.overhead,
+            };
+            flows.push(FlowState {
+                logs: FlowLogs {
+                    config: f.clone(),
+                    packets: Vec::new(),
+                    frames: Vec::new(),
+                },
+                sender: VideoSender::new(
+                    controller,
+                    enc,
+                    packetizer,
+                    f.fps,
+                    f.padding_size.0 as u32,
+                ),
+                source: FrameSource::new(
+                    f.start,
+                    f.fps,
+                    f.frame_jitter,
+                    derive_seed(sc.seed, i as u64),
+                ),
+                receiver: Receiver::new(f.clock_offset),
+                active: false,
+                wake_at: None,
+            });
+        }
+        let queue = |l: &crate::scenario::LinkConfig| Box::new(DropTail::<SimPacket>::new(l.queue));
+        let mut sim = Simulation {
+            now: Time::ZERO,
+            end: Time(sc.duration.0),
+            heap: BinaryHeap::new(),
+            next_seq: 0,
+            flows,
+            forward: Link::new(sc.forward.capacity.clone(), queue(&sc.forward)),
+            reverse: Link::new(sc.reverse.capacity.clone(), queue(&sc.reverse)),
+            link_event: [None, None],
+            forward_delay: sc.forward.delay,
+            reverse_delay: sc.reverse.delay,
+            messages: Vec::new(),
+            free_messages: Vec::new(),
+            link_out: LinkOutput::default(),
+            state: StateLog::default(),
+            state_buf: Vec::new(),
+            events: 0,
+        };
+        for i in 0..sim.flows.len() {
+            let (_, first) = sim.flows[i].source.next_capture();
+            let cfg = &sim.flows[i].logs.config;
+            let (start, stop, interval) = (cfg.start, cfg.stop, cfg.feedback.interval);
+            sim.flows[i].active = true;
+            sim.push(first, Event::Capture(i as u32));
+            sim.push(stop, Event::FlowStop(i as u32));
+            if let Some(iv) = interval {
+                sim.push(start + iv, Event::FeedbackTimer(i as u32));
+            }
+            sim.log_state(i, start);
+            sim.reschedule_sender(i);
+        }
+        Ok(sim)
+    }
+
+    fn push(&mut self, time: Time, event: Event) {
+        self.heap.push(Entry {
+            time,
+            seq: self.next_seq,
+            event,
+        });
+        self.next_seq += 1;
+    }
+
+    /// Run to the end. `progress(fraction)` is called once per simulated second.
+    pub fn run(mut self, progress: &mut dyn FnMut(f64)) -> SimOutput {
+        self.push(Time::from_millis(1000), Event::Progress);
+        while let Some(Entry { time, event, .. }) = self.heap.pop() {
+            if time > self.end {
+                break;
+            }
+            self.now = time;
+            self.events += 1;
+            match event {
+                Event::Capture(f) => self.on_capture(f as usize),
+                Event::SenderWake(f) => self.on_sender_wake(f as usize, time),
+                Event::FeedbackTimer(f) => self.on_feedback_timer(f as usize),
+                Event::FlowStop(f) => self.on_flow_stop(f as usize),
+                Event::Link(dir) => self.on_link_event(dir, time),
+                Event::AtReceiver(p) => self.on_receiver_packet(p),
+                Event::AtSender(p) => self.on_sender_message(p),
+                Event::Progress => {
+                    progress((time.as_secs_f64() / self.end.as_secs_f64()).min(1.0));
+                    self.push(time + Duration::from_millis(1000), Event::Progress);
+                }
+            }
+        }
+        progress(1.0);
+        SimOutput {
+            flows: self.flows.into_iter().map(|f| f.logs).collect(),
+            state: self.state,
+            events: self.events,
+        }
+    }
+
+    // --- sender side -----------------------------------------------------------------------
+
+    fn on_capture(&mut self, i: usize) {
+        let now = self.now;
+        let fl = &mut self.flows[i];
+        if !fl.active {
+            return;
+        }
+        let frame = fl.logs.frames.len() as u64;
+        let info = fl.sender.on_frame_captured(now, frame);
+        fl.logs.frames.push(FrameRecord {
+            flow: i as u32,
+            frame,
+            capture: now,
+            size: info.size,
+            target_bps: info.target.bps(),
+            packets: info.packets,
+            first_send: None,
+            last_send: None,
+            complete: None,
+        });
+        let (_, next) = fl.source.next_capture();
+        if next < fl.logs.config.stop {
+            self.push(next, Event::Capture(i as u32));
+        }
+        self.pump(i);
+    }
+
+    fn on_sender_wake(&mut self, i: usize, time: Time) {
+        let fl = &mut self.flows[i];
+        if fl.wake_at != Some(time) {
+            return; // stale
+        }
+        fl.wake_at = None;
+        let timer_due = fl
+            .sender
+            .controller()
+            .next_timeout()
+            .is_some_and(|t| t <= time);
+        fl.sender.handle_timeout(time);
+        if timer_due {
+            self.log_state(i, time);
+        }
+        self.pump(i);
+    }
+
+    /// Send everything the sender releases now, then schedule its next wake-up.
+    fn pump(&mut self, i: usize) {
+        let now = self.now;
+        if self.flows[i].active {
+            while let Some(p) = self.flows[i].sender.poll_transmit(now) {
+                let fl = &mut self.flows[i];
+                let frame = p.frame.unwrap_or(NO_FRAME);
+                if let Some(f) = p.frame.and_then(|f| fl.logs.frames.get_mut(f as usize)) {
+                    f.first_send.get_or_insert(now);
+                    f.last_send = Some(now);
+                }
+                debug_assert_eq!(p.seq as usize, fl.logs.packets.len());
+                fl.logs.packets.push(PacketRecord {
+                    flow: i as u32,
+                    seq: p.seq,
+                    kind: p.kind,
+                    size: p.size,
+                    frame: p.frame,
+                    send: now,
+                    enqueue: now,
+                    depart: None,
+                    recv: None,
+                    dropped: false,
+                });
+                let pkt = SimPacket {
+                    flow: i as u32,
+                    size: p.size,
+                    id: p.seq,
+                    frame,
+                    index_in_frame: p.index_in_frame,
+                    packets_in_frame: p.packets_in_frame,
+                };
+                self.forward.enqueue(now, pkt, &mut self.link_out);
+                self.drain_link_output(Dir::Forward);
+            }
+        }
+        self.reschedule_sender(i);
+    }
+
+    fn reschedule_sender(&mut self, i: usize) {
+        let now = self.now;
+        let fl = &mut self.flows[i];
+        let next = if fl.active {
+            fl.sender.poll_timeout().map(|t| t.max(now))
+        } else {
+            None
+        };
+        if next != fl.wake_at {
+            fl.wake_at = next;
+            if let Some(t) = next {
+                self.push(t, Event::SenderWake(i as u32));
+            }
+        }
+    }
+
+    fn on_flow_stop(&mut self, i: usize) {
+        let fl = &mut self.flows[i];
+        fl.active = false;
+        fl.sender.stop();
+        fl.wake_at = None;
+    }
+
+    fn on_sender_message(&mut self, p: SimPacket) {
+        let i = p.flow as usize;
+        let Some(msg) = self.take_message(p.id) else {
+            return;
+        };
+        let now = self.now;
+        if !self.flows[i].active {
+            return;
+        }
+        if let Some(fb) = &msg.feedback {
+            self.flows[i].sender.on_feedback(now, fb);
+        }
+        if let Some(ack) = &msg.ack {
+            self.flows[i].sender.on_frame_ack(now, ack);
+        }
+        self.log_state(i, now);
+        self.pump(i);
+    }
+
+    fn log_state(&mut self, i: usize, now: Time) {
+        self.state_buf.clear();
+        self.flows[i].sender.state(&mut self.state_buf);
+        for &(name, v) in &self.state_buf {
+            self.state.flow.push(i as u32);
+            self.state.time.push(now);
+            self.state.signal.push(name);
+            self.state.value.push(v);
+        }
+    }
+
+    // --- links -------------------------------------------------------------------------------
+
+    fn link(&mut self, dir: Dir) -> &mut Link<SimPacket> {
+        match dir {
+            Dir::Forward => &mut self.forward,
+            Dir::Reverse => &mut self.reverse,
+        }
+    }
+
+    fn on_link_event(&mut self, dir: Dir, time: Time) {
+        if self.link_event[dir as usize] != Some(time) {
+            return; // stale
+        }
+        self.link_event[dir as usize] = None;
+        let mut out = std::mem::take(&mut self.link_out);
+        self.link(dir).on_event(time, &mut out);
+        self.link_out = out;
+        self.drain_link_output(dir);
+    }
+
+    /// Route departures and drops, and keep one pending event for the link.
+    fn drain_link_output(&mut self, dir: Dir) {
+        let mut out = std::mem::take(&mut self.link_out);
+        for &(t, p) in &out.departed {
+            let extra = self.flows[p.flow as usize].logs.config.extra_delay;
+            match dir {
+                Dir::Forward => {
+                    self.flows[p.flow as usize].logs.packets[p.id as usize].depart = Some(t);
+                    let at = t + self.forward_delay + extra;
+                    self.push(at, Event::AtReceiver(p));
+                }
+                Dir::Reverse => {
+                    let at = t + self.reverse_delay + extra;
+                    self.push(at, Event::AtSender(p));
+                }
+            }
+        }
+        for p in &out.dropped {
+            match dir {
+                Dir::Forward => {
+                    self.flows[p.flow as usize].logs.packets[p.id as usize].dropped = true
+                }
+                Dir::Reverse => {
+                    self.take_message(p.id);
+                }
+            }
+        }
+        out.departed.clear();
+        out.dropped.clear();
+        self.link_out = out;
+        let next = self.link(dir).next_event();
+        if next != self.link_event[dir as usize] {
+            self.link_event[dir as usize] = next;
+            if let Some(t) = next {
+                self.push(t, Event::Link(dir));
+            }
+        }
+    }
+
+    // --- receiver side -----------------------------------------------------------------------
+
+    fn on_receiver_packet(&mut self, p: SimPacket) {
+        let now = self.now;
+        let i = p.flow as usize;
+        let fl = &mut self.flows[i];
+        fl.logs.packets[p.id as usize].recv = Some(now);
+        let frame = (p.frame != NO_FRAME).then_some(p.frame);
+        let arrived = ArrivedPacket {
+            seq: p.id,
+            size: p.size,
+            frame,
+            index_in_frame: p.index_in_frame,
+            packets_in_frame: p.packets_in_frame,
+        };
+        let ack = fl.receiver.on_packet(now, &arrived);
+        if let Some(a) = &ack {
+            if let Some(f) = fl.logs.frames.get_mut(a.frame as usize) {
+                f.complete = Some(now);
+            }
+        }
+        let last_of_frame = frame.is_some() && p.index_in_frame + 1 == p.packets_in_frame;
+        let feedback = if fl.logs.config.feedback.per_frame && last_of_frame {
+            fl.receiver.build_feedback()
+        } else {
+            None
+        };
+        if ack.is_some() || feedback.is_some() {
+            self.send_reverse(i, ReverseMessage { feedback, ack });
+        }
+    }
+
+    fn on_feedback_timer(&mut self, i: usize) {
+        let now = self.now;
+        let fl = &mut self.flows[i];
+        if let Some(fb) = fl.receiver.build_feedback() {
+            self.send_reverse(
+                i,
+                ReverseMessage {
+                    feedback: Some(fb),
+                    ack: None,
+                },
+            );
+        }
+        if let Some(iv) = self.flows[i].logs.config.feedback.interval {
+            self.push(now + iv, Event::FeedbackTimer(i as u32));
+        }
+    }
+
+    fn send_reverse(&mut self, i: usize, msg: ReverseMessage) {
+        let size = msg
+            .feedback
+            .as_ref()
+            .map_or(0, |f| feedback_size(f.receive_times.len()))
+            + msg.ack.map_or(0, |_| FRAME_ACK_SIZE);
+        let slot = match self.free_messages.pop() {
+            Some(s) => {
+                self.messages[s as usize] = Some(msg);
+                s
+            }
+            None => {
+                self.messages.push(Some(msg));
+                self.messages.len() as u64 - 1
+            }
+        };
+        let pkt = SimPacket {
+            flow: i as u32,
+            size,
+            id: slot,
+            frame: NO_FRAME,
+            index_in_frame: 0,
+            packets_in_frame: 0,
+        };
+        let now = self.now;
+        self.reverse.enqueue(now, pkt, &mut self.link_out);
+        self.drain_link_output(Dir::Reverse);
+    }
+
+    fn take_message(&mut self, slot: u64) -> Option<ReverseMessage> {
+        let m = self.messages.get_mut(slot as usize)?.take();
+        if m.is_some() {
+            self.free_messages.push(slot);
+        }
+        m
+    }
+}
+
+/// Capacity of the forward link for metrics (unlimited links have no finite capacity).
+pub fn capacity_fn(c: &Capacity) -> impl Fn(Time, Time) -> f64 + '_ {
+    move |a, b| c.bytes_between(a, b)
+}

@@ -1,0 +1,191 @@
+"""Python API: building, loading, deriving, validating and running scenarios; Result contents."""
+
+import json
+import textwrap
+
+import polars as pl
+import pytest
+
+import rtcc
+
+SCENARIO = textwrap.dedent(
+    """
+    duration = "5s"
+    seed = 3
+    [path.forward]
+    capacity = "8Mbps"
+    delay = "20ms"
+    queue = "100ms"
+    [[flows]]
+    name = "video"
+    controller = "fixed"
+    params = { rate = "4Mbps" }
+    """
+)
+
+
+def small(**kw) -> rtcc.Scenario:
+    args = dict(duration="4s", forward=dict(capacity="8Mbps", delay="20ms", queue="100ms"),
+                flows=[dict(name="video", controller="fixed", params={"rate": "3Mbps"})], name="small")
+    args.update(kw)
+    return rtcc.Scenario(**args)
+
+
+@pytest.fixture(scope="module")
+def result():
+    return small().run()
+
+
+def test_public_api():
+    for name in ["Scenario", "Result", "run_file", "controllers", "ScenarioError", "__version__"]:
+        assert hasattr(rtcc, name), name
+    assert issubclass(rtcc.ScenarioError, ValueError)
+    assert isinstance(rtcc.__version__, str) and rtcc.__version__
+
+
+def test_controllers_registry():
+    regs = {c["name"]: c for c in rtcc.controllers()}
+    assert {"fixed", "oracle"} <= set(regs)
+    rate = [p for p in regs["fixed"]["params"] if p["name"] == "rate"]
+    assert rate and rate[0]["default"] == "", "fixed's rate is required (empty default)"
+    for c in regs.values():
+        assert isinstance(c["summary"], str)
+        for p in c["params"]:
+            assert set(p) >= {"name", "default", "doc"}
+
+
+def test_scenario_dict_round_trip():
+    s = small(seed=7, reverse=dict(delay="30ms"))
+    d = s.to_dict()
+    assert d["duration"] == "4s" and d["seed"] == 7 and d["name"] == "small"
+    assert d["path"]["forward"]["capacity"] == "8Mbps" and d["path"]["reverse"] == {"delay": "30ms"}
+    d["seed"] = 99  # a copy: changing it leaves the scenario alone
+    assert s.to_dict()["seed"] == 7
+    again = rtcc.Scenario.from_dict(s.to_dict())
+    assert again == s and again.to_dict() == s.to_dict()
+    assert json.loads(s.to_json()) == s.to_dict()
+
+
+def test_default_scenario_is_valid():
+    rtcc.Scenario().validate()
+
+
+def test_from_file(tmp_path):
+    path = tmp_path / "link.toml"
+    path.write_text(SCENARIO)
+    s = rtcc.Scenario.from_file(path)
+    assert s.name == "link", "the name defaults to the file stem"
+    assert s.base_dir == str(tmp_path)
+    s.validate()
+
+
+def test_from_file_errors_name_the_file(tmp_path):
+    with pytest.raises(rtcc.ScenarioError, match="nope.toml"):
+        rtcc.Scenario.from_file(tmp_path / "nope.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("duration = \n")
+    with pytest.raises(rtcc.ScenarioError, match="bad.toml.*TOML"):
+        rtcc.Scenario.from_file(bad)
+
+
+def test_with_controller_replaces_every_flow():
+    two = small(flows=[dict(controller="fixed", params={"rate": "1Mbps"}),
+                       dict(controller="fixed", params={"rate": "2Mbps", "pacing_factor": 2.0})])
+    o = two.with_controller("oracle", {"fraction": 0.5})
+    assert [f["controller"] for f in o.to_dict()["flows"]] == ["oracle", "oracle"]
+    assert [f["params"] for f in o.to_dict()["flows"]] == [{"fraction": 0.5}] * 2
+    assert [f["controller"] for f in two.to_dict()["flows"]] == ["fixed", "fixed"], "original unchanged"
+    spec = two.with_controller("fixed:rate=5Mbps")
+    assert spec.to_dict()["flows"][0]["params"] == {"rate": "5Mbps"}
+    o.validate()
+    spec.validate()
+
+
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (dict(forward=dict(capacity="20Mbmps", delay="20ms", queue="100ms")), "capacity"),
+        (dict(forward=dict(capacity=20, delay="20ms", queue="100ms")), "capacity"),
+        (dict(flows=[dict(controller="nosuch")]), "nosuch"),
+        (dict(flows=[dict(controller="fixed", params={"rate": "1Mbps", "bogus": 1})]), "bogus"),
+        (dict(flows=[dict(controller="fixed", params={})]), "rate"),
+    ],
+)
+def test_validate_names_the_field(change, field):
+    with pytest.raises(rtcc.ScenarioError, match=field):
+        small(**change).validate()
+    with pytest.raises(rtcc.ScenarioError, match=field):
+        small(**change).run()
+
+
+def test_bad_seed():
+    with pytest.raises(rtcc.ScenarioError, match="seed"):
+        small().run(seed=-1)
+
+
+def test_result_tables(result):
+    assert isinstance(result, rtcc.Result)
+    for table in ("packets", "frames", "state", "capacity"):
+        assert isinstance(getattr(result, table), pl.DataFrame), table
+    p = result.packets
+    assert set(p.columns) >= {"flow", "seq", "kind", "size", "frame", "send_ns", "enqueue_ns", "depart_ns",
+                              "recv_ns", "dropped"}
+    assert p.height > 0 and p.schema["send_ns"] == pl.Int64 and p.schema["dropped"] == pl.Boolean
+    assert result.frames.height > 0 and "delay_ns" in result.frames.columns
+    assert set(result.state.columns) >= {"flow", "time_ns", "signal", "value"}
+    assert "target_bps" in set(result.state["signal"].to_list())
+    assert result.capacity.height > 0 and set(result.capacity.columns) >= {"time_ns", "bps"}
+    assert [f["name"] for f in result.flows] == ["video"]
+    assert result.flows[0]["controller"] == "fixed"
+
+
+def test_result_summary(result):
+    assert json.loads(result.summary_json) == result.summary
+    s = result.summary
+    assert s["seed"] == 1 and s["duration_s"] == pytest.approx(4.0)
+    flow = s["flows"][0]
+    assert flow["name"] == "video" and flow["controller"] == "fixed"
+    assert 0 < flow["throughput_bps"] <= 8e6 * 1.01
+    assert {"p50", "p95", "p99"} <= set(flow["frame_delay_ms"])
+    assert "capacity_bps" in s["total"]
+    assert result.scenario == small().to_dict() | {"seed": 1}
+
+
+def test_same_seed_same_summary(result):
+    assert small().run().summary_json == result.summary_json
+
+
+def test_seed_override_recorded():
+    r = small().run(seed=5)
+    assert r.summary["seed"] == 5 and r.scenario["seed"] == 5
+
+
+def test_progress_callback():
+    seen = []
+    small(duration="3s").run(progress=seen.append)
+    assert seen, "progress is reported"
+    assert all(0.0 <= f <= 1.0 for f in seen)
+    assert seen == sorted(seen)
+
+
+def test_save(tmp_path, result):
+    out = result.save(tmp_path / "run", plots=False)
+    assert (out / "summary.json").read_text() == result.summary_json
+    assert json.loads((out / "scenario.json").read_text()) == result.scenario
+    packets = pl.read_parquet(out / "packets.parquet")
+    assert packets.equals(result.packets)
+    assert not (out / "plots").exists()
+
+
+def test_run_file_with_trace(tmp_path, monkeypatch):
+    """Trace paths are relative to the scenario file, whatever the working directory."""
+    from rtcc.cli import main
+
+    (tmp_path / "exp").mkdir()
+    assert main(["trace", "lte", "--seed", "2", "--duration", "5s", "--mean", "5Mbps",
+                 "-o", str(tmp_path / "exp" / "lte.trace")]) == 0
+    (tmp_path / "exp" / "t.toml").write_text(SCENARIO.replace('capacity = "8Mbps"', 'trace = "lte.trace"'))
+    monkeypatch.chdir(tmp_path)
+    r = rtcc.run_file("exp/t.toml", controller="oracle")
+    assert r.flows[0]["controller"] == "oracle" and r.summary["scenario"] == "t"
+    assert r.summary["total"]["capacity_bps"] > 0

@@ -1,0 +1,250 @@
+"""The ``rtcc`` command line: outputs, error messages and exit codes, ``--force``, atomicity."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import polars as pl
+import pytest
+
+from rtcc.cli import main
+
+SCENARIO = textwrap.dedent(
+    """
+    duration = "5s"
+    seed = 3
+    [path.forward]
+    capacity = "8Mbps"
+    delay = "20ms"
+    queue = "100ms"
+    [[flows]]
+    name = "video"
+    controller = "fixed"
+    params = { rate = "4Mbps" }
+    """
+)
+RUN_FILES = ["summary.json", "scenario.json", "packets.parquet", "frames.parquet", "state.parquet",
+             "capacity.parquet", "plots/throughput.png", "plots/delay.png", "plots/frame_delay_cdf.png"]
+
+
+@pytest.fixture
+def scenario(tmp_path):
+    path = tmp_path / "link.toml"
+    path.write_text(SCENARIO)
+    return path
+
+
+def leftovers(folder):
+    """Temporary folders and files left behind by an atomic write."""
+    return sorted(p.name for p in folder.iterdir() if ".tmp-" in p.name or ".old-" in p.name)
+
+
+def error_of(capsys, argv, code=2) -> str:
+    assert main([str(a) for a in argv]) == code
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err
+
+
+def test_run_writes_all_files(tmp_path, scenario, capsys):
+    out = tmp_path / "run"
+    assert main(["run", str(scenario), "-o", str(out)]) == 0
+    for name in RUN_FILES:
+        assert (out / name).is_file(), name
+    assert (out / "index.html").is_file()
+    assert "fixed" in capsys.readouterr().out
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["scenario"] == "link" and summary["seed"] == 3
+    scen = (out / "scenario.json").read_text()
+    assert json.loads(scen)["flows"][0]["params"] == {"rate": "4Mbps"}
+    assert scen == json.dumps(json.loads(scen), sort_keys=True, indent=2) + "\n", "keys sorted"
+    assert pl.read_parquet(out / "frames.parquet").height > 0
+    assert leftovers(tmp_path) == []
+
+
+def test_run_overrides(tmp_path, scenario):
+    out = tmp_path / "run"
+    assert main(["run", str(scenario), "-o", str(out), "--seed", "9", "--controller", "oracle:fraction=0.5",
+                 "--no-plots"]) == 0
+    scen = json.loads((out / "scenario.json").read_text())
+    assert scen["seed"] == 9 and scen["flows"][0]["controller"] == "oracle"
+    assert scen["flows"][0]["params"] == {"fraction": 0.5}
+    assert json.loads((out / "summary.json").read_text())["flows"][0]["controller"] == "oracle"
+    assert not (out / "plots").exists()
+
+
+def test_run_is_deterministic(tmp_path, scenario):
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert main(["run", str(scenario), "-o", str(a), "--no-plots"]) == 0
+    assert main(["run", str(scenario), "-o", str(b), "--no-plots"]) == 0
+    assert (a / "summary.json").read_bytes() == (b / "summary.json").read_bytes()
+    assert main(["run", str(scenario), "-o", str(tmp_path / "c"), "--no-plots", "--seed", "4"]) == 0
+    assert json.loads((tmp_path / "c" / "summary.json").read_text())["seed"] == 4
+
+
+@pytest.mark.parametrize(
+    "old, new, words",
+    [
+        ('capacity = "8Mbps"', 'capacity = "20Mbmps"', ["capacity", "20Mbmps"]),
+        ('capacity = "8Mbps"', "capacity = 20", ["capacity"]),
+        ('delay = "20ms"', 'delay = "20"', ["delay"]),
+        ('controller = "fixed"', 'controller = "nosuch"', ["controller", "nosuch"]),
+        ('params = { rate = "4Mbps" }', 'params = { rate = "4Mbps", bogus = 1 }', ["bogus"]),
+        ('params = { rate = "4Mbps" }', "params = {}", ["rate"]),
+        ('duration = "5s"', 'duration = "5 parsecs"', ["duration"]),
+    ],
+)
+def test_run_bad_scenario(tmp_path, scenario, capsys, old, new, words):
+    scenario.write_text(SCENARIO.replace(old, new))
+    err = error_of(capsys, ["run", scenario, "-o", tmp_path / "out"])
+    assert err.startswith("rtcc: error: ")
+    for word in words:
+        assert word in err, (word, err)
+    assert not (tmp_path / "out").exists() and leftovers(tmp_path) == []
+
+
+def test_run_missing_file_and_bad_toml(tmp_path, capsys):
+    err = error_of(capsys, ["run", tmp_path / "missing.toml", "-o", tmp_path / "out"])
+    assert "missing.toml" in err
+    bad = tmp_path / "bad.toml"
+    bad.write_text('duration = "5s"\n[path.forward\n')
+    err = error_of(capsys, ["run", bad, "-o", tmp_path / "out"])
+    assert "bad.toml" in err and "TOML" in err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "spec, words",
+    [("nosuch", ["nosuch", "fixed", "oracle"]), ("fixed:rate", ["rate", "KEY=VALUE"]),
+     ("fixed:speed=3", ["speed", "rate"]), ("fixed", ["rate", "required"]), ("fixed:rate=fast", ["rate", "fast"])],
+)
+def test_run_bad_controller_spec(tmp_path, scenario, capsys, spec, words):
+    err = error_of(capsys, ["run", scenario, "-o", tmp_path / "out", "--controller", spec])
+    for word in words:
+        assert word in err, (word, err)
+    assert not (tmp_path / "out").exists()
+
+
+def test_force(tmp_path, scenario, capsys):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "old.txt").write_text("old")
+    err = error_of(capsys, ["run", scenario, "-o", out, "--no-plots"])
+    assert "--force" in err and (out / "old.txt").read_text() == "old"
+    # A failing forced run leaves the old folder alone.
+    assert main(["run", str(scenario), "-o", str(out), "--force", "--controller", "fixed:rate=fast"]) == 2
+    assert (out / "old.txt").read_text() == "old"
+    assert main(["run", str(scenario), "-o", str(out), "--force", "--no-plots"]) == 0
+    assert not (out / "old.txt").exists() and (out / "summary.json").is_file()
+    assert leftovers(tmp_path) == []
+
+
+def test_existing_empty_folder_is_fine(tmp_path, scenario):
+    out = tmp_path / "run"
+    out.mkdir()
+    assert main(["run", str(scenario), "-o", str(out), "--no-plots"]) == 0
+    assert (out / "summary.json").is_file()
+
+
+def test_failing_plot_leaves_nothing(tmp_path, scenario, monkeypatch):
+    import rtcc.plots
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("plotting failed")
+
+    monkeypatch.setattr(rtcc.plots, "run_plots", boom)
+    with pytest.raises(RuntimeError, match="plotting failed"):
+        main(["run", str(scenario), "-o", str(tmp_path / "run")])
+    assert not (tmp_path / "run").exists()
+    assert leftovers(tmp_path) == []
+
+
+def test_compare(tmp_path, scenario, capsys):
+    out = tmp_path / "cmp"
+    assert main(["compare", str(scenario), "-c", "fixed:rate=2Mbps", "-c", "oracle", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "fixed:rate=2Mbps" in text and "oracle" in text
+    rows = list(pl.read_csv(out / "comparison.csv").iter_rows(named=True))
+    assert [r["controller"] for r in rows] == ["fixed:rate=2Mbps", "oracle"]
+    assert set(rows[0]) >= {"throughput_mbps", "utilization_pct", "video_bitrate_mbps", "frame_delay_p50_ms",
+                            "frame_delay_p95_ms", "frame_delay_p99_ms", "frame_rate_fps", "freezes", "loss_pct",
+                            "queuing_delay_p95_ms"}
+    md = (out / "comparison.md").read_text()
+    assert "| controller |" in md and "frame delay P95 ms" in md and "| oracle |" in md
+    for name in ["throughput.png", "frame_delay.png", "frame_delay_cdf.png"]:
+        assert (out / "plots" / name).is_file()
+    assert (out / "runs" / "fixed_rate=2Mbps" / "summary.json").is_file()
+    assert (out / "runs" / "oracle" / "summary.json").is_file()
+    html = (out / "index.html").read_text()
+    assert 'src="plots/throughput.png"' in html and "runs/oracle/index.html" in html
+
+
+def test_compare_fails_atomically(tmp_path, scenario, capsys):
+    out = tmp_path / "cmp"
+    err = error_of(capsys, ["compare", scenario, "-c", "oracle", "-c", "fixed:rate=fast", "-o", out])
+    assert "fast" in err
+    assert not out.exists() and leftovers(tmp_path) == []
+
+
+def test_compare_default_controllers(tmp_path, scenario, capsys):
+    import rtcc
+
+    out = tmp_path / "cmp"
+    assert main(["compare", str(scenario), "-o", str(out), "--fixed-rate", "3Mbps"]) == 0
+    labels = pl.read_csv(out / "comparison.csv")["controller"].to_list()
+    assert "fixed:rate=3Mbps" in labels and "oracle" in labels
+    runnable = [c["name"] for c in rtcc.controllers()
+                if all(p["default"] != "" or p["name"] == "rate" for p in c["params"])]
+    assert len(labels) == len(runnable)
+
+
+def test_controllers(capsys):
+    assert main(["controllers"]) == 0
+    out = capsys.readouterr().out
+    assert "fixed" in out and "oracle" in out and "rate" in out and "fraction" in out
+    assert "(required)" in out
+
+
+def test_validate(tmp_path, scenario, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(SCENARIO.replace('"8Mbps"', '"8Mbmps"'))
+    assert main(["validate", str(scenario)]) == 0
+    assert capsys.readouterr().out == f"{scenario}: OK\n"
+    assert main(["validate", str(scenario), str(bad), str(tmp_path / "missing.toml")]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith(": OK")
+    assert lines[1].startswith(f"{bad}: error:") and "capacity" in lines[1]
+    assert lines[2].startswith(f"{tmp_path / 'missing.toml'}: error:")
+
+
+def test_trace_lte(tmp_path, capsys):
+    out = tmp_path / "lte.trace"
+    assert main(["trace", "lte", "--seed", "3", "--duration", "10s", "--mean", "6Mbps", "-o", str(out)]) == 0
+    values = [int(line) for line in out.read_text().splitlines()]
+    assert values and values[-1] > 0
+    assert all(a <= b for a, b in zip(values, values[1:])), "non-decreasing"
+    mean_mbps = len(values) * 1500 * 8 / 10 / 1e6
+    assert 2 < mean_mbps < 12, mean_mbps
+    err = error_of(capsys, ["trace", "lte", "-o", out])
+    assert "--force" in err
+    assert main(["trace", "lte", "--seed", "4", "--duration", "10s", "-o", str(out), "--force"]) == 0
+    err = error_of(capsys, ["trace", "lte", "--duration", "ten", "-o", tmp_path / "x.trace"])
+    assert "--duration" in err and not (tmp_path / "x.trace").exists()
+    assert leftovers(tmp_path) == []
+
+
+def test_bench_single(capsys):
+    assert main(["bench", "--case", "single"]) == 0
+    out = capsys.readouterr().out
+    assert "single" in out and "x" in out
+
+
+def test_console_entry_point(tmp_path):
+    """The installed command: no traceback and exit status 2 on a user error."""
+    proc = subprocess.run([sys.executable, "-m", "rtcc", "run", str(tmp_path / "none.toml"), "-o",
+                           str(tmp_path / "o")], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("rtcc: error:") and "Traceback" not in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "rtcc", "--version"], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.startswith("rtcc ")

@@ -1,0 +1,135 @@
+"""Controller specs, comparison tables, time series and progress display (no simulator runs)."""
+
+import csv
+import io
+
+import numpy as np
+import polars as pl
+import pytest
+
+from rtcc import ScenarioError
+from rtcc.compare import folder_name, format_rate
+from rtcc.progress import TerminalProgress
+from rtcc.registry import ControllerSpec, default_specs
+from rtcc.report import comparison_rows, markdown_table, text_table, write_csv
+from rtcc.series import break_gaps, cdf, throughput
+
+REGISTRY = [
+    {"name": "fixed", "summary": "", "params": [{"name": "rate", "default": "", "doc": "target"},
+                                                {"name": "pacing_factor", "default": "1.0", "doc": ""}]},
+    {"name": "oracle", "summary": "", "params": [{"name": "fraction", "default": "0.9", "doc": ""}]},
+    {"name": "needy", "summary": "", "params": [{"name": "model", "default": "", "doc": ""}]},
+]
+
+
+def flow(name="video", controller="fixed", p95=40.0):
+    return {"name": name, "controller": controller, "throughput_bps": 4.5e6, "utilization": 0.5,
+            "video_bitrate_bps": 4.6e6, "frame_delay_ms": {"p50": 30.0, "p95": p95, "p99": None},
+            "frame_rate_fps": 29.9, "freezes": 1, "loss_rate": 0.001, "queuing_delay_ms": {"p95": 3.25}}
+
+
+def summary(*flows):
+    return {"scenario": "s", "seed": 1, "duration_s": 10.0, "flows": list(flows), "total": {}}
+
+
+def test_spec_parsing():
+    assert ControllerSpec.parse("oracle") == ControllerSpec("oracle", {}, "oracle")
+    s = ControllerSpec.parse("fixed:rate=5Mbps,pacing_factor=2.5")
+    assert s.name == "fixed" and s.params == {"rate": "5Mbps", "pacing_factor": 2.5}
+    assert s.label == "fixed:rate=5Mbps,pacing_factor=2.5"
+    assert ControllerSpec.parse("x:a=3,b=true,c=200ms").params == {"a": 3, "b": True, "c": "200ms"}
+    assert ControllerSpec.make("fixed", {"rate": "2Mbps"}).label == "fixed:rate=2Mbps"
+
+
+@pytest.mark.parametrize("text", ["", ":rate=1", "fixed:rate", "fixed:=3", "fixed:rate=", "fixed:a=1,a=2"])
+def test_bad_specs(text):
+    with pytest.raises(ScenarioError):
+        ControllerSpec.parse(text)
+
+
+def test_spec_check():
+    ControllerSpec.parse("fixed:rate=1Mbps").check(REGISTRY)
+    with pytest.raises(ScenarioError, match="registered controllers: fixed, oracle, needy"):
+        ControllerSpec.parse("gcc").check(REGISTRY)
+    with pytest.raises(ScenarioError, match="'speed'.*allowed: rate, pacing_factor"):
+        ControllerSpec.parse("fixed:speed=1").check(REGISTRY)
+    with pytest.raises(ScenarioError, match="'rate' is required"):
+        ControllerSpec.parse("fixed").check(REGISTRY)
+
+
+def test_default_specs():
+    specs, skipped = default_specs("3Mbps", REGISTRY)
+    assert [s.label for s in specs] == ["fixed:rate=3Mbps", "oracle"]
+    assert skipped == ["needy"]
+
+
+def test_names_and_rates():
+    assert folder_name("fixed:rate=5Mbps") == "fixed_rate=5Mbps"
+    assert folder_name("a/b c") == "a_b_c" and folder_name("..") == "run"
+    assert format_rate(4_637_000) == "4.64Mbps" and format_rate(850_000) == "850kbps"
+    assert format_rate(2e9) == "2Gbps"
+
+
+def test_rows_and_tables():
+    rows = comparison_rows([("fixed:rate=4Mbps", summary(flow())), ("oracle", summary(flow(controller="oracle")))])
+    assert [r["controller"] for r in rows] == ["fixed:rate=4Mbps", "oracle"]
+    assert rows[0]["throughput_mbps"] == pytest.approx(4.5) and rows[0]["utilization_pct"] == pytest.approx(50)
+    assert rows[0]["frame_delay_p99_ms"] is None and rows[0]["freezes"] == 1
+    text = text_table(rows)
+    assert "fixed:rate=4Mbps" in text and "4.50" in text and "–" in text
+    widths = {len(line) for line in text.splitlines()[2:4]}
+    assert len(widths) == 1, "rule and rows line up"
+    md = markdown_table(rows)
+    assert md.splitlines()[0].startswith("| controller | throughput Mbps | utilization %")
+    assert "flow" not in md.splitlines()[0], "one flow: no flow column"
+    assert md.count("\n") == 4
+
+
+def test_multi_flow_rows(tmp_path):
+    rows = comparison_rows([("oracle", summary(flow("a"), flow("b", p95=None)))])
+    assert [r["flow"] for r in rows] == ["a", "b"]
+    assert "| controller | flow |" in markdown_table(rows)
+    write_csv(rows, tmp_path / "c.csv")
+    got = list(csv.DictReader(io.StringIO((tmp_path / "c.csv").read_text())))
+    assert got[1]["flow"] == "b" and got[1]["frame_delay_p95_ms"] == "" and got[0]["freezes"] == "1"
+
+
+def test_run_rows_use_flow_controller():
+    rows = comparison_rows([(None, summary(flow(controller="oracle")))])
+    assert rows[0]["controller"] == "oracle"
+
+
+def test_throughput_bins():
+    packets = pl.DataFrame({"flow": np.array([0, 0, 0, 1], np.uint32), "size": np.array([1000, 1000, 500, 9], np.uint32),
+                            "recv_ns": np.array([0, 150_000_000, 250_000_000, -1], np.int64)})
+    t, rate = throughput(packets, duration_s=0.5, bin_s=0.2)
+    assert list(t) == pytest.approx([0, 0.2, 0.4])
+    assert list(rate) == pytest.approx([2000 * 8 / 0.2 / 1e6, 500 * 8 / 0.2 / 1e6, 0])
+
+
+def test_break_gaps_and_cdf():
+    t = np.array([0.0, 0.1, 0.2, 2.0, 2.1])
+    bt, by = break_gaps(t, t * 2)
+    assert np.isnan(bt[3]) and len(bt) == 6
+    x, y = cdf(np.array([3.0, 1.0, 2.0]))
+    assert list(x) == [1, 2, 3] and list(y) == pytest.approx([1 / 3, 2 / 3, 1])
+
+
+class FakeTTY(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_only_on_a_terminal():
+    tty = FakeTTY()
+    with TerminalProgress("run", tty) as bar:
+        assert bar.callback is bar
+        bar(0.0)
+        bar(0.004)  # same percentage: not redrawn
+        bar(0.5)
+    assert tty.getvalue() == "\rrun   0%\rrun  50%\r\033[K"
+    plain = io.StringIO()
+    with TerminalProgress("run", plain) as bar:
+        assert bar.callback is None
+        bar(0.5)
+    assert plain.getvalue() == ""
