@@ -103,12 +103,13 @@ fn run<'py>(
     col!(cols, "dropped", packets.iter().map(|p| p.dropped));
     out.set_item("packets", cols)?;
 
+    let end = rtcc_core::Time(sc.duration.0);
     let frames: Vec<_> = result.flows.iter().flat_map(|f| f.frames.iter()).collect();
     let delays: Vec<i64> = result
         .flows
         .iter()
         .flat_map(|f| {
-            rtcc_core::metrics::frame_delays(&f.frames)
+            rtcc_core::metrics::frame_delays(&f.frames, end)
                 .into_iter()
                 .map(|d| d.map_or(-1, |d| d.0 as i64))
         })

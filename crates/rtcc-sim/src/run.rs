@@ -82,7 +82,7 @@ pub fn run(
         duration_s: sc.duration.as_secs_f64(),
         flows: logs
             .iter()
-            .map(|l| metrics::summarize_flow(l, &cap))
+            .map(|l| metrics::summarize_flow(l, end, &cap))
             .collect(),
         total: metrics::summarize_total(&logs, end, &cap),
     };

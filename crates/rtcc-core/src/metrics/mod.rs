@@ -75,18 +75,17 @@ pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
 /// Frame delay of each frame, in frame order: capture to complete reception. A frame that never
 /// completes takes the completion time of the next frame that does (it is "shown" only when that
 /// one is: the seeds' convention). Frames after the last completed one have no value.
-pub fn frame_delays(frames: &[FrameRecord]) -> Vec<Option<Duration>> {
+pub fn frame_delays(frames: &[FrameRecord], end: Time) -> Vec<Option<Duration>> {
     let mut out = vec![None; frames.len()];
-    let mut next_complete: Option<Time> = None;
+    let mut shown_at = end;
     for (i, f) in frames.iter().enumerate().rev() {
-        if let Some(c) = f.complete {
-            next_complete = Some(match next_complete {
-                // Completion times are monotone without reordering; keep the earliest later one.
-                Some(n) if n < c => n,
-                _ => c,
-            });
+        if f.packets == 0 {
+            continue; // an empty (skipped) frame is not a frame the viewer waits for
         }
-        out[i] = next_complete.map(|t| t - f.capture);
+        if let Some(c) = f.complete {
+            shown_at = shown_at.min(c);
+        }
+        out[i] = Some(shown_at - f.capture);
     }
     out
 }
@@ -198,11 +197,15 @@ pub struct FlowLog<'a> {
 }
 
 /// Summarise one flow. `capacity_bytes(from, to)` is what the bottleneck could carry.
-pub fn summarize_flow(log: &FlowLog, capacity_bytes: &dyn Fn(Time, Time) -> f64) -> FlowSummary {
+/// `end` is the end of the run (frames still waiting then take it as their display time).
+pub fn summarize_flow(
+    log: &FlowLog,
+    end: Time,
+    capacity_bytes: &dyn Fn(Time, Time) -> f64,
+) -> FlowSummary {
     let active = (log.stop - log.start).as_secs_f64().max(1e-9);
     let frames: Vec<&FrameRecord> = log.frames.iter().filter(|f| f.packets > 0).collect();
-    let owned: Vec<FrameRecord> = frames.iter().map(|f| **f).collect();
-    let mut delays: Vec<f64> = frame_delays(&owned)
+    let mut delays: Vec<f64> = frame_delays(log.frames, end)
         .into_iter()
         .flatten()
         .map(|d| d.as_millis_f64())
@@ -363,11 +366,16 @@ mod tests {
             frame(2, 66, Some(100)),
             frame(3, 100, None),
         ];
-        let d: Vec<Option<f64>> = frame_delays(&f)
+        let end = Time::from_millis(1000);
+        let d: Vec<Option<f64>> = frame_delays(&f, end)
             .iter()
             .map(|d| d.map(|d| d.as_millis_f64()))
             .collect();
-        assert_eq!(d, vec![Some(30.0), Some(67.0), Some(34.0), None]);
+        assert_eq!(
+            d,
+            vec![Some(30.0), Some(67.0), Some(34.0), Some(900.0)],
+            "the last frame waits until the end"
+        );
     }
 
     #[test]

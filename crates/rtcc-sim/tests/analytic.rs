@@ -1,0 +1,239 @@
+//! Whole-simulation checks against results that can be computed by hand.
+
+use rtcc_core::net::MahimahiTrace;
+use rtcc_sim::{run, Scenario, Summary};
+use std::path::{Path, PathBuf};
+
+fn scenario(toml: &str) -> Scenario {
+    Scenario::from_toml_str(toml, Path::new("."), "test", None).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn summarize(sc: &Scenario) -> Summary {
+    run(sc, None, &mut |_| {}).unwrap().summary
+}
+
+/// `fixed` at `rate` over 10 Mbit/s; `pacing_factor` 1 makes the arrivals smooth, so the queue
+/// level does not swing with each frame's burst.
+fn fixed_on_10mbps(rate: &str, pacing_factor: f64, queue: &str, duration: &str) -> Scenario {
+    scenario(&format!(
+        r#"
+duration = "{duration}"
+[path.forward]
+capacity = "10Mbps"
+delay = "20ms"
+queue = "{queue}"
+[[flows]]
+controller = "fixed"
+params = {{ rate = "{rate}", pacing_factor = {pacing_factor} }}
+"#
+    ))
+}
+
+#[test]
+fn below_capacity_there_is_no_loss_and_frames_take_propagation_plus_serialisation() {
+    let s = summarize(&fixed_on_10mbps("9Mbps", 2.5, "100ms", "20s"));
+    let f = &s.flows[0];
+    assert_eq!(
+        f.packets_lost, 0,
+        "90% of the link must never overflow the queue"
+    );
+    // A frame is 9 Mbit/s / 30 = 37 500 bytes = 30 ms at 10 Mbit/s; propagation is 20 ms.
+    // Allowed slack: one packet time (1200 bytes at 10 Mbit/s = 0.96 ms).
+    let expected_ms = 20.0 + 30.0;
+    let packet_time_ms = 0.96;
+    for (name, v) in [("p50", f.frame_delay_ms.p50), ("p99", f.frame_delay_ms.p99)] {
+        let v = v.unwrap();
+        assert!(
+            v >= expected_ms - 1e-6 && v <= expected_ms + packet_time_ms,
+            "frame delay {name} = {v} ms, expected {expected_ms} ms within one packet time"
+        );
+    }
+    assert!(
+        (f.utilization.unwrap() - 0.9).abs() < 0.005,
+        "utilization {:?}",
+        f.utilization
+    );
+    assert!((f.frame_rate_fps - 30.0).abs() < 0.1);
+}
+
+#[test]
+fn above_capacity_the_queue_fills_and_the_excess_is_lost() {
+    // 11 Mbit/s into 10 Mbit/s, paced smoothly: in steady state 1 - 10/11 = 9.09 % of packets are dropped and
+    // every packet waits the full buffer (100 ms). The buffer takes 1 s to fill
+    // (125 kB at 1 Mbit/s of excess), so over 60 s the loss is 59/60 of 9.09 % ≈ 8.94 %.
+    let s = summarize(&fixed_on_10mbps("11Mbps", 1.0, "100ms", "60s"));
+    let f = &s.flows[0];
+    let loss = f.loss_rate.unwrap();
+    assert!(
+        (0.087..=0.0915).contains(&loss),
+        "loss {loss}, expected about 9 %"
+    );
+    let q50 = f.queuing_delay_ms.p50.unwrap();
+    assert!(
+        (97.0..=101.0).contains(&q50),
+        "median queuing delay {q50} ms, expected the 100 ms buffer"
+    );
+    assert!(
+        (f.utilization.unwrap() - 1.0).abs() < 0.02,
+        "the link is saturated: {:?}",
+        f.utilization
+    );
+    // Frames lose packets, so many never complete and take the next complete frame's time.
+    assert!(f.frame_delay_ms.p50.unwrap() > 120.0);
+}
+
+#[test]
+fn a_packet_limited_queue_holds_that_many_packets() {
+    // 100 packets of 1200 bytes at 10 Mbit/s = 96 ms of queue, plus the packet in service.
+    let s = summarize(&fixed_on_10mbps("12Mbps", 1.0, "100pkts", "20s"));
+    let q = s.flows[0].queuing_delay_ms.p50.unwrap();
+    assert!((95.0..=98.0).contains(&q), "queuing delay {q} ms");
+}
+
+#[test]
+fn same_scenario_and_seed_give_identical_summaries_and_another_seed_differs() {
+    let toml = r#"
+duration = "20s"
+seed = 7
+[path.forward]
+schedule = [["0s", "8Mbps"], ["5s", "3Mbps"], ["12s", "8Mbps"]]
+delay = "25ms"
+queue = "80ms"
+[[flows]]
+controller = "oracle"
+frame_jitter = "1ms"
+[[flows]]
+controller = "fixed"
+params = { rate = "2Mbps" }
+frame_jitter = "1ms"
+start = "2s"
+"#;
+    let sc = scenario(toml);
+    let a = run(&sc, None, &mut |_| {}).unwrap();
+    let b = run(&sc, None, &mut |_| {}).unwrap();
+    assert_eq!(a.summary.to_json(), b.summary.to_json());
+    assert_eq!(a.flows[0].packets, b.flows[0].packets);
+    assert_eq!(a.state.value, b.state.value);
+    let c = run(&sc, Some(8), &mut |_| {}).unwrap();
+    assert_ne!(
+        a.summary.to_json(),
+        c.summary.to_json(),
+        "the seed drives the frame jitter"
+    );
+}
+
+fn shared_traces() -> Option<PathBuf> {
+    let dir = std::env::var_os("RTCC_TRACES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces/mahimahi")
+        });
+    dir.is_dir().then_some(dir)
+}
+
+#[test]
+fn oracle_at_full_capacity_delivers_each_cellular_traces_mean_within_one_percent() {
+    let Some(dir) = shared_traces() else {
+        eprintln!(
+            "skipped: no shared cellular traces (set RTCC_TRACES to a folder of mahimahi traces)"
+        );
+        return;
+    };
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    names.sort();
+    assert!(!names.is_empty());
+    for path in names {
+        let trace = MahimahiTrace::from_file(&path).unwrap();
+        let mean = trace.mean_rate().bps();
+        // One whole period of the trace, so the delivered mean is the trace's mean.
+        let secs = trace.period_ms() as f64 / 1000.0;
+        let sc = scenario(&format!(
+            r#"
+duration = "{secs}s"
+[path.forward]
+trace = "{}"
+delay = "20ms"
+queue = "unlimited"
+[[flows]]
+controller = "oracle"
+params = {{ fraction = 1.0 }}
+"#,
+            path.display()
+        ));
+        let s = summarize(&sc);
+        let got = s.flows[0].throughput_bps;
+        let err = (got - mean).abs() / mean;
+        eprintln!(
+            "{}: mean {:.3} Mbit/s, delivered {:.3} Mbit/s ({:+.2} %)",
+            path.display(),
+            mean / 1e6,
+            got / 1e6,
+            100.0 * (got - mean) / mean
+        );
+        assert!(
+            err < 0.01,
+            "{}: delivered {got} vs trace mean {mean} ({:.2} %)",
+            path.display(),
+            err * 100.0
+        );
+    }
+}
+
+#[test]
+fn malformed_trace_files_are_rejected_with_file_and_line() {
+    let dir = std::env::temp_dir().join(format!("rtcc-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = [
+        ("nonnumeric", "0\n5\nabc\n", 3),
+        ("decreasing", "3\n5\n4\n", 3),
+        ("zero", "0\n0\n", 2),
+        ("empty", "", 0),
+    ];
+    for (name, text, line) in cases {
+        let file = dir.join(format!("{name}.trace"));
+        std::fs::write(&file, text).unwrap();
+        let toml = format!(
+            "duration = \"1s\"\n[path.forward]\ntrace = \"{}\"\n[[flows]]\ncontroller = \"oracle\"\n",
+            file.display()
+        );
+        let e = Scenario::from_toml_str(&toml, Path::new("."), "t", None).unwrap_err();
+        assert_eq!(e.field, "path.forward.trace");
+        let expected = format!("{}:{line}:", file.display());
+        assert!(e.message.starts_with(&expected), "{name}: {e}");
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn the_bundled_lte_trace_is_what_the_generator_makes_with_seed_1() {
+    use rtcc_core::net::tracegen::{generate_lte, LteTraceConfig};
+    use rtcc_core::{Duration, Rate};
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces/lte-6mbps-seed1.trace");
+    let shipped = std::fs::read_to_string(&file).unwrap();
+    let cfg = LteTraceConfig::new(1, Duration::from_millis(60_000), Rate::from_mbps(6.0));
+    let made: String = generate_lte(&cfg).unwrap().iter().map(|v| format!("{v}\n")).collect();
+    assert!(shipped == made, "traces/lte-6mbps-seed1.trace differs from the generator's output for seed 1");
+}
+
+#[test]
+fn every_shipped_scenario_validates_and_runs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+    let mut stack = vec![root];
+    let mut count = 0;
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "toml") {
+                let sc = Scenario::from_file(&path).unwrap_or_else(|e| panic!("{e}"));
+                run(&sc, None, &mut |_| {}).unwrap();
+                count += 1;
+            }
+        }
+    }
+    assert!(count >= 5, "found only {count} scenarios");
+}
