@@ -286,11 +286,11 @@ impl fmt::Display for Rate {
 impl fmt::Display for Duration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.0;
-        if n % NS_PER_S == 0 && n > 0 {
+        if n.is_multiple_of(NS_PER_S) && n > 0 {
             write!(f, "{}s", n / NS_PER_S)
-        } else if n % NS_PER_MS == 0 {
+        } else if n.is_multiple_of(NS_PER_MS) {
             write!(f, "{}ms", n / NS_PER_MS)
-        } else if n % 1000 == 0 {
+        } else if n.is_multiple_of(1000) {
             write!(f, "{}us", n / 1000)
         } else {
             write!(f, "{n}ns")

@@ -214,8 +214,15 @@ fn the_bundled_lte_trace_is_what_the_generator_makes_with_seed_1() {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces/lte-6mbps-seed1.trace");
     let shipped = std::fs::read_to_string(&file).unwrap();
     let cfg = LteTraceConfig::new(1, Duration::from_millis(60_000), Rate::from_mbps(6.0));
-    let made: String = generate_lte(&cfg).unwrap().iter().map(|v| format!("{v}\n")).collect();
-    assert!(shipped == made, "traces/lte-6mbps-seed1.trace differs from the generator's output for seed 1");
+    let made: String = generate_lte(&cfg)
+        .unwrap()
+        .iter()
+        .map(|v| format!("{v}\n"))
+        .collect();
+    assert!(
+        shipped == made,
+        "traces/lte-6mbps-seed1.trace differs from the generator's output for seed 1"
+    );
 }
 
 #[test]

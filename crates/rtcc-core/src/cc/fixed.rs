@@ -43,7 +43,7 @@ impl Fixed {
             ));
         }
         let pacing =
-            (config.pacing_factor > 0.0).then(|| Rate(config.rate.0 * config.pacing_factor));
+            (config.pacing_factor > 0.0).then_some(Rate(config.rate.0 * config.pacing_factor));
         Ok(Fixed {
             decision: Decision::rate_only(config.rate, pacing),
         })

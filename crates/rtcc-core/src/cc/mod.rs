@@ -131,13 +131,16 @@ pub struct ParamDoc {
     pub doc: &'static str,
 }
 
+/// Creates a controller from its parameters.
+pub type BuildFn = fn(&Params, &ControllerContext) -> Result<Box<dyn Controller>, ControllerError>;
+
 /// A registered controller.
 pub struct ControllerInfo {
     pub name: &'static str,
     pub summary: &'static str,
     pub params: &'static [ParamDoc],
     pub feedback: FeedbackPolicy,
-    pub build: fn(&Params, &ControllerContext) -> Result<Box<dyn Controller>, ControllerError>,
+    pub build: BuildFn,
 }
 
 /// Every controller rtcc knows, in the order they appear in comparisons.

@@ -102,7 +102,7 @@ impl Controller for Oracle {
 
     fn decision(&self) -> Decision {
         let pacing = (self.config.pacing_factor > 0.0)
-            .then(|| Rate(self.target.0 * self.config.pacing_factor));
+            .then_some(Rate(self.target.0 * self.config.pacing_factor));
         Decision::rate_only(self.target, pacing)
     }
 

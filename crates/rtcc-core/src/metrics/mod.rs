@@ -122,36 +122,38 @@ pub fn jain_index(x: &[f64]) -> Option<f64> {
     Some(sum * sum / (x.len() as f64 * sq))
 }
 
+/// A flow's active interval and its arrivals (receive time, bytes), for fairness.
+pub struct FlowArrivals {
+    pub start: Time,
+    pub stop: Time,
+    pub arrivals: Vec<(Time, u32)>,
+}
+
 /// Mean Jain's index over consecutive windows of `window`, counting in each window only the
-/// flows active for all of it (and windows with at least two such flows). `flows[i]` is
-/// `(start, stop, packets)` where packets give (receive time, bytes).
-pub fn windowed_jain(
-    flows: &[(Time, Time, Vec<(Time, u32)>)],
-    window: Duration,
-    end: Time,
-) -> Option<f64> {
+/// flows active for all of it (and windows with at least two such flows).
+pub fn windowed_jain(flows: &[FlowArrivals], window: Duration, end: Time) -> Option<f64> {
     if flows.len() < 2 || window.0 == 0 {
         return None;
     }
     let nwin = (end.0 / window.0) as usize;
-    let mut bytes = vec![vec![0u64; nwin]; flows.len()];
-    for (i, (_, _, pkts)) in flows.iter().enumerate() {
-        for &(t, b) in pkts {
-            let w = (t.0 / window.0) as usize;
-            if w < nwin {
-                bytes[i][w] += b as u64;
+    // bytes[w][i]: bytes of flow i received in window w.
+    let mut bytes = vec![vec![0u64; flows.len()]; nwin];
+    for (i, f) in flows.iter().enumerate() {
+        for &(t, b) in &f.arrivals {
+            if let Some(w) = bytes.get_mut((t.0 / window.0) as usize) {
+                w[i] += b as u64;
             }
         }
     }
     let mut sum = 0.0;
     let mut count = 0;
-    for w in 0..nwin {
+    for (w, per_flow) in bytes.iter().enumerate() {
         let (ws, we) = (Time(w as u64 * window.0), Time((w as u64 + 1) * window.0));
         let x: Vec<f64> = flows
             .iter()
-            .enumerate()
-            .filter(|(_, f)| f.0 <= ws && f.1 >= we)
-            .map(|(i, _)| bytes[i][w] as f64)
+            .zip(per_flow)
+            .filter(|(f, _)| f.start <= ws && f.stop >= we)
+            .map(|(_, &b)| b as f64)
             .collect();
         if x.len() >= 2 {
             if let Some(j) = jain_index(&x) {
@@ -307,17 +309,16 @@ pub fn summarize_total(
     }
     let cap = capacity_bytes(start, stop);
     let whole = capacity_bytes(Time::ZERO, duration);
-    let jain_input: Vec<(Time, Time, Vec<(Time, u32)>)> = flows
+    let jain_input: Vec<FlowArrivals> = flows
         .iter()
-        .map(|f| {
-            (
-                f.start,
-                f.stop,
-                f.packets
-                    .iter()
-                    .filter_map(|p| p.recv.map(|r| (r, p.size)))
-                    .collect(),
-            )
+        .map(|f| FlowArrivals {
+            start: f.start,
+            stop: f.stop,
+            arrivals: f
+                .packets
+                .iter()
+                .filter_map(|p| p.recv.map(|r| (r, p.size)))
+                .collect(),
         })
         .collect();
     TotalSummary {
@@ -401,10 +402,11 @@ mod tests {
         let b: Vec<(Time, u32)> = (0..10)
             .map(|i| (Time::from_millis(i * 100 + 50), 1000))
             .collect();
-        let flows = vec![
-            (Time::ZERO, Time::from_millis(1000), a),
-            (Time::ZERO, Time::from_millis(1000), b),
-        ];
+        let flows = [a, b].map(|arrivals| FlowArrivals {
+            start: Time::ZERO,
+            stop: Time::from_millis(1000),
+            arrivals,
+        });
         assert_eq!(windowed_jain(&flows, w, Time::from_millis(1000)), Some(1.0));
     }
 }
