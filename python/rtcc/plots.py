@@ -45,6 +45,14 @@ def _duration(result) -> float:
     return float(cap.max()) / 1e9 + 0.1 if len(cap) else 1.0
 
 
+def _active(flows: list[dict], i: int, t: np.ndarray, y: np.ndarray, drain_s: float = 1.0):
+    """Blank (NaN) the bins before a flow starts and after it stops (plus ``drain_s``)."""
+    f = flows[i] if i < len(flows) else {}
+    start, stop = f.get("start_ns", 0) / 1e9, f.get("stop_ns", float("inf")) / 1e9 + drain_s
+    y = np.where((t + RUN_BIN_S > start) & (t < stop), y, np.nan)
+    return t, y
+
+
 def _save(fig: Figure, path: Path) -> Path:
     fig.savefig(path, dpi=DPI)
     return path
@@ -73,10 +81,10 @@ def _is_wide(values: list[np.ndarray]) -> bool:
 
 
 def _log_axis(ax, which: str) -> None:
-    """Log scale with plain 1-2-5 tick labels (10, 20, 50, 100, ...)."""
+    """Log scale with plain 1-2-3-5 tick labels (10, 20, 30, 50, 100, ...)."""
     axis = ax.xaxis if which == "x" else ax.yaxis
     (ax.set_xscale if which == "x" else ax.set_yscale)("log")
-    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0)))
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     axis.set_minor_formatter(NullFormatter())
 
@@ -117,8 +125,8 @@ def throughput_plot(result, path: Path) -> Path:
     single = len(result.flows) == 1
     for i, color in enumerate(_colors(len(result.flows))):
         flow = "" if single else f": {_flow_label(result.flows, i)}"
-        t, rate = series.throughput(result.packets, duration, RUN_BIN_S, flow=i)
-        ax.plot(t, rate, color=color, linewidth=1.0, label=f"received throughput{flow}")
+        t, rate = _active(result.flows, i, *series.throughput(result.packets, duration, RUN_BIN_S, flow=i))
+        ax.plot(t + RUN_BIN_S / 2, rate, color=color, linewidth=1.0, label=f"received throughput{flow}")
         tt, target = series.target(result.frames, i)
         ax.step(tt, target, where="post", color=color, linewidth=1.0, linestyle="--", alpha=0.8,
                 label=f"video bitrate (encoder target){flow}")
@@ -188,7 +196,7 @@ def compare_plots(results: dict, folder: Path, title: str = "") -> list[Path]:
     _capacity(ax, first)
     for label, r in results.items():
         t, rate = series.throughput(r.packets, duration, COMPARE_BIN_S)
-        ax.plot(t, rate, color=colors[label], linewidth=1.1, label=label)
+        ax.plot(t + COMPARE_BIN_S / 2, rate, color=colors[label], linewidth=1.1, label=label)
     ax.set_xlim(0, duration)
     ax.set_ylim(bottom=0)
     ax.set_xlabel("time (s)")
