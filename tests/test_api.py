@@ -101,6 +101,16 @@ def test_with_controller_replaces_every_flow():
     spec.validate()
 
 
+def test_with_controller_leaves_cross_traffic_alone():
+    sc = small(flows=[dict(controller="fixed", params={"rate": "1Mbps"}), dict(kind="cbr", rate="2Mbps")])
+    o = sc.with_controller("oracle")
+    flows = o.to_dict()["flows"]
+    assert flows[0]["controller"] == "oracle"
+    assert "controller" not in flows[1] and flows[1]["rate"] == "2Mbps"
+    summary = o.run().summary
+    assert summary["flows"][1]["controller"] == "cbr"
+
+
 @pytest.mark.parametrize(
     "change, field",
     [

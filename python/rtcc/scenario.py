@@ -125,7 +125,9 @@ class Scenario:
         return new
 
     def with_controller(self, name: str | ControllerSpec, params: dict | None = None) -> "Scenario":
-        """A copy in which every flow uses controller ``name`` with exactly ``params``.
+        """A copy in which every video flow uses controller ``name`` with exactly ``params``.
+
+        Cross-traffic flows (``kind = "cbr"``) are left as they are.
 
         ``name`` may also be a spec such as ``"fixed:rate=5Mbps"`` or a ControllerSpec.
         """
@@ -140,7 +142,7 @@ class Scenario:
         if not isinstance(flows, list):
             raise self._error("flows: expected an array of flow tables")
         for flow in flows:
-            if isinstance(flow, dict):
+            if isinstance(flow, dict) and flow.get("kind", "video") == "video":
                 flow["controller"] = spec.name
                 flow["params"] = copy.deepcopy(spec.params)
         return self._copy_with(data)

@@ -63,7 +63,13 @@ pub struct LinkSpec {
 #[serde(deny_unknown_fields)]
 pub struct FlowSpec {
     pub name: Option<String>,
-    pub controller: String,
+    /// `"video"` (default) or `"cbr"` (constant-rate UDP-like cross traffic).
+    pub kind: Option<String>,
+    pub controller: Option<String>,
+    /// Sending rate of a `cbr` flow.
+    pub rate: Option<Rate>,
+    /// Packet size of a `cbr` flow.
+    pub packet_size: Option<Bytes>,
     #[serde(default)]
     pub params: Params,
     pub start: Option<Duration>,
@@ -87,10 +93,22 @@ pub struct LinkConfig {
     pub queue: QueueLimit,
 }
 
-/// A video flow, resolved.
+/// What a flow sends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FlowKind {
+    /// A video flow driven by a controller.
+    Video,
+    /// Constant-rate cross traffic: `packet_size`-byte packets evenly spaced at `rate`, no
+    /// feedback, no congestion response (a UDP flow, like iperf's).
+    Cbr { rate: Rate, packet_size: Bytes },
+}
+
+/// A flow, resolved.
 #[derive(Debug, Clone)]
 pub struct FlowConfig {
     pub name: String,
+    pub kind: FlowKind,
+    /// The controller's registry name (`"cbr"` for constant-rate flows).
     pub controller: String,
     pub params: Params,
     pub start: Time,
@@ -265,6 +283,56 @@ impl Scenario {
                     ),
                 ));
             }
+            let kind = match f.kind.as_deref().unwrap_or("video") {
+                "video" => FlowKind::Video,
+                "cbr" => {
+                    let video_only = [
+                        ("controller", f.controller.is_some()),
+                        ("params", !f.params.is_empty()),
+                        ("fps", f.fps.is_some()),
+                        ("frame_jitter", f.frame_jitter.is_some()),
+                        ("encoder", f.encoder.is_some()),
+                        ("payload", f.payload.is_some()),
+                        ("feedback", f.feedback.is_some()),
+                    ];
+                    if let Some((field, _)) = video_only.iter().find(|(_, given)| *given) {
+                        return Err(err(&at(field), "not used by a cbr flow (it sends constant-rate packets without a controller)".into()));
+                    }
+                    let rate = f.rate.ok_or_else(|| {
+                        err(
+                            &at("rate"),
+                            "a cbr flow needs a rate, e.g. rate = \"5Mbps\"".into(),
+                        )
+                    })?;
+                    if rate.bps() <= 0.0 {
+                        return Err(err(&at("rate"), "must be a positive rate".into()));
+                    }
+                    let packet_size = f.packet_size.unwrap_or(Bytes(MAX_PACKET));
+                    if packet_size.0 == 0 || packet_size.0 > MAX_PACKET {
+                        return Err(err(
+                            &at("packet_size"),
+                            format!("{packet_size} must be between 1B and {MAX_PACKET}B"),
+                        ));
+                    }
+                    FlowKind::Cbr { rate, packet_size }
+                }
+                other => {
+                    return Err(err(
+                        &at("kind"),
+                        format!("unknown flow kind {other:?}; valid kinds: video, cbr"),
+                    ));
+                }
+            };
+            if kind == FlowKind::Video {
+                for (field, given) in [
+                    ("rate", f.rate.is_some()),
+                    ("packet_size", f.packet_size.is_some()),
+                ] {
+                    if given {
+                        return Err(err(&at(field), "only cbr flows have this field; a video flow's rate comes from its controller (params)".into()));
+                    }
+                }
+            }
             let encoder = f.encoder.clone().unwrap_or_else(|| "ideal".into());
             encoder::create(&encoder).map_err(|m| err(&at("encoder"), m))?;
             let payload = f.payload.unwrap_or(DEFAULT_PAYLOAD);
@@ -282,9 +350,28 @@ impl Scenario {
                     format!("{padding_size} must be between 1B and {MAX_PACKET}B"),
                 ));
             }
-            let info =
-                cc::lookup(&f.controller).map_err(|e| err(&at("controller"), e.to_string()))?;
-            let feedback = f.feedback.unwrap_or(info.feedback);
+            let controller = match (kind, &f.controller) {
+                (FlowKind::Cbr { .. }, _) => "cbr".to_string(),
+                (FlowKind::Video, Some(c)) => c.clone(),
+                (FlowKind::Video, None) => {
+                    return Err(err(
+                        &at("controller"),
+                        format!(
+                            "a video flow needs a controller; valid controllers: {}",
+                            controller_names()
+                        ),
+                    ));
+                }
+            };
+            let preferred = match kind {
+                FlowKind::Video => {
+                    cc::lookup(&controller)
+                        .map_err(|e| err(&at("controller"), e.to_string()))?
+                        .feedback
+                }
+                FlowKind::Cbr { .. } => FeedbackPolicy::default(),
+            };
+            let feedback = f.feedback.unwrap_or(preferred);
             if feedback.interval.is_none() && !feedback.per_frame {
                 return Err(err(
                     &at("feedback"),
@@ -299,7 +386,8 @@ impl Scenario {
             }
             let flow = FlowConfig {
                 name,
-                controller: f.controller.clone(),
+                kind,
+                controller,
                 params: f.params,
                 start: Time(start.0),
                 stop: Time(stop.0),
@@ -314,20 +402,22 @@ impl Scenario {
                 feedback,
             };
             // Build the controller once now so that bad parameters fail before the run.
-            cc::create(
-                &flow.controller,
-                &flow.params,
-                &flow.context(Some(capacity_view.clone())),
-            )
-            .map_err(|e| {
-                let field = match &e {
-                    cc::ControllerError::UnknownParam { param, .. } => {
-                        at(&format!("params.{param}"))
-                    }
-                    _ => at("params"),
-                };
-                err(&field, e.to_string())
-            })?;
+            if kind == FlowKind::Video {
+                cc::create(
+                    &flow.controller,
+                    &flow.params,
+                    &flow.context(Some(capacity_view.clone())),
+                )
+                .map_err(|e| {
+                    let field = match &e {
+                        cc::ControllerError::UnknownParam { param, .. } => {
+                            at(&format!("params.{param}"))
+                        }
+                        _ => at("params"),
+                    };
+                    err(&field, e.to_string())
+                })?;
+            }
             flows.push(flow);
         }
         Ok(Scenario {
@@ -354,6 +444,14 @@ impl FlowConfig {
             capacity,
         }
     }
+}
+
+fn controller_names() -> String {
+    cc::registry()
+        .iter()
+        .map(|c| c.name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn resolve_link(
@@ -541,6 +639,37 @@ params = { rate = "5Mbps" }
 
         let e = error_of(&OK.replace("[[flows]]", "[[flows]]\nfps = 0"));
         assert_eq!(e.field, "flows[0].fps");
+    }
+
+    #[test]
+    fn cbr_flows_need_a_rate_and_take_no_video_fields() {
+        let cbr = OK.to_string() + "[[flows]]\nkind = \"cbr\"\nrate = \"2Mbps\"\n";
+        let s = parse(&cbr).unwrap();
+        let kind = s.flows[1].kind;
+        assert_eq!(
+            kind,
+            FlowKind::Cbr {
+                rate: Rate(2e6),
+                packet_size: Bytes(1500)
+            }
+        );
+        assert_eq!(s.flows[1].controller, "cbr");
+        let e = error_of(&(OK.to_string() + "[[flows]]\nkind = \"cbr\"\n"));
+        assert_eq!(e.field, "flows[1].rate");
+        let e = error_of(
+            &(OK.to_string()
+                + "[[flows]]\nkind = \"cbr\"\nrate = \"1Mbps\"\ncontroller = \"fixed\"\n"),
+        );
+        assert_eq!(e.field, "flows[1].controller");
+        let e = error_of(&(OK.to_string() + "[[flows]]\nkind = \"tcp\"\n"));
+        assert!(e.message.contains("video, cbr"), "{e}");
+        let e = error_of(&OK.replace("[[flows]]", "[[flows]]\nrate = \"1Mbps\""));
+        assert_eq!(e.field, "flows[0].rate");
+        let e = error_of(&OK.replace("controller = \"fixed\"", ""));
+        assert!(
+            e.field == "flows[0].controller" && e.message.contains("fixed"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -15,12 +15,12 @@
 //! component's next wake-up time changes, a new event is pushed and the old one is recognised as
 //! stale when it fires (its time no longer matches).
 
-use crate::scenario::{FlowConfig, Scenario};
+use crate::scenario::{FlowConfig, FlowKind, Scenario};
 use rtcc_core::cc::{self, CapacityView};
 use rtcc_core::media::{encoder, ArrivedPacket, FrameSource, Packetizer, Receiver, VideoSender};
 use rtcc_core::metrics::{FrameRecord, PacketRecord};
 use rtcc_core::net::{Capacity, DropTail, Link, LinkOutput, NetPacket};
-use rtcc_core::packet::{FrameAck, TransportFeedback};
+use rtcc_core::packet::{FrameAck, PacketKind, TransportFeedback};
 use rtcc_core::{Duration, Time};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -76,6 +76,7 @@ enum Event {
     SenderWake(u32),
     FeedbackTimer(u32),
     FlowStop(u32),
+    CbrSend(u32),
     Link(Dir),
     AtReceiver(SimPacket),
     AtSender(SimPacket),
@@ -121,14 +122,32 @@ pub struct FlowLogs {
     pub frames: Vec<FrameRecord>,
 }
 
+/// The two ends of a flow.
+enum Endpoint {
+    Video {
+        sender: VideoSender,
+        source: FrameSource,
+        receiver: Receiver,
+    },
+    /// Constant-rate cross traffic: one packet every `interval`, no feedback.
+    Cbr { interval: Duration, size: u32 },
+}
+
 struct FlowState {
     logs: FlowLogs,
-    sender: VideoSender,
-    source: FrameSource,
-    receiver: Receiver,
+    endpoint: Endpoint,
     active: bool,
     /// The pending SenderWake event's time.
     wake_at: Option<Time>,
+}
+
+impl FlowState {
+    fn sender(&mut self) -> Option<&mut VideoSender> {
+        match &mut self.endpoint {
+            Endpoint::Video { sender, .. } => Some(sender),
+            Endpoint::Cbr { .. } => None,
+        }
+    }
 }
 
 /// The raw output of a run (metrics are computed from it in [`crate::run`]).
@@ -172,13 +191,37 @@ impl Simulation {
         let capacity: Arc<dyn CapacityView> = Arc::new(sc.forward.capacity.clone());
         let mut flows = Vec::new();
         for (i, f) in sc.flows.iter().enumerate() {
-            let controller =
-                cc::create(&f.controller, &f.params, &f.context(Some(capacity.clone())))
-                    .map_err(|e| format!("flows[{i}]: {e}"))?;
-            let enc = encoder::create(&f.encoder)?;
-            let packetizer = Packetizer {
-                payload: f.payload,
-                overhead: f.overhead,
+            let endpoint = match f.kind {
+                FlowKind::Video => {
+                    let controller =
+                        cc::create(&f.controller, &f.params, &f.context(Some(capacity.clone())))
+                            .map_err(|e| format!("flows[{i}]: {e}"))?;
+                    let enc = encoder::create(&f.encoder)?;
+                    let packetizer = Packetizer {
+                        payload: f.payload,
+                        overhead: f.overhead,
+                    };
+                    Endpoint::Video {
+                        sender: VideoSender::new(
+                            controller,
+                            enc,
+                            packetizer,
+                            f.fps,
+                            f.padding_size.0 as u32,
+                        ),
+                        source: FrameSource::new(
+                            f.start,
+                            f.fps,
+                            f.frame_jitter,
+                            derive_seed(sc.seed, i as u64),
+                        ),
+                        receiver: Receiver::new(f.clock_offset),
+                    }
+                }
+                FlowKind::Cbr { rate, packet_size } => Endpoint::Cbr {
+                    interval: rate.transmit_time(packet_size.0),
+                    size: packet_size.0 as u32,
+                },
             };
             flows.push(FlowState {
                 logs: FlowLogs {
@@ -186,20 +229,7 @@ impl Simulation {
                     packets: Vec::new(),
                     frames: Vec::new(),
                 },
-                sender: VideoSender::new(
-                    controller,
-                    enc,
-                    packetizer,
-                    f.fps,
-                    f.padding_size.0 as u32,
-                ),
-                source: FrameSource::new(
-                    f.start,
-                    f.fps,
-                    f.frame_jitter,
-                    derive_seed(sc.seed, i as u64),
-                ),
-                receiver: Receiver::new(f.clock_offset),
+                endpoint,
                 active: false,
                 wake_at: None,
             });
@@ -224,17 +254,22 @@ impl Simulation {
             events: 0,
         };
         for i in 0..sim.flows.len() {
-            let (_, first) = sim.flows[i].source.next_capture();
             let cfg = &sim.flows[i].logs.config;
             let (start, stop, interval) = (cfg.start, cfg.stop, cfg.feedback.interval);
             sim.flows[i].active = true;
-            sim.push(first, Event::Capture(i as u32));
             sim.push(stop, Event::FlowStop(i as u32));
-            if let Some(iv) = interval {
-                sim.push(start + iv, Event::FeedbackTimer(i as u32));
+            match &mut sim.flows[i].endpoint {
+                Endpoint::Video { source, .. } => {
+                    let (_, first) = source.next_capture();
+                    sim.push(first, Event::Capture(i as u32));
+                    if let Some(iv) = interval {
+                        sim.push(start + iv, Event::FeedbackTimer(i as u32));
+                    }
+                    sim.log_state(i, start);
+                    sim.reschedule_sender(i);
+                }
+                Endpoint::Cbr { .. } => sim.push(start, Event::CbrSend(i as u32)),
             }
-            sim.log_state(i, start);
-            sim.reschedule_sender(i);
         }
         Ok(sim)
     }
@@ -262,6 +297,7 @@ impl Simulation {
                 Event::SenderWake(f) => self.on_sender_wake(f as usize, time),
                 Event::FeedbackTimer(f) => self.on_feedback_timer(f as usize),
                 Event::FlowStop(f) => self.on_flow_stop(f as usize),
+                Event::CbrSend(f) => self.on_cbr_send(f as usize),
                 Event::Link(dir) => self.on_link_event(dir, time),
                 Event::AtReceiver(p) => self.on_receiver_packet(p),
                 Event::AtSender(p) => self.on_sender_message(p),
@@ -284,11 +320,14 @@ impl Simulation {
     fn on_capture(&mut self, i: usize) {
         let now = self.now;
         let fl = &mut self.flows[i];
+        let Endpoint::Video { sender, source, .. } = &mut fl.endpoint else {
+            return;
+        };
         if !fl.active {
             return;
         }
         let frame = fl.logs.frames.len() as u64;
-        let info = fl.sender.on_frame_captured(now, frame);
+        let info = sender.on_frame_captured(now, frame);
         fl.logs.frames.push(FrameRecord {
             flow: i as u32,
             frame,
@@ -300,7 +339,7 @@ impl Simulation {
             last_send: None,
             complete: None,
         });
-        let (_, next) = fl.source.next_capture();
+        let (_, next) = source.next_capture();
         if next < fl.logs.config.stop {
             self.push(next, Event::Capture(i as u32));
         }
@@ -313,64 +352,96 @@ impl Simulation {
             return; // stale
         }
         fl.wake_at = None;
-        let timer_due = fl
-            .sender
+        let Some(sender) = fl.sender() else { return };
+        let timer_due = sender
             .controller()
             .next_timeout()
             .is_some_and(|t| t <= time);
-        fl.sender.handle_timeout(time);
+        sender.handle_timeout(time);
         if timer_due {
             self.log_state(i, time);
         }
         self.pump(i);
     }
 
-    /// Send everything the sender releases now, then schedule its next wake-up.
+    /// Send everything the video sender releases now, then schedule its next wake-up.
     fn pump(&mut self, i: usize) {
         let now = self.now;
         if self.flows[i].active {
-            while let Some(p) = self.flows[i].sender.poll_transmit(now) {
+            while let Some(p) = self.flows[i].sender().and_then(|s| s.poll_transmit(now)) {
                 let fl = &mut self.flows[i];
-                let frame = p.frame.unwrap_or(NO_FRAME);
                 if let Some(f) = p.frame.and_then(|f| fl.logs.frames.get_mut(f as usize)) {
                     f.first_send.get_or_insert(now);
                     f.last_send = Some(now);
                 }
-                debug_assert_eq!(p.seq as usize, fl.logs.packets.len());
-                fl.logs.packets.push(PacketRecord {
-                    flow: i as u32,
-                    seq: p.seq,
-                    kind: p.kind,
-                    size: p.size,
-                    frame: p.frame,
-                    send: now,
-                    enqueue: now,
-                    depart: None,
-                    recv: None,
-                    dropped: false,
-                });
                 let pkt = SimPacket {
                     flow: i as u32,
                     size: p.size,
                     id: p.seq,
-                    frame,
+                    frame: p.frame.unwrap_or(NO_FRAME),
                     index_in_frame: p.index_in_frame,
                     packets_in_frame: p.packets_in_frame,
                 };
-                self.forward.enqueue(now, pkt, &mut self.link_out);
-                self.drain_link_output(Dir::Forward);
+                self.send_forward(pkt, p.kind);
             }
         }
         self.reschedule_sender(i);
     }
 
+    /// Log a packet leaving its sender and offer it to the bottleneck.
+    fn send_forward(&mut self, pkt: SimPacket, kind: PacketKind) {
+        let now = self.now;
+        let log = &mut self.flows[pkt.flow as usize].logs.packets;
+        debug_assert_eq!(pkt.id as usize, log.len());
+        log.push(PacketRecord {
+            flow: pkt.flow,
+            seq: pkt.id,
+            kind,
+            size: pkt.size,
+            frame: (pkt.frame != NO_FRAME).then_some(pkt.frame),
+            send: now,
+            enqueue: now,
+            depart: None,
+            recv: None,
+            dropped: false,
+        });
+        self.forward.enqueue(now, pkt, &mut self.link_out);
+        self.drain_link_output(Dir::Forward);
+    }
+
+    fn on_cbr_send(&mut self, i: usize) {
+        let fl = &self.flows[i];
+        let Endpoint::Cbr { interval, size } = fl.endpoint else {
+            return;
+        };
+        if !fl.active {
+            return;
+        }
+        let pkt = SimPacket {
+            flow: i as u32,
+            size,
+            id: fl.logs.packets.len() as u64,
+            frame: NO_FRAME,
+            index_in_frame: 0,
+            packets_in_frame: 0,
+        };
+        let stop = fl.logs.config.stop;
+        self.send_forward(pkt, PacketKind::Media);
+        // Packet k leaves at start + k·interval (no drift from rounding accumulates beyond 1 ns
+        // per packet, since the interval is already rounded to whole nanoseconds).
+        let next = self.now + interval;
+        if next < stop {
+            self.push(next, Event::CbrSend(i as u32));
+        }
+    }
+
     fn reschedule_sender(&mut self, i: usize) {
         let now = self.now;
         let fl = &mut self.flows[i];
-        let next = if fl.active {
-            fl.sender.poll_timeout().map(|t| t.max(now))
-        } else {
-            None
+        let active = fl.active;
+        let next = match fl.sender() {
+            Some(sender) if active => sender.poll_timeout().map(|t| t.max(now)),
+            _ => None,
         };
         if next != fl.wake_at {
             fl.wake_at = next;
@@ -383,7 +454,9 @@ impl Simulation {
     fn on_flow_stop(&mut self, i: usize) {
         let fl = &mut self.flows[i];
         fl.active = false;
-        fl.sender.stop();
+        if let Some(sender) = fl.sender() {
+            sender.stop();
+        }
         fl.wake_at = None;
     }
 
@@ -396,11 +469,14 @@ impl Simulation {
         if !self.flows[i].active {
             return;
         }
+        let Some(sender) = self.flows[i].sender() else {
+            return;
+        };
         if let Some(fb) = &msg.feedback {
-            self.flows[i].sender.on_feedback(now, fb);
+            sender.on_feedback(now, fb);
         }
         if let Some(ack) = &msg.ack {
-            self.flows[i].sender.on_frame_ack(now, ack);
+            sender.on_frame_ack(now, ack);
         }
         self.log_state(i, now);
         self.pump(i);
@@ -408,7 +484,10 @@ impl Simulation {
 
     fn log_state(&mut self, i: usize, now: Time) {
         self.state_buf.clear();
-        self.flows[i].sender.state(&mut self.state_buf);
+        let Some(sender) = self.flows[i].sender() else {
+            return;
+        };
+        sender.state(&mut self.state_buf);
         for &(name, v) in &self.state_buf {
             self.state.flow.push(i as u32);
             self.state.time.push(now);
@@ -483,6 +562,9 @@ impl Simulation {
         let i = p.flow as usize;
         let fl = &mut self.flows[i];
         fl.logs.packets[p.id as usize].recv = Some(now);
+        let Endpoint::Video { receiver, .. } = &mut fl.endpoint else {
+            return;
+        };
         let frame = (p.frame != NO_FRAME).then_some(p.frame);
         let arrived = ArrivedPacket {
             seq: p.id,
@@ -491,7 +573,7 @@ impl Simulation {
             index_in_frame: p.index_in_frame,
             packets_in_frame: p.packets_in_frame,
         };
-        let ack = fl.receiver.on_packet(now, &arrived);
+        let ack = receiver.on_packet(now, &arrived);
         if let Some(a) = &ack {
             if let Some(f) = fl.logs.frames.get_mut(a.frame as usize) {
                 f.complete = Some(now);
@@ -499,7 +581,7 @@ impl Simulation {
         }
         let last_of_frame = frame.is_some() && p.index_in_frame + 1 == p.packets_in_frame;
         let feedback = if fl.logs.config.feedback.per_frame && last_of_frame {
-            fl.receiver.build_feedback()
+            receiver.build_feedback()
         } else {
             None
         };
@@ -510,8 +592,10 @@ impl Simulation {
 
     fn on_feedback_timer(&mut self, i: usize) {
         let now = self.now;
-        let fl = &mut self.flows[i];
-        if let Some(fb) = fl.receiver.build_feedback() {
+        let Endpoint::Video { receiver, .. } = &mut self.flows[i].endpoint else {
+            return;
+        };
+        if let Some(fb) = receiver.build_feedback() {
             self.send_reverse(
                 i,
                 ReverseMessage {

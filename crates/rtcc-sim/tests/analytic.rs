@@ -244,3 +244,47 @@ fn every_shipped_scenario_validates_and_runs() {
     }
     assert!(count >= 5, "found only {count} scenarios");
 }
+
+#[test]
+fn constant_rate_cross_traffic_sends_at_its_rate_and_loses_the_excess() {
+    let sc = scenario(
+        r#"
+duration = "20s"
+[path.forward]
+capacity = "10Mbps"
+delay = "20ms"
+queue = "50ms"
+[[flows]]
+name = "udp"
+kind = "cbr"
+rate = "4Mbps"
+[[flows]]
+name = "video"
+controller = "fixed"
+params = { rate = "5Mbps" }
+"#,
+    );
+    let s = summarize(&sc);
+    let (udp, video) = (&s.flows[0], &s.flows[1]);
+    assert_eq!(udp.controller, "cbr");
+    assert!(
+        (udp.throughput_bps - 4e6).abs() < 4e6 * 0.002,
+        "cbr throughput {}",
+        udp.throughput_bps
+    );
+    assert_eq!(
+        udp.packets_lost + video.packets_lost,
+        0,
+        "9 of 10 Mbit/s: no loss"
+    );
+    assert_eq!(udp.frames_sent, 0);
+    // Overload: 12 Mbit/s of cbr alone into 10 Mbit/s loses 1 - 10/12 of its packets.
+    let sc = scenario(
+        "duration = \"30s\"\n[path.forward]\ncapacity = \"10Mbps\"\nqueue = \"50ms\"\n[[flows]]\nkind = \"cbr\"\nrate = \"12Mbps\"\n",
+    );
+    let loss = summarize(&sc).flows[0].loss_rate.unwrap();
+    assert!(
+        (loss - 1.0 / 6.0).abs() < 0.005,
+        "loss {loss}, expected 16.7 %"
+    );
+}
