@@ -23,10 +23,12 @@ from ._core import ScenarioError
 from .registry import ControllerSpec, controllers
 from .result import Result
 from .scenario import Scenario, run_file
+from .sweep import Sweep, SweepResult
 
 try:
     __version__ = _metadata.version("rtcc")
 except _metadata.PackageNotFoundError:  # pragma: no cover - running from an uninstalled tree
     __version__ = "0+unknown"
 
-__all__ = ["ControllerSpec", "Result", "Scenario", "ScenarioError", "__version__", "controllers", "run_file"]
+__all__ = ["ControllerSpec", "Result", "Scenario", "ScenarioError", "Sweep", "SweepResult", "__version__",
+           "controllers", "run_file"]

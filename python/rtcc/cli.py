@@ -1,4 +1,4 @@
-"""The ``rtcc`` command line: run, compare, demo, controllers, validate, bench, trace.
+"""The ``rtcc`` command line: run, compare, sweep, demo, controllers, validate, bench, trace.
 
 Every command that writes a folder writes it atomically and refuses to replace a non-empty
 one without ``--force``. User errors (bad scenario, unknown controller, existing output, ...)
@@ -59,6 +59,41 @@ def cmd_compare(args) -> int:
     print(text_table(rows), end="")
     print(f"wrote {args.output}")
     return 0
+
+
+def cmd_sweep(args) -> int:
+    from .sweep import Sweep, run_sweep
+
+    sweep = Sweep.from_file(args.sweep)
+    if args.seeds is not None:
+        sweep = sweep.with_seeds(_seed_list(args.seeds))
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs: expected a positive integer, got {args.jobs}")
+    cells = sweep.validate()  # every cell, before anything runs
+    runs = len(cells) * len(sweep.seeds)
+    if args.dry_run:
+        for label, _, _ in cells:
+            print(label)
+        print(f"{len(cells)} cells x {len(sweep.seeds)} seeds = {runs} runs")
+        return 0
+    if args.output is None:
+        raise UsageError("-o/--output is required (or use --dry-run)")
+    check_dest(args.output, args.force)  # before a possibly long sweep
+    run_sweep(sweep, args.output, jobs=args.jobs, force=args.force, keep_logs=args.keep_logs, progress=True)
+    print(f"{sweep.name}: {len(cells)} cells x {len(sweep.seeds)} seeds = {runs} runs")
+    print(f"wrote {args.output} (summary.md, results.csv, cells.csv)")
+    return 0
+
+
+def _seed_list(text: str) -> list[int]:
+    try:
+        seeds = [int(s) for s in text.split(",")]
+    except ValueError:
+        seeds = []
+    if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
+        raise UsageError(f"--seeds: expected distinct non-negative integers separated by commas, e.g. 1,2,3; "
+                         f"got {text!r}")
+    return seeds
 
 
 def cmd_demo(args) -> int:
@@ -158,6 +193,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="rate of the fixed controller when no -c is given (default: 2Mbps)")
     p.add_argument("--force", action="store_true", help="replace DIR if it exists")
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("sweep", help="run a grid of scenario variants over several seeds")
+    p.add_argument("sweep", metavar="FILE", help="sweep file (.toml): [sweep] grid and seeds, base [scenario]")
+    p.add_argument("-o", "--output", metavar="DIR", help="sweep folder to write")
+    p.add_argument("-j", "--jobs", type=int, metavar="N", help="worker processes (default: number of CPUs; 1: in-process)")
+    p.add_argument("--seeds", metavar="LIST", help="run these seeds instead of the file's, e.g. 1,2,3")
+    p.add_argument("--keep-logs", action="store_true", help="write every run's full folder (Parquet logs, plots)")
+    p.add_argument("--dry-run", action="store_true", help="check every cell and list the labels without running")
+    p.add_argument("--force", action="store_true", help="replace DIR if it exists")
+    p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("demo", help="compare every controller on the bundled step and LTE scenarios")
     p.add_argument("-o", "--output", default="reports/demo", metavar="DIR", help="report folder (default: reports/demo)")

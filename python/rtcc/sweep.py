@@ -1,0 +1,655 @@
+"""Sweeps: one base scenario, a grid of changes to it, several seeds, one table of per-flow metrics.
+
+A sweep file is TOML with a ``[sweep]`` table and the base ``[scenario]``::
+
+    [sweep]
+    name = "gcc-aqm-e1"                    # default: the file stem
+    description = "One GCC flow alone"     # optional, shown in summary.md
+    seeds = [1, 2, 3]                      # default: the scenario's seed (or 1)
+
+    [sweep.grid]                           # dotted path -> list of values; every combination is a cell
+    "path.forward.capacity" = ["1Mbps", "2Mbps"]
+    "path.forward.queue" = ["300ms", { kind = "codel", preset = "gcc-aqm" }]
+
+    [[sweep.variant]]                      # optional named variants, crossed with the grid
+    label = "n=2"
+    "flows[0].start" = "5s"
+    "+flows" = [{ name = "cubic", kind = "tcp", controller = "cubic" }]
+
+    [scenario]                             # the base scenario, exactly as in a scenario file
+    duration = "60s"
+    ...
+
+Paths: ``a.b.c`` addresses tables (missing ones are created), ``flows[1].params.rate`` array
+elements (an index out of range is an error), ``flows`` a whole value (such as a list of flow
+tables), and ``+flows`` appends a list of items to an array. A cell sets its grid values in the
+order written, then its variant's keys. Relative file paths resolve against the sweep file's folder.
+
+Cells are ordered like nested loops (first grid key outermost, variants innermost). A cell's
+label joins ``key=value`` for each grid key (the shortest unique tail of the path; a table value
+by its ``name``, ``kind`` or ``model``, with its other fields only when needed to tell values apart)
+and the variant label, e.g. ``capacity=1Mbps,queue=codel,n=2``. Labels are file-system safe.
+
+``Sweep.run()`` runs every (cell, seed) pair, in worker processes when ``jobs > 1``, and returns a
+``SweepResult``: ``runs`` (one row per run and flow) and ``cells`` (mean and std over seeds).
+``SweepResult.save()`` and ``run_sweep()`` write the sweep folder atomically (see docs/cli.md).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import math
+import multiprocessing
+import os
+import re
+import signal
+import statistics
+import sys
+import tomllib
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from pathlib import Path
+from typing import Any, Callable
+
+import polars as pl
+
+from ._core import ScenarioError
+from .atomic import atomic_dir
+from .scenario import Scenario, _check_seed
+
+__all__ = ["Sweep", "SweepResult", "run_sweep", "set_path"]
+
+SWEEP_KEYS = ("name", "description", "seeds", "grid", "variant")
+ID_KEYS = ("name", "kind", "model", "controller")  # what names a table value in a label
+_PATH = re.compile(r"[A-Za-z0-9_-]+(\[\d+\])*(\.[A-Za-z0-9_-]+(\[\d+\])*)*")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._=+,-]+")
+MAX_LABEL = 200
+
+
+# -- paths ---------------------------------------------------------------------------------------
+
+
+def _parse_path(path: str) -> list[str | int]:
+    if not isinstance(path, str) or not _PATH.fullmatch(path.removeprefix("+")):
+        raise ScenarioError(f"{path!r}: not a path; expected dotted names with optional [index], "
+                            "e.g. path.forward.capacity or flows[1].params.rate")
+    return [int(i) if i else name for name, i in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path.removeprefix("+"))]
+
+
+def _where(steps: list) -> str:
+    return "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in steps).lstrip(".")
+
+
+def set_path(data: dict, path: str, value: Any) -> None:
+    """Set ``path`` in ``data`` to a copy of ``value``; ``+path`` extends the array there instead.
+
+    Missing tables are created; an array index out of range raises ScenarioError naming the path.
+    """
+    steps = _parse_path(path)
+    value = copy.deepcopy(value)
+    if path.startswith("+") and not isinstance(value, list):
+        raise ScenarioError(f"{path}: expected a list of items to append, got {type(value).__name__}")
+    node: Any = data
+    for i, step in enumerate(steps):
+        last = i == len(steps) - 1
+        here = _where(steps[:i]) or "the scenario"
+        if isinstance(step, int):
+            if not isinstance(node, list):
+                raise ScenarioError(f"{path}: {here} is not an array, it cannot take [{step}]")
+            if step >= len(node):
+                raise ScenarioError(f"{path}: {_where(steps[:i + 1])} does not exist ({here} has {len(node)} "
+                                    f"element{'s' * (len(node) != 1)})")
+        elif not isinstance(node, dict):
+            what = "an array (give an index, e.g. [0])" if isinstance(node, list) else f"{json.dumps(node)}"
+            raise ScenarioError(f"{path}: {here} is {what}, not a table")
+        if last:
+            break
+        if isinstance(step, str) and step not in node:
+            if isinstance(steps[i + 1], int):
+                raise ScenarioError(f"{path}: {_where(steps[:i + 1])} does not exist")
+            node[step] = {}
+        node = node[step]
+    step = steps[-1]
+    if not path.startswith("+"):
+        node[step] = value
+    elif isinstance(step, str) and step not in node:
+        node[step] = value
+    elif isinstance(node[step], list):
+        node[step].extend(value)
+    else:
+        raise ScenarioError(f"{path}: {_where(steps)} is not an array, nothing to append to")
+
+
+# -- labels --------------------------------------------------------------------------------------
+
+
+def _safe(text: str) -> str:
+    return _UNSAFE.sub("_", text)
+
+
+def _text(value: Any, full: bool) -> str:
+    """A value as label text: scalars as written, a table by its name/kind, a list item by item."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, dict):
+        ident = next((k for k in ID_KEYS if isinstance(value.get(k), (str, int, float))), None)
+        parts = [_text(value[ident], full)] if ident else []
+        if full or not ident:
+            parts += [f"{k}={_text(v, full)}" for k, v in value.items() if k != ident]
+        return "+".join(parts) or "{}"
+    if isinstance(value, list):
+        return "+".join(_text(v, full) for v in value) or "[]"
+    return str(value)
+
+
+def _value_texts(values: list) -> list[str]:
+    """Label texts for one grid key's values, unique within the key."""
+    for full in (False, True):
+        texts = [_safe(_text(v, full)) for v in values]
+        if len(set(texts)) == len(texts):
+            return texts
+    return [f"{t}~{i + 1}" for i, t in enumerate(texts)]
+
+
+def _short_keys(paths: list[str]) -> list[str]:
+    """The shortest tail of each path that tells it apart from the others: capacity, forward.queue..."""
+    parts = [re.sub(r"\[(\d+)\]", r"\1", p.removeprefix("+")).split(".") for p in paths]
+    n = [1] * len(paths)
+    while True:
+        names = ["+" * p.startswith("+") + ".".join(ps[-k:]) for p, ps, k in zip(paths, parts, n)]
+        dups = {x for x in names if names.count(x) > 1}
+        grow = [i for i, x in enumerate(names) if x in dups and n[i] < len(parts[i])]
+        if not grow:
+            return [_safe(x) for x in names]
+        for i in grow:
+            n[i] += 1
+
+
+def _finish_label(label: str) -> str:
+    label = label.lstrip(".") or "base"
+    if len(label) > MAX_LABEL:
+        label = f"{label[:MAX_LABEL - 9]}-{hashlib.sha1(label.encode()).hexdigest()[:8]}"
+    return label
+
+
+# -- the sweep -----------------------------------------------------------------------------------
+
+
+def _flatten_grid(grid: dict, prefix: str = "") -> dict[str, list]:
+    """Grid keys written as TOML dotted keys (unquoted) arrive as nested tables: flatten them."""
+    out = {}
+    for key, values in grid.items():
+        path = f"{prefix}.{key}" if prefix else key
+        if isinstance(values, dict):
+            for k, v in _flatten_grid(values, path).items():
+                if k in out:
+                    raise ScenarioError(f"sweep.grid: {k!r} is given twice")
+                out[k] = v
+        else:
+            out[path] = values
+    return out
+
+
+class Sweep:
+    """A base scenario, a grid of values for dotted paths, named variants and seeds.
+
+    >>> sw = Sweep.from_file("experiments/x/e1.toml")
+    >>> [label for label, params, scenario in sw.cells()]
+    >>> sw.run(jobs=4).save("out/e1")
+    """
+
+    def __init__(self, base: dict, grid: dict | None = None, variants: list[dict] | None = None,
+                 seeds: list[int] | None = None, name: str = "sweep", description: str = "",
+                 *, base_dir: str | os.PathLike = ".", source: str | None = None):
+        self.source = source  # the sweep file, used to prefix error messages
+        if not isinstance(base, dict):
+            raise self._error(f"scenario: expected a table, got {type(base).__name__}")
+        self.base = copy.deepcopy(base)
+        self.base_dir = os.path.abspath(base_dir)
+        self.name = str(name)
+        self.description = str(description)
+        self.grid = self._check_grid(_flatten_grid(grid or {}))
+        self.variants = self._check_variants(variants or [])
+        if seeds is None:
+            seeds = [self.base.get("seed", 1)]
+        self.seeds = self._check_seeds(seeds, "sweep.seeds")
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike) -> "Sweep":
+        """Load a TOML sweep file; its name defaults to the file stem."""
+        p = Path(path)
+        try:
+            data = tomllib.loads(p.read_bytes().decode("utf-8"))
+        except FileNotFoundError:
+            raise ScenarioError(f"{path}: no such sweep file") from None
+        except IsADirectoryError:
+            raise ScenarioError(f"{path}: is a folder, expected a sweep file (.toml)") from None
+        except OSError as e:
+            raise ScenarioError(f"{path}: cannot read sweep file: {e.strerror}") from None
+        except UnicodeDecodeError:
+            raise ScenarioError(f"{path}: sweep file is not UTF-8 text") from None
+        except tomllib.TOMLDecodeError as e:
+            raise ScenarioError(f"{path}: invalid TOML: {e}") from None
+        return cls.from_dict(data, base_dir=p.absolute().parent, source=str(path), default_name=p.stem)
+
+    @classmethod
+    def from_dict(cls, data: dict, base_dir: str | os.PathLike = ".", source: str | None = None,
+                  default_name: str = "sweep") -> "Sweep":
+        """Build a sweep from the structure of a sweep file (``{"sweep": {...}, "scenario": {...}}``)."""
+        prefix = f"{source}: " if source else ""
+        for key in data:
+            if key not in ("sweep", "scenario"):
+                raise ScenarioError(f"{prefix}{key}: unknown top-level key; a sweep file has [sweep] and [scenario]")
+        if not isinstance(data.get("scenario"), dict):
+            raise ScenarioError(f"{prefix}scenario: missing [scenario] table (the base scenario)")
+        sweep = data.get("sweep", {})
+        if not isinstance(sweep, dict):
+            raise ScenarioError(f"{prefix}sweep: expected a table")
+        for key in sweep:
+            if key not in SWEEP_KEYS:
+                raise ScenarioError(f"{prefix}sweep.{key}: unknown key; allowed: {', '.join(SWEEP_KEYS)}")
+        if not isinstance(sweep.get("grid", {}), dict):
+            raise ScenarioError(f"{prefix}sweep.grid: expected a table of path = [values]")
+        variants = sweep.get("variant", [])
+        if not isinstance(variants, list):
+            raise ScenarioError(f"{prefix}sweep.variant: expected [[sweep.variant]] tables")
+        return cls(data["scenario"], grid=sweep.get("grid", {}), variants=variants,
+                   seeds=sweep.get("seeds"), name=sweep.get("name", default_name),
+                   description=sweep.get("description", ""), base_dir=base_dir, source=source)
+
+    def _error(self, message: str) -> ScenarioError:
+        return ScenarioError(f"{self.source}: {message}" if self.source else message)
+
+    def _check_grid(self, grid: dict) -> dict[str, list]:
+        for path, values in grid.items():
+            where = f"sweep.grid.{json.dumps(path)}"
+            try:
+                steps = _parse_path(path)
+            except ScenarioError as e:
+                raise self._error(f"{where}: {e}") from None
+            if steps in (["seed"], ["name"]):
+                raise self._error(f"{where}: set seeds with sweep.seeds; cells are named by their labels")
+            if not isinstance(values, list) or not values:
+                raise self._error(f"{where}: expected a non-empty list of values, got {values!r}")
+            for i, v in enumerate(values):
+                if v in values[:i]:
+                    raise self._error(f"{where}: value {v!r} is listed twice")
+        return copy.deepcopy(grid)
+
+    def _check_variants(self, variants: list) -> list[dict]:
+        out, labels = [], set()
+        for i, v in enumerate(variants):
+            where = f"sweep.variant[{i}]"
+            if not isinstance(v, dict):
+                raise self._error(f"{where}: expected a table with a label and paths to set")
+            label = v.get("label")
+            if not isinstance(label, str) or not label.strip():
+                raise self._error(f"{where}: missing label (a short name such as \"n=2\")")
+            if _safe(label) in labels:
+                raise self._error(f"{where}: label {label!r} is used twice")
+            labels.add(_safe(label))
+            settings = {k: copy.deepcopy(x) for k, x in v.items() if k != "label"}
+            for path in settings:
+                try:
+                    _parse_path(path)
+                except ScenarioError as e:
+                    raise self._error(f"{where}: {e}") from None
+            out.append({"label": label, "set": settings})
+        return out
+
+    def _check_seeds(self, seeds: Any, where: str) -> list[int]:
+        if not isinstance(seeds, list) or not seeds:
+            raise self._error(f"{where}: expected a non-empty list of integers, got {seeds!r}")
+        try:
+            seeds = [_check_seed(s) for s in seeds]
+        except ScenarioError as e:
+            raise self._error(f"{where}: {e}") from None
+        if len(set(seeds)) != len(seeds):
+            raise self._error(f"{where}: a seed is listed twice ({seeds})")
+        return seeds
+
+    def with_seeds(self, seeds: list[int]) -> "Sweep":
+        """A copy that runs these seeds."""
+        new = copy.copy(self)
+        new.seeds = self._check_seeds(list(seeds), "seeds")
+        return new
+
+    # -- cells ---------------------------------------------------------------------------------
+
+    def cells(self) -> list[tuple[str, dict, Scenario]]:
+        """Every cell: ``(label, params, scenario)``, params mapping each grid path (and ``variant``) to its value.
+
+        Raises ScenarioError naming the cell and the path when a path cannot be set.
+        """
+        keys = list(self.grid)
+        texts = [_value_texts(self.grid[k]) for k in keys]
+        short = _short_keys(keys)
+        variants = self.variants or [None]
+        cells, seen = [], set()
+        for combo in itertools.product(*[range(len(self.grid[k])) for k in keys], range(len(variants))):
+            *idx, vi = combo
+            variant = variants[vi]
+            parts = [f"{s}={t[i]}" for s, t, i in zip(short, texts, idx)]
+            if variant:
+                parts.append(_safe(variant["label"]))
+            label = base = _finish_label(",".join(parts))
+            n = 2
+            while label in seen:
+                label, n = f"{base}~{n}", n + 1
+            seen.add(label)
+            params = {k: copy.deepcopy(self.grid[k][i]) for k, i in zip(keys, idx)}
+            settings = list(params.items())
+            if variant:
+                params["variant"] = variant["label"]
+                settings += list(variant["set"].items())
+            data = copy.deepcopy(self.base)
+            for path, value in settings:
+                try:
+                    set_path(data, path, value)
+                except ScenarioError as e:
+                    raise self._error(f"cell {label}: {e}") from None
+            data["name"] = f"{self.name}/{label}"
+            cells.append((label, params, Scenario.from_dict(data, base_dir=self.base_dir)))
+        return cells
+
+    def validate(self) -> list[tuple[str, dict, Scenario]]:
+        """Check every cell (in the core) before anything runs; return the cells."""
+        cells = self.cells()
+        for label, _, scenario in cells:
+            try:
+                scenario.validate()
+            except ScenarioError as e:
+                raise self._error(f"cell {label}: {str(e).removeprefix('scenario: ')}") from None
+        return cells
+
+    def to_dict(self) -> dict:
+        """The resolved sweep, as written to sweep.json."""
+        return {"name": self.name, "description": self.description, "source": self.source,
+                "base_dir": self.base_dir, "seeds": self.seeds, "grid": copy.deepcopy(self.grid),
+                "variants": [{"label": v["label"], **copy.deepcopy(v["set"])} for v in self.variants],
+                "base": copy.deepcopy(self.base),
+                "cells": [{"label": label, "params": params} for label, params, _ in self.cells()]}
+
+    def __repr__(self) -> str:
+        n = max(1, len(self.variants)) * math.prod(len(v) for v in self.grid.values())
+        return f"Sweep({self.name!r}, cells={n}, seeds={self.seeds})"
+
+    # -- running -------------------------------------------------------------------------------
+
+    def run(self, jobs: int | None = None, progress: bool | Callable[[int, int], None] = False,
+            logs_dir: str | os.PathLike | None = None) -> "SweepResult":
+        """Run every cell with every seed and return the SweepResult.
+
+        ``jobs``: worker processes (default: the number of CPUs; 1 runs in this process). Workers
+        are spawned, so a script that runs a sweep with ``jobs > 1`` needs the usual
+        ``if __name__ == "__main__":`` guard.
+        ``progress=True`` draws ``runs done/total`` on stderr when it is a terminal; a callable
+        receives ``(done, total)``. ``logs_dir``: write each run's full folder (Parquet logs,
+        plots) to ``logs_dir/<label>/seed<k>``.
+        """
+        cells = self.validate()
+        if jobs is None:
+            jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+            raise ValueError(f"jobs: expected a positive integer, got {jobs!r}")
+        tasks = [(sc.to_dict(), sc.base_dir, seed,
+                  str(Path(logs_dir) / label / f"seed{seed}") if logs_dir is not None else None)
+                 for label, _, sc in cells for seed in self.seeds]
+        show = _Progress(self.name, len(tasks)) if progress is True else None
+        report = show if show else (progress if callable(progress) else None)
+        try:
+            outputs = _execute(tasks, jobs, report)
+        finally:
+            if show:
+                show.close()
+        keys = [(label, seed) for label, _, _ in cells for seed in self.seeds]
+        for (label, seed), output in zip(keys, outputs):
+            if output and output[0]:
+                raise self._error(f"cell {label}, seed {seed}: {output[1]}")
+        return SweepResult(self, cells, {key: text for key, (_, text) in zip(keys, outputs)})
+
+
+def _run_task(task: tuple) -> tuple[bool, str]:
+    """Run one (cell, seed): ``(False, summary.json text)`` or ``(True, error message)``."""
+    data, base_dir, seed, logs = task
+    try:
+        result = Scenario.from_dict(data, base_dir=base_dir).run(seed=seed)
+    except ScenarioError as e:  # the core's exception class does not survive pickling
+        return True, str(e).removeprefix("scenario: ")
+    if logs:
+        from .result import write_run
+
+        Path(logs).mkdir(parents=True)
+        write_run(result, Path(logs), plots=True)
+    return False, result.summary_json
+
+
+def _quiet_worker() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is handled by the parent, which stops the workers
+
+
+def _execute(tasks: list[tuple], jobs: int, progress: Callable[[int, int], None] | None) -> list:
+    """Run the tasks, in order when jobs == 1, else in a spawned process pool; outputs in task order."""
+    total, outputs = len(tasks), [None] * len(tasks)
+    if progress:
+        progress(0, total)
+    if jobs == 1 or total <= 1:
+        for i, task in enumerate(tasks):
+            outputs[i] = _run_task(task)
+            if progress:
+                progress(i + 1, total)
+            if outputs[i][0]:
+                break
+        return outputs
+    # "spawn": forking a process that holds polars' (or the core's) threads can deadlock.
+    pool = ProcessPoolExecutor(max_workers=min(jobs, total), mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_quiet_worker)
+    try:
+        index = {pool.submit(_run_task, task): i for i, task in enumerate(tasks)}
+        pending, done = set(index), 0
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                outputs[index[future]] = future.result()
+                done += 1
+                if outputs[index[future]][0]:
+                    pending = set()  # a failed run: stop (the others are cancelled below)
+            if progress:
+                progress(done, total)
+    except BaseException:
+        _stop(pool)
+        raise
+    if any(o is None or o[0] for o in outputs):
+        _stop(pool)
+    else:
+        pool.shutdown()
+    return outputs
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Cancel queued runs and end the running ones now rather than waiting for them."""
+    if hasattr(pool, "terminate_workers"):  # Python 3.14+
+        pool.terminate_workers()
+        return
+    processes = list((getattr(pool, "_processes", None) or {}).values())  # before shutdown() forgets them
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.join(5)
+
+
+class _Progress:
+    """``name: done/total runs`` on stderr, redrawn with ``\\r`` when it is a terminal."""
+
+    def __init__(self, name: str, total: int, stream=None):
+        self.stream = stream if stream is not None else sys.stderr
+        try:
+            self.enabled = self.stream.isatty()
+        except (AttributeError, ValueError):
+            self.enabled = False
+        self.name, self.shown = name, False
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.enabled:
+            self.stream.write(f"\r{self.name}: {done}/{total} runs")
+            self.stream.flush()
+            self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+
+# -- results -------------------------------------------------------------------------------------
+
+
+def _flatten(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in d.items():
+        if isinstance(value, dict):
+            out.update(_flatten(value, f"{prefix}{key}_"))
+        elif not isinstance(value, list):
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _column(name: str, values: list) -> pl.Series:
+    """A typed column: integers, floats, booleans or text (nulls allowed); the same input, the same type."""
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, bool) for v in present):
+        dtype = pl.Boolean
+    elif all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+        dtype = pl.Int64 if present else pl.Float64
+    elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        dtype, values = pl.Float64, [None if v is None else float(v) for v in values]
+    else:
+        dtype, values = pl.String, [None if v is None else str(v) for v in values]
+    return pl.Series(name, values, dtype=dtype)
+
+
+def _frame(rows: list[dict]) -> pl.DataFrame:
+    names = list(dict.fromkeys(k for row in rows for k in row))
+    return pl.DataFrame([_column(n, [row.get(n) for row in rows]) for n in names])
+
+
+class SweepResult:
+    """The outcome of a sweep: ``runs`` (one row per run and flow, the results.csv rows), ``cells``
+    (mean and std over seeds per cell and flow), ``summaries`` ((label, seed) -> summary.json text)."""
+
+    def __init__(self, sweep: Sweep, cells: list[tuple[str, dict, Scenario]], summaries: dict[tuple[str, int], str]):
+        self.sweep = sweep
+        self.labels = [label for label, _, _ in cells]
+        self.params = {label: params for label, params, _ in cells}
+        self.scenarios = {label: sc for label, _, sc in cells}
+        self.summaries = summaries
+        self.runs = self._runs_frame()
+        self.cells = self._cells_frame()
+
+    def _param_columns(self) -> dict[str, dict[str, Any]]:
+        """Cell parameters as table columns: the values themselves when they are plain numbers,
+        strings or booleans of one type, else their label text."""
+        columns = {}
+        for key, values in self.sweep.grid.items():
+            kinds = {type(v) for v in values}
+            plain = len(kinds) == 1 and kinds <= {str, int, float, bool} or kinds == {int, float}
+            texts = dict(zip(map(json.dumps, values), values if plain else _value_texts(values)))
+            columns[key] = {label: texts[json.dumps(self.params[label][key])] for label in self.labels}
+        if self.sweep.variants:
+            columns["variant"] = {label: self.params[label]["variant"] for label in self.labels}
+        return columns
+
+    def _runs_frame(self) -> pl.DataFrame:
+        params = self._param_columns()
+        rows = []
+        for label in self.labels:
+            for seed in self.sweep.seeds:
+                summary = json.loads(self.summaries[(label, seed)])
+                total = {f"total_{k}": v for k, v in _flatten(summary.get("total", {})).items()}
+                for flow in summary.get("flows", []):
+                    row = {"cell": label, **{k: col[label] for k, col in params.items()}, "seed": seed,
+                           "flow": flow.get("name"), "controller": flow.get("controller")}
+                    row.update({k: v for k, v in _flatten(flow).items() if k not in ("name", "controller")})
+                    row.update(total)
+                    rows.append(row)
+        return _frame(rows)
+
+    def _cells_frame(self) -> pl.DataFrame:
+        runs = self.runs
+        keys = ["cell", *self._param_columns(), "flow", "controller"]
+        metrics = [c for c, t in runs.schema.items() if c not in keys and c != "seed" and t.is_numeric()]
+        aggs = [pl.len().alias("runs")]
+        for m in metrics:
+            aggs += [pl.col(m).mean().alias(f"{m}_mean"), pl.col(m).std().alias(f"{m}_std")]
+        return runs.group_by(["cell", "flow"], maintain_order=True).agg(
+            [pl.col(k).first() for k in keys if k not in ("cell", "flow")] + aggs).select(
+            keys + [a.meta.output_name() for a in aggs])
+
+    def __repr__(self) -> str:
+        return f"<rtcc.SweepResult {self.sweep.name!r} cells={len(self.labels)} seeds={self.sweep.seeds}>"
+
+    def markdown(self) -> str:
+        """summary.md: one row per cell and flow, the main metrics as mean ± std over seeds."""
+        from .report import COLUMNS
+
+        sw = self.sweep
+        out = [f"# Sweep: {sw.name}", ""]
+        if sw.description:
+            out += [sw.description, ""]
+        out += [f"{len(self.labels)} cells × {len(sw.seeds)} seeds (seeds {', '.join(map(str, sw.seeds))}); "
+                "mean ± standard deviation over seeds.", ""]
+        out += ["| cell | flow | controller | " + " | ".join(c.header for c in COLUMNS) + " |",
+                "|:---|:---|:---|" + "---:|" * len(COLUMNS)]
+        for label in self.labels:
+            summaries = [json.loads(self.summaries[(label, seed)]) for seed in sw.seeds]
+            for i, flow in enumerate(summaries[0].get("flows", [])):
+                cells = [label, str(flow.get("name", "")), str(flow.get("controller", ""))]
+                for c in COLUMNS:
+                    values = [c.get(s["flows"][i], s.get("total", {})) for s in summaries]
+                    cells.append(_mean_std([v for v in values if v is not None], c.digits))
+                out.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
+        return "\n".join(out) + "\n"
+
+    def write(self, folder: str | os.PathLike) -> None:
+        """Write the sweep files into an existing (temporary) folder; run folders already there are kept."""
+        folder = Path(folder)
+        self.runs.write_csv(folder / "results.csv")
+        self.runs.write_parquet(folder / "results.parquet")
+        self.cells.write_csv(folder / "cells.csv")
+        with open(folder / "sweep.json", "w", encoding="utf-8") as f:
+            f.write(json.dumps(self.sweep.to_dict(), indent=2, default=str) + "\n")
+        (folder / "summary.md").write_text(self.markdown(), encoding="utf-8")
+        for (label, seed), text in self.summaries.items():
+            run = folder / "runs" / label / f"seed{seed}"
+            if not (run / "summary.json").exists():
+                run.mkdir(parents=True, exist_ok=True)
+                with open(run / "summary.json", "w", encoding="utf-8", newline="") as f:
+                    f.write(text)
+                scenario = self.scenarios[label].to_dict() | {"seed": seed}
+                (run / "scenario.json").write_text(json.dumps(scenario, sort_keys=True, indent=2, default=str) + "\n",
+                                                   encoding="utf-8")
+
+    def save(self, out_dir: str | os.PathLike, force: bool = False) -> Path:
+        """Write the sweep folder ``out_dir`` atomically; an existing non-empty one needs ``force``."""
+        with atomic_dir(out_dir, force=force) as tmp:
+            self.write(tmp)
+        return Path(out_dir)
+
+
+def _mean_std(values: list[float], digits: int) -> str:
+    if not values:
+        return "–"
+    text = f"{statistics.fmean(values):.{digits}f}"
+    return f"{text} ± {statistics.stdev(values):.{digits}f}" if len(values) > 1 else text
+
+
+def run_sweep(sweep: Sweep, out_dir: str | os.PathLike, jobs: int | None = None, force: bool = False,
+              keep_logs: bool = False, progress: bool = False) -> SweepResult:
+    """Run ``sweep`` and write its folder ``out_dir`` atomically (with full run folders if ``keep_logs``)."""
+    with atomic_dir(out_dir, force=force) as tmp:
+        result = sweep.run(jobs=jobs, progress=progress, logs_dir=tmp / "runs" if keep_logs else None)
+        result.write(tmp)
+    return result
