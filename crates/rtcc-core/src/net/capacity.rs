@@ -271,6 +271,9 @@ pub enum Capacity {
     Constant(Rate),
     Schedule(Arc<Schedule>),
     Trace(Arc<MahimahiTrace>),
+    /// A token-bucket shaper (Linux `tbf`): tokens accrue at `rate` up to `burst` bytes and a
+    /// packet leaves as soon as the bucket holds its size (the line behind it is not limiting).
+    TokenBucket { rate: Rate, burst: u64 },
 }
 
 /// Width of the window over which a trace's "current rate" is measured.
@@ -285,6 +288,8 @@ impl Capacity {
         match self {
             Capacity::Unlimited => f64::INFINITY,
             Capacity::Constant(r) => r.bytes_in(to - from),
+            // The long-run rate; the initial burst is not counted as capacity.
+            Capacity::TokenBucket { rate, .. } => rate.bytes_in(to - from),
             Capacity::Schedule(s) => s.bytes_between(from, to),
             Capacity::Trace(tr) => {
                 (tr.opportunities_before(to) - tr.opportunities_before(from)) as f64
@@ -299,7 +304,7 @@ impl Capacity {
     pub fn rate_at(&self, t: Time) -> Rate {
         match self {
             Capacity::Unlimited => Rate(f64::INFINITY),
-            Capacity::Constant(r) => *r,
+            Capacity::Constant(r) | Capacity::TokenBucket { rate: r, .. } => *r,
             Capacity::Schedule(s) => s.rate_at(t),
             Capacity::Trace(_) => {
                 let half = Duration(TRACE_RATE_WINDOW.0 / 2);

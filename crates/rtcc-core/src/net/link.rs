@@ -11,11 +11,15 @@
 //!   packet departs at the opportunity that carries its last byte, and an opportunity with
 //!   nothing to send is wasted (`link_queue.cc` semantics). A packet that arrives exactly at an
 //!   opportunity's time may use it.
+//! - token bucket (Linux `tbf`): a bucket of `burst` bytes refills at `rate`; the head packet
+//!   leaves as soon as the bucket holds its size and takes that many tokens. A burst of up to
+//!   `burst` bytes therefore passes at once after an idle period, then packets are spaced at
+//!   `rate`. (tbf's optional peak rate is not modelled.)
 //! - unlimited: packets depart the instant they arrive and never queue.
 
 use super::capacity::{Capacity, OPPORTUNITY_BYTES};
 use super::queue::{NetPacket, Queue};
-use crate::units::Time;
+use crate::units::{Duration, Rate, Time};
 
 /// What a link did in one step.
 pub struct LinkOutput<P> {
@@ -45,10 +49,17 @@ pub struct Link<P> {
     next_opportunity: u64,
     /// When `on_event` must next be called.
     next_event: Option<Time>,
+    /// Token bucket: tokens (bytes) at `tokens_at`.
+    tokens: f64,
+    tokens_at: Time,
 }
 
 impl<P: NetPacket> Link<P> {
     pub fn new(capacity: Capacity, queue: Box<dyn Queue<P>>) -> Self {
+        let tokens = match capacity {
+            Capacity::TokenBucket { burst, .. } => burst as f64,
+            _ => 0.0,
+        };
         Link {
             capacity,
             queue,
@@ -56,6 +67,8 @@ impl<P: NetPacket> Link<P> {
             in_transit: None,
             next_opportunity: 0,
             next_event: None,
+            tokens,
+            tokens_at: Time::ZERO,
         }
     }
 
@@ -80,7 +93,10 @@ impl<P: NetPacket> Link<P> {
             return;
         }
         let rate = self.capacity.rate_at(now);
-        if let Err(p) = self.queue.enqueue(now, pkt, rate) {
+        let accepted = self.queue.enqueue(now, pkt, rate);
+        // Fair queues may drop other flows' packets to make room.
+        self.queue.drain_dropped(&mut out.dropped);
+        if let Err(p) = accepted {
             out.dropped.push(p);
             return;
         }
@@ -96,6 +112,10 @@ impl<P: NetPacket> Link<P> {
             _ => {
                 if let Some((p, t)) = self.serving.take() {
                     debug_assert!(t <= now);
+                    if let Capacity::TokenBucket { rate, burst } = self.capacity {
+                        self.refill(t, rate, burst);
+                        self.tokens -= p.size() as f64;
+                    }
                     out.departed.push((t, p));
                 }
                 self.next_event = None;
@@ -121,6 +141,15 @@ impl<P: NetPacket> Link<P> {
                     self.next_event = Some(done);
                 }
             }
+            &Capacity::TokenBucket { rate, burst } => {
+                if let Some(p) = self.queue.dequeue(now, &mut out.dropped) {
+                    self.refill(now, rate, burst);
+                    let missing = (p.size() as f64 - self.tokens).max(0.0);
+                    let done = now + Duration::from_secs_f64(missing * 8.0 / rate.bps());
+                    self.serving = Some((p, done));
+                    self.next_event = Some(done);
+                }
+            }
             Capacity::Schedule(s) => {
                 if let Some(p) = self.queue.dequeue(now, &mut out.dropped) {
                     let done = s.finish_time(now, p.size() as u64);
@@ -129,6 +158,11 @@ impl<P: NetPacket> Link<P> {
                 }
             }
         }
+    }
+
+    fn refill(&mut self, now: Time, rate: Rate, burst: u64) {
+        self.tokens = (self.tokens + rate.bytes_in(now - self.tokens_at)).min(burst as f64);
+        self.tokens_at = now;
     }
 
     fn use_opportunity(&mut self, now: Time, out: &mut LinkOutput<P>) {
@@ -166,7 +200,6 @@ mod tests {
     use super::super::capacity::{MahimahiTrace, Schedule};
     use super::super::queue::{tests::P, DropTail, QueueLimit};
     use super::*;
-    use crate::units::Rate;
     use std::sync::Arc;
 
     fn run(link: &mut Link<P>, arrivals: &[(u64, P)]) -> Vec<(u64, P)> {
@@ -260,6 +293,21 @@ mod tests {
         // 1500 bytes: 1000 in the first ms at 8 Mbps, 500 at 4 Mbps = 1 ms more.
         let d = run(&mut l, &[(0, P(1500, 0))]);
         assert_eq!(d[0].0, 2 * MS);
+    }
+
+    #[test]
+    fn token_bucket_passes_a_burst_then_spaces_at_its_rate() {
+        // 3000-byte bucket at 8 Mbit/s (1 byte per µs): two 1500-byte packets pass at once, the
+        // third waits 1.5 ms for tokens, the fourth another 1.5 ms.
+        let cap = Capacity::TokenBucket { rate: Rate(8e6), burst: 3000 };
+        let mut l = Link::new(cap, Box::new(DropTail::new(QueueLimit::Unlimited)));
+        let d = run(&mut l, &[(0, P(1500, 0)), (0, P(1500, 1)), (0, P(1500, 2)), (0, P(1500, 3))]);
+        let us: Vec<u64> = d.iter().map(|x| x.0 / 1000).collect();
+        assert_eq!(us, vec![0, 0, 1500, 3000]);
+        // After 10 ms idle the bucket is full again (capped at 3000 bytes).
+        let d = run(&mut l, &[(13 * MS, P(1500, 4)), (13 * MS, P(1500, 5)), (13 * MS, P(1500, 6))]);
+        let us: Vec<u64> = d.iter().map(|x| x.0 / 1000).collect();
+        assert_eq!(us, vec![13_000, 13_000, 14_500]);
     }
 
     #[test]

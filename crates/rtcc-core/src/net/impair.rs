@@ -1,0 +1,195 @@
+//! Link impairments applied to packets as they leave a link: loss, delay jitter and aggregation.
+//!
+//! Applied in this order to each departing packet:
+//! 1. **Loss**: independent (Bernoulli, probability `p`), or bursty with the Gilbert–Elliott
+//!    two-state chain (the model behind netem's `loss gemodel p r 1-h 1-k`): in each packet the
+//!    chain moves Good→Bad with probability `p` and Bad→Good with `r`, then the packet is lost
+//!    with `loss_good` in Good and `loss_bad` in Bad. The mean burst length is `1/r` packets and
+//!    the stationary loss rate `(p·loss_bad + r·loss_good)/(p + r)`.
+//! 2. **Jitter without reordering**: each packet gets an extra delay drawn uniformly from
+//!    `[0, jitter)`, but never leaves before the packet ahead of it (release =
+//!    max(previous release, departure + extra)), as on a real link where one queue serves in
+//!    order. (netem's jitter reorders unless rate-limited; ours never does.)
+//! 3. **Aggregation**: packets are released in batches at the ends of consecutive `interval`s
+//!    (a packet released in `[k·T, (k+1)·T)` is delivered at `(k+1)·T`), as Wi-Fi block-acks and
+//!    LTE transport blocks deliver bursts.
+//!
+//! All randomness comes from a seeded generator, so a run is reproducible.
+
+use crate::units::{Duration, Time};
+use rand_chacha::ChaCha8Rng;
+use rand_core::{Rng, SeedableRng};
+use serde::Deserialize;
+
+/// How packets are lost.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum LossModel {
+    #[default]
+    None,
+    Random {
+        p: f64,
+    },
+    GilbertElliott {
+        p: f64,
+        r: f64,
+        loss_good: f64,
+        loss_bad: f64,
+    },
+}
+
+/// Impairments of one direction of a link.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ImpairmentConfig {
+    pub loss: LossModel,
+    pub jitter: Duration,
+    pub aggregation: Option<Duration>,
+}
+
+impl ImpairmentConfig {
+    pub fn is_none(&self) -> bool {
+        *self == ImpairmentConfig::default()
+    }
+}
+
+/// `loss = 0.01` or `loss = { model = "gilbert-elliott", p = 0.01, r = 0.3 }` in a scenario.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LossTable {
+    model: String,
+    p: f64,
+    r: Option<f64>,
+    loss_good: Option<f64>,
+    loss_bad: Option<f64>,
+}
+
+impl LossModel {
+    /// Read a scenario's `loss` value (a probability, or a table); errors say what is allowed.
+    pub fn from_value(v: &serde_json::Value) -> Result<LossModel, String> {
+        let prob = |name: &str, x: f64| {
+            if (0.0..=1.0).contains(&x) {
+                Ok(x)
+            } else {
+                Err(format!("{name} must be a probability between 0 and 1, got {x}"))
+            }
+        };
+        if let Some(p) = v.as_f64() {
+            return Ok(LossModel::Random { p: prob("loss", p)? });
+        }
+        let t: LossTable = serde_json::from_value(v.clone()).map_err(|e| {
+            format!("{e}; write a probability (loss = 0.01) or a table {{ model = \"random\" | \"gilbert-elliott\", p, r, loss_good, loss_bad }}")
+        })?;
+        match t.model.as_str() {
+            "random" => Ok(LossModel::Random { p: prob("p", t.p)? }),
+            "gilbert-elliott" => {
+                let r = t.r.ok_or("the gilbert-elliott model needs r (the Bad→Good probability)")?;
+                if r <= 0.0 {
+                    return Err("r must be > 0 (otherwise a burst never ends)".into());
+                }
+                Ok(LossModel::GilbertElliott {
+                    p: prob("p", t.p)?,
+                    r: prob("r", r)?,
+                    loss_good: prob("loss_good", t.loss_good.unwrap_or(0.0))?,
+                    loss_bad: prob("loss_bad", t.loss_bad.unwrap_or(1.0))?,
+                })
+            }
+            other => Err(format!("unknown loss model {other:?}; valid models: random, gilbert-elliott")),
+        }
+    }
+}
+
+pub struct Impairments {
+    config: ImpairmentConfig,
+    rng: ChaCha8Rng,
+    bad_state: bool,
+    last_release: Time,
+}
+
+fn uniform(rng: &mut ChaCha8Rng) -> f64 {
+    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+impl Impairments {
+    pub fn new(config: ImpairmentConfig, seed: u64) -> Impairments {
+        Impairments { config, rng: ChaCha8Rng::seed_from_u64(seed), bad_state: false, last_release: Time::ZERO }
+    }
+
+    pub fn config(&self) -> &ImpairmentConfig {
+        &self.config
+    }
+
+    /// A packet left the link at `t`: when it is released (`None` if it is lost).
+    pub fn on_departure(&mut self, t: Time) -> Option<Time> {
+        let lost = match self.config.loss {
+            LossModel::None => false,
+            LossModel::Random { p } => uniform(&mut self.rng) < p,
+            LossModel::GilbertElliott { p, r, loss_good, loss_bad } => {
+                let flip = uniform(&mut self.rng) < if self.bad_state { r } else { p };
+                self.bad_state ^= flip;
+                uniform(&mut self.rng) < if self.bad_state { loss_bad } else { loss_good }
+            }
+        };
+        if lost {
+            return None;
+        }
+        let mut release = t;
+        if self.config.jitter.0 > 0 {
+            release = release + Duration(self.rng.next_u64() % self.config.jitter.0);
+        }
+        release = release.max(self.last_release);
+        self.last_release = release;
+        // Batching is monotone, so it keeps the order jitter preserved.
+        if let Some(iv) = self.config.aggregation.filter(|d| d.0 > 0) {
+            release = Time((release.0 / iv.0 + 1) * iv.0);
+        }
+        Some(release)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(cfg: ImpairmentConfig, n: u64) -> Vec<Option<Time>> {
+        let mut imp = Impairments::new(cfg, 5);
+        (0..n).map(|i| imp.on_departure(Time::from_millis(i))).collect()
+    }
+
+    #[test]
+    fn random_loss_has_its_rate() {
+        let cfg = ImpairmentConfig { loss: LossModel::Random { p: 0.1 }, ..Default::default() };
+        let lost = run(cfg, 100_000).iter().filter(|r| r.is_none()).count();
+        assert!((lost as f64 / 1e5 - 0.1).abs() < 0.005, "{lost}");
+    }
+
+    #[test]
+    fn gilbert_elliott_losses_come_in_bursts_of_mean_one_over_r() {
+        let loss = LossModel::GilbertElliott { p: 0.01, r: 0.25, loss_good: 0.0, loss_bad: 1.0 };
+        let out = run(ImpairmentConfig { loss, ..Default::default() }, 200_000);
+        let lost = out.iter().filter(|r| r.is_none()).count() as f64;
+        // Stationary loss p/(p + r) = 0.01/0.26 = 3.85 %.
+        assert!((lost / 2e5 - 0.0385).abs() < 0.004, "loss rate {}", lost / 2e5);
+        let bursts = out.windows(2).filter(|w| w[0].is_some() && w[1].is_none()).count() as f64;
+        let mean_burst = lost / bursts;
+        assert!((mean_burst - 4.0).abs() < 0.3, "mean burst {mean_burst}, expected 1/r = 4");
+    }
+
+    #[test]
+    fn jitter_never_reorders_and_aggregation_batches() {
+        let cfg = ImpairmentConfig { jitter: Duration::from_millis(20), ..Default::default() };
+        let out: Vec<Time> = run(cfg, 1000).into_iter().map(|r| r.unwrap()).collect();
+        assert!(out.windows(2).all(|w| w[0] <= w[1]), "release order = departure order");
+        assert!(out.iter().enumerate().all(|(i, t)| *t >= Time::from_millis(i as u64)));
+        let cfg = ImpairmentConfig { aggregation: Some(Duration::from_millis(10)), ..Default::default() };
+        let out: Vec<u64> = run(cfg, 25).into_iter().map(|r| r.unwrap().0 / 1_000_000).collect();
+        assert_eq!(&out[..12], &[10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 20, 20]);
+    }
+
+    #[test]
+    fn loss_values_are_checked() {
+        assert!(LossModel::from_value(&serde_json::json!(1.5)).is_err());
+        let e = LossModel::from_value(&serde_json::json!({"model": "burst", "p": 0.1})).unwrap_err();
+        assert!(e.contains("gilbert-elliott"), "{e}");
+        let ge = LossModel::from_value(&serde_json::json!({"model": "gilbert-elliott", "p": 0.1, "r": 0.5})).unwrap();
+        assert_eq!(ge, LossModel::GilbertElliott { p: 0.1, r: 0.5, loss_good: 0.0, loss_bad: 1.0 });
+    }
+}
