@@ -9,6 +9,7 @@
 //! - [`cc`]: the [`cc::Controller`] trait, the registry, and the controllers.
 //! - [`net`]: link capacity models, queues and the bottleneck link.
 //! - [`media`]: frame source, encoders, packetizer, pacer, sender and receiver.
+//! - [`tcp`]: a TCP-like bulk sender around a window-based controller (cross traffic).
 //! - [`metrics`]: pure functions from logs to the metrics every comparison reports.
 
 pub mod cc;
@@ -16,6 +17,7 @@ pub mod media;
 pub mod metrics;
 pub mod net;
 pub mod packet;
+pub mod tcp;
 pub mod units;
 
 pub use units::{Bytes, Duration, Rate, Time};

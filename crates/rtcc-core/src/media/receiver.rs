@@ -98,6 +98,12 @@ impl Receiver {
         })
     }
 
+    /// Whether something not yet reported is missing (a later packet arrived first): a TCP
+    /// receiver acknowledges at once then (RFC 5681 §4.2).
+    pub fn has_gap(&self) -> bool {
+        self.pending.iter().any(|r| r.is_none())
+    }
+
     /// Whether a report would carry anything.
     pub fn has_feedback(&self) -> bool {
         !self.pending.is_empty()
