@@ -29,7 +29,8 @@ pub enum PacketKind {
     Padding = 1,
     /// A retransmitted media packet.
     Retransmission = 2,
-    /// A packet of a bandwidth-probe cluster.
+    /// Filler bytes of a bandwidth-probe cluster (media sent inside a cluster stays `Media`; see
+    /// [`crate::cc::ProbeCluster`]).
     Probe = 3,
 }
 

@@ -1,11 +1,15 @@
 //! Run a scenario and compute its summary.
 
-use crate::scenario::Scenario;
+use crate::scenario::{FlowKind, Scenario};
 use crate::sim::{capacity_fn, FlowLogs, SimOutput, Simulation, StateLog};
-use rtcc_core::metrics::{self, FlowLog, FlowSummary, TotalSummary};
+use rtcc_core::metrics::{self, sqp_frame_delay, FlowLog, FlowSummary, TotalSummary};
 use rtcc_core::net::Capacity;
 use rtcc_core::{Duration, Time};
 use serde::Serialize;
+
+/// Frame rate of the simulated video of SQP's Eq. 10 when a run has no video flow (SQP §6.2:
+/// 60 fps, `I` = 16.66 ms).
+pub const SQP_METRIC_FPS: f64 = 60.0;
 
 /// The metrics of a run, as written to `summary.json`.
 #[derive(Debug, Clone, Serialize)]
@@ -76,14 +80,49 @@ pub fn run(
         })
         .collect();
     let end = Time(sc.duration.0);
+    let mut flow_summaries: Vec<FlowSummary> = logs
+        .iter()
+        .map(|l| metrics::summarize_flow(l, end, &cap))
+        .collect();
+    // SQP's simulated video (Eq. 10) for every flow: a video flow's slots follow its own frame
+    // rate, any other flow's the first video flow's (60 fps, SQP's, when there is none), so
+    // video and non-video senders are turned into frames the same way.
+    let reference_fps = sc
+        .flows
+        .iter()
+        .find(|f| matches!(f.kind, FlowKind::Video))
+        .map_or(SQP_METRIC_FPS, |f| f.fps);
+    for (summary, f) in flow_summaries.iter_mut().zip(&flows) {
+        let fps = if matches!(f.config.kind, FlowKind::Video) {
+            f.config.fps
+        } else {
+            reference_fps
+        };
+        let mut sent: Vec<sqp_frame_delay::SentPacket> = f
+            .packets
+            .iter()
+            .map(|p| sqp_frame_delay::SentPacket {
+                ingress: p.enqueue,
+                size: p.size,
+                recv: p.recv,
+            })
+            .collect();
+        if sent.windows(2).any(|w| w[1].ingress < w[0].ingress) {
+            sent.sort_by_key(|p| p.ingress);
+        }
+        summary.sqp_frame_delay = sqp_frame_delay::summarize(
+            &sent,
+            f.config.start,
+            f.config.stop,
+            Duration::from_secs_f64(1.0 / fps),
+            end,
+        );
+    }
     let summary = Summary {
         scenario: sc.name.clone(),
         seed: sc.seed,
         duration_s: sc.duration.as_secs_f64(),
-        flows: logs
-            .iter()
-            .map(|l| metrics::summarize_flow(l, end, &cap))
-            .collect(),
+        flows: flow_summaries,
         total: metrics::summarize_total(&logs, end, &cap),
     };
     let capacity = capacity_series(&sc.forward.capacity, end, Duration::from_millis(100));

@@ -9,7 +9,10 @@
 
 use rtcc_core::cc::{self, ControllerContext, FeedbackPolicy, Params};
 use rtcc_core::media::encoder;
-use rtcc_core::net::{Capacity, MahimahiTrace, QueueLimit, Schedule};
+use rtcc_core::media::source::JitterModel;
+use rtcc_core::net::impair::{ImpairmentConfig, LossModel};
+use rtcc_core::net::{Capacity, MahimahiTrace, QueueConfig, Schedule};
+use rtcc_core::tcp::App;
 use rtcc_core::{Bytes, Duration, Rate, Time};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -53,10 +56,25 @@ pub struct LinkSpec {
     pub schedule: Option<serde_json::Value>,
     /// A mahimahi trace file.
     pub trace: Option<String>,
+    /// A token-bucket shaper (Linux `tbf`): `{ rate = "5Mbps", burst = "15KB" }`.
+    pub token_bucket: Option<TokenBucketSpec>,
     /// One-way propagation delay.
     pub delay: Option<Duration>,
-    /// Drop-tail limit.
-    pub queue: Option<QueueLimit>,
+    /// Queue discipline: a drop-tail limit (`"120ms"`) or `{ kind = "codel", ... }`.
+    pub queue: Option<QueueConfig>,
+    /// Packet loss: a probability or `{ model = "gilbert-elliott", p, r, ... }`.
+    pub loss: Option<serde_json::Value>,
+    /// Extra delay per packet, uniform in `[0, jitter)`, never reordering.
+    pub jitter: Option<Duration>,
+    /// Release departures in batches at the end of each interval.
+    pub aggregation: Option<Duration>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenBucketSpec {
+    pub rate: Rate,
+    pub burst: Bytes,
 }
 
 #[derive(Debug, Deserialize)]
@@ -68,14 +86,20 @@ pub struct FlowSpec {
     pub controller: Option<String>,
     /// Sending rate of a `cbr` flow.
     pub rate: Option<Rate>,
-    /// Packet size of a `cbr` flow.
+    /// Packet size of a `cbr` flow, segment size of a `tcp` flow.
     pub packet_size: Option<Bytes>,
+    /// Application of a `tcp` flow: `{ model = "bulk" | "onoff" | "finite", ... }`.
+    pub app: Option<serde_json::Value>,
+    /// A `tcp` receiver acknowledges every second segment (or after 40 ms) instead of each.
+    pub delayed_ack: Option<bool>,
     #[serde(default)]
     pub params: Params,
     pub start: Option<Duration>,
     pub stop: Option<Duration>,
     pub fps: Option<f64>,
     pub frame_jitter: Option<Duration>,
+    /// How the frame jitter accumulates: `"grid"` (default) or `"walk"`.
+    pub frame_jitter_model: Option<String>,
     pub encoder: Option<String>,
     pub payload: Option<Bytes>,
     pub overhead: Option<Bytes>,
@@ -90,7 +114,10 @@ pub struct FlowSpec {
 pub struct LinkConfig {
     pub capacity: Capacity,
     pub delay: Duration,
-    pub queue: QueueLimit,
+    pub queue: QueueConfig,
+    /// Mean capacity over the run, which sizes queues given relative to the rate (presets).
+    pub nominal_rate: Rate,
+    pub impairments: ImpairmentConfig,
 }
 
 /// What a flow sends.
@@ -101,6 +128,8 @@ pub enum FlowKind {
     /// Constant-rate cross traffic: `packet_size`-byte packets evenly spaced at `rate`, no
     /// feedback, no congestion response (a UDP flow, like iperf's).
     Cbr { rate: Rate, packet_size: Bytes },
+    /// A TCP-like flow: `mss`-byte segments under a window-based controller.
+    Tcp { app: App, delayed_ack: bool, mss: Bytes },
 }
 
 /// A flow, resolved.
@@ -115,6 +144,7 @@ pub struct FlowConfig {
     pub stop: Time,
     pub fps: f64,
     pub frame_jitter: Duration,
+    pub frame_jitter_model: JitterModel,
     pub encoder: String,
     pub payload: Bytes,
     pub overhead: Bytes,
@@ -135,8 +165,6 @@ pub struct Scenario {
     pub flows: Vec<FlowConfig>,
 }
 
-/// Default forward queue: 1000 packets, Linux's default `txqueuelen`.
-pub const DEFAULT_QUEUE: QueueLimit = QueueLimit::Packets(1000);
 /// Default frame rate.
 pub const DEFAULT_FPS: f64 = 30.0;
 /// Default media payload per packet.
@@ -224,15 +252,17 @@ impl Scenario {
             return Err(err("duration", "must be longer than 0s".into()));
         }
         let duration = spec.duration;
-        let forward = resolve_link(&spec.path.forward, "path.forward", base_dir, None)
+        let forward = resolve_link(&spec.path.forward, "path.forward", base_dir, None, duration)
             .map_err(|(f, m)| err(&f, m))?;
         let reverse = match &spec.path.reverse {
-            Some(r) => resolve_link(r, "path.reverse", base_dir, Some(forward.delay))
+            Some(r) => resolve_link(r, "path.reverse", base_dir, Some(forward.delay), duration)
                 .map_err(|(f, m)| err(&f, m))?,
             None => LinkConfig {
                 capacity: Capacity::Unlimited,
                 delay: forward.delay,
-                queue: DEFAULT_QUEUE,
+                queue: QueueConfig::default(),
+                nominal_rate: Rate(f64::INFINITY),
+                impairments: ImpairmentConfig::default(),
             },
         };
         if spec.flows.is_empty() {
@@ -283,56 +313,11 @@ impl Scenario {
                     ),
                 ));
             }
-            let kind = match f.kind.as_deref().unwrap_or("video") {
-                "video" => FlowKind::Video,
-                "cbr" => {
-                    let video_only = [
-                        ("controller", f.controller.is_some()),
-                        ("params", !f.params.is_empty()),
-                        ("fps", f.fps.is_some()),
-                        ("frame_jitter", f.frame_jitter.is_some()),
-                        ("encoder", f.encoder.is_some()),
-                        ("payload", f.payload.is_some()),
-                        ("feedback", f.feedback.is_some()),
-                    ];
-                    if let Some((field, _)) = video_only.iter().find(|(_, given)| *given) {
-                        return Err(err(&at(field), "not used by a cbr flow (it sends constant-rate packets without a controller)".into()));
-                    }
-                    let rate = f.rate.ok_or_else(|| {
-                        err(
-                            &at("rate"),
-                            "a cbr flow needs a rate, e.g. rate = \"5Mbps\"".into(),
-                        )
-                    })?;
-                    if rate.bps() <= 0.0 {
-                        return Err(err(&at("rate"), "must be a positive rate".into()));
-                    }
-                    let packet_size = f.packet_size.unwrap_or(Bytes(MAX_PACKET));
-                    if packet_size.0 == 0 || packet_size.0 > MAX_PACKET {
-                        return Err(err(
-                            &at("packet_size"),
-                            format!("{packet_size} must be between 1B and {MAX_PACKET}B"),
-                        ));
-                    }
-                    FlowKind::Cbr { rate, packet_size }
-                }
-                other => {
-                    return Err(err(
-                        &at("kind"),
-                        format!("unknown flow kind {other:?}; valid kinds: video, cbr"),
-                    ));
-                }
+            let frame_jitter_model = match &f.frame_jitter_model {
+                Some(m) => JitterModel::parse(m).map_err(|e| err(&at("frame_jitter_model"), e))?,
+                None => JitterModel::Grid,
             };
-            if kind == FlowKind::Video {
-                for (field, given) in [
-                    ("rate", f.rate.is_some()),
-                    ("packet_size", f.packet_size.is_some()),
-                ] {
-                    if given {
-                        return Err(err(&at(field), "only cbr flows have this field; a video flow's rate comes from its controller (params)".into()));
-                    }
-                }
-            }
+            let kind = resolve_kind(&f, &at).map_err(|(field, m)| err(&field, m))?;
             let encoder = f.encoder.clone().unwrap_or_else(|| "ideal".into());
             encoder::create(&encoder).map_err(|m| err(&at("encoder"), m))?;
             let payload = f.payload.unwrap_or(DEFAULT_PAYLOAD);
@@ -352,19 +337,19 @@ impl Scenario {
             }
             let controller = match (kind, &f.controller) {
                 (FlowKind::Cbr { .. }, _) => "cbr".to_string(),
-                (FlowKind::Video, Some(c)) => c.clone(),
-                (FlowKind::Video, None) => {
+                (_, Some(c)) => c.clone(),
+                (_, None) => {
                     return Err(err(
                         &at("controller"),
                         format!(
-                            "a video flow needs a controller; valid controllers: {}",
+                            "a video or tcp flow needs a controller; valid controllers: {}",
                             controller_names()
                         ),
                     ));
                 }
             };
             let preferred = match kind {
-                FlowKind::Video => {
+                FlowKind::Video | FlowKind::Tcp { .. } => {
                     cc::lookup(&controller)
                         .map_err(|e| err(&at("controller"), e.to_string()))?
                         .feedback
@@ -393,6 +378,7 @@ impl Scenario {
                 stop: Time(stop.0),
                 fps,
                 frame_jitter,
+                frame_jitter_model,
                 encoder,
                 payload,
                 overhead,
@@ -402,7 +388,7 @@ impl Scenario {
                 feedback,
             };
             // Build the controller once now so that bad parameters fail before the run.
-            if kind == FlowKind::Video {
+            if !matches!(kind, FlowKind::Cbr { .. }) {
                 cc::create(
                     &flow.controller,
                     &flow.params,
@@ -446,6 +432,103 @@ impl FlowConfig {
     }
 }
 
+/// Fields that only some kinds of flow take (the others are common to all).
+const KIND_FIELDS: &[(&str, &[&str])] = &[
+    ("video", &["controller", "params", "fps", "frame_jitter", "frame_jitter_model", "encoder", "payload", "overhead", "padding_size", "feedback"]),
+    ("cbr", &["rate", "packet_size"]),
+    ("tcp", &["controller", "params", "packet_size", "app", "delayed_ack"]),
+];
+
+/// Which flow kind, with its own fields checked; fields of other kinds are rejected by name.
+fn resolve_kind(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> Result<FlowKind, (String, String)> {
+    let kind = f.kind.as_deref().unwrap_or("video");
+    let Some((_, own)) = KIND_FIELDS.iter().find(|(k, _)| *k == kind) else {
+        return Err((at("kind"), format!("unknown flow kind {kind:?}; valid kinds: video, cbr, tcp")));
+    };
+    let given = [
+        ("controller", f.controller.is_some()),
+        ("params", !f.params.is_empty()),
+        ("fps", f.fps.is_some()),
+        ("frame_jitter", f.frame_jitter.is_some()),
+        ("frame_jitter_model", f.frame_jitter_model.is_some()),
+        ("encoder", f.encoder.is_some()),
+        ("payload", f.payload.is_some()),
+        ("overhead", f.overhead.is_some()),
+        ("padding_size", f.padding_size.is_some()),
+        ("feedback", f.feedback.is_some()),
+        ("rate", f.rate.is_some()),
+        ("packet_size", f.packet_size.is_some()),
+        ("app", f.app.is_some()),
+        ("delayed_ack", f.delayed_ack.is_some()),
+    ];
+    if let Some((field, _)) = given.iter().find(|(name, g)| *g && !own.contains(name)) {
+        let owners: Vec<&str> =
+            KIND_FIELDS.iter().filter(|(_, fs)| fs.contains(field)).map(|(k, _)| *k).collect();
+        return Err((at(field), format!("a {kind} flow does not take this field (only {} flows do)", owners.join(" and "))));
+    }
+    let packet_size = |default: u64| -> Result<Bytes, (String, String)> {
+        let size = f.packet_size.unwrap_or(Bytes(default));
+        if size.0 == 0 || size.0 > MAX_PACKET {
+            return Err((at("packet_size"), format!("{size} must be between 1B and {MAX_PACKET}B")));
+        }
+        Ok(size)
+    };
+    match kind {
+        "video" => Ok(FlowKind::Video),
+        "cbr" => {
+            let rate = f.rate.ok_or_else(|| (at("rate"), "a cbr flow needs a rate, e.g. rate = \"5Mbps\"".to_string()))?;
+            if rate.bps() <= 0.0 {
+                return Err((at("rate"), "must be a positive rate".into()));
+            }
+            Ok(FlowKind::Cbr { rate, packet_size: packet_size(MAX_PACKET)? })
+        }
+        _ => Ok(FlowKind::Tcp {
+            app: resolve_app(f.app.as_ref()).map_err(|m| (at("app"), m))?,
+            delayed_ack: f.delayed_ack.unwrap_or(false),
+            mss: packet_size(MAX_PACKET)?,
+        }),
+    }
+}
+
+/// `{ model = "bulk" }`, `{ model = "onoff", on = "1s", off = "1s" }`, `{ model = "finite", size = "1MB" }`.
+fn resolve_app(v: Option<&serde_json::Value>) -> Result<App, String> {
+    const ALLOWED: &str = "expected { model = \"bulk\" }, { model = \"onoff\", on = \"1s\", off = \"1s\" } or { model = \"finite\", size = \"1MB\" }";
+    let Some(v) = v else { return Ok(App::Backlogged) };
+    let obj = v.as_object().ok_or_else(|| format!("{ALLOWED}, got {v}"))?;
+    let get = |k: &str| obj.get(k).and_then(|x| x.as_str());
+    let unknown = |allowed: &[&str]| obj.keys().find(|k| !allowed.contains(&k.as_str())).cloned();
+    let duration = |k: &str| -> Result<Duration, String> {
+        Duration::parse(get(k).ok_or_else(|| format!("the onoff model needs {k} (a duration)"))?).map_err(|e| e.to_string())
+    };
+    match get("model") {
+        Some("bulk") => match unknown(&["model"]) {
+            Some(k) => Err(format!("the bulk model takes no field {k:?}")),
+            None => Ok(App::Backlogged),
+        },
+        Some("onoff") => {
+            if let Some(k) = unknown(&["model", "on", "off"]) {
+                return Err(format!("unknown field {k:?}; the onoff model takes on, off"));
+            }
+            let (on, off) = (duration("on")?, duration("off")?);
+            if on.0 == 0 {
+                return Err("on must be longer than 0s".into());
+            }
+            Ok(App::OnOff { on, off })
+        }
+        Some("finite") => {
+            if let Some(k) = unknown(&["model", "size"]) {
+                return Err(format!("unknown field {k:?}; the finite model takes size"));
+            }
+            let size = Bytes::parse(get("size").ok_or("the finite model needs size (e.g. \"1MB\")")?).map_err(|e| e.to_string())?;
+            if size.0 == 0 {
+                return Err("size must be more than 0B".into());
+            }
+            Ok(App::Finite { bytes: size.0 })
+        }
+        _ => Err(ALLOWED.into()),
+    }
+}
+
 fn controller_names() -> String {
     cc::registry()
         .iter()
@@ -459,57 +542,87 @@ fn resolve_link(
     field: &str,
     base_dir: &Path,
     default_delay: Option<Duration>,
+    duration: Duration,
 ) -> Result<LinkConfig, (String, String)> {
-    let given = [
-        spec.capacity.is_some(),
-        spec.schedule.is_some(),
-        spec.trace.is_some(),
+    let at = |name: &str| format!("{field}.{name}");
+    let given: Vec<&str> = [
+        ("capacity", spec.capacity.is_some()),
+        ("schedule", spec.schedule.is_some()),
+        ("trace", spec.trace.is_some()),
+        ("token_bucket", spec.token_bucket.is_some()),
     ]
     .iter()
-    .filter(|b| **b)
-    .count();
-    let capacity = match (&spec.capacity, &spec.schedule, &spec.trace) {
-        _ if given > 1 => {
-            return Err((
-                field.into(),
-                "give only one of capacity, schedule or trace".into(),
-            ));
+    .filter(|(_, g)| *g)
+    .map(|(n, _)| *n)
+    .collect();
+    if given.len() > 1 {
+        return Err((
+            field.into(),
+            format!("give only one of capacity, schedule, trace or token_bucket (got {})", given.join(", ")),
+        ));
+    }
+    let capacity = if let Some(r) = spec.capacity {
+        if r.bps() <= 0.0 {
+            return Err((at("capacity"), "must be a positive rate, e.g. \"20Mbps\"".into()));
         }
-        (Some(r), _, _) => {
-            if r.bps() <= 0.0 {
-                return Err((
-                    format!("{field}.capacity"),
-                    "must be a positive rate, e.g. \"20Mbps\"".into(),
-                ));
+        Capacity::Constant(r)
+    } else if let Some(schedule) = &spec.schedule {
+        let s = match schedule {
+            serde_json::Value::String(f) => Schedule::from_file(&resolve(base_dir, f)),
+            serde_json::Value::Array(items) => {
+                Schedule::new(inline_steps(items, &at("schedule"))?, "inline schedule")
             }
-            Capacity::Constant(*r)
+            other => {
+                return Err((
+                    at("schedule"),
+                    format!("expected a file name or a list of [\"<time>\", \"<rate>\"] pairs, got {other}"),
+                ))
+            }
+        };
+        Capacity::Schedule(Arc::new(s.map_err(|e| (at("schedule"), e.to_string()))?))
+    } else if let Some(f) = &spec.trace {
+        let t = MahimahiTrace::from_file(&resolve(base_dir, f)).map_err(|e| (at("trace"), e.to_string()))?;
+        Capacity::Trace(Arc::new(t))
+    } else if let Some(tb) = &spec.token_bucket {
+        if tb.rate.bps() <= 0.0 {
+            return Err((at("token_bucket.rate"), "must be a positive rate".into()));
         }
-        (_, Some(schedule), _) => {
-            let at = format!("{field}.schedule");
-            let s = match schedule {
-                serde_json::Value::String(f) => Schedule::from_file(&resolve(base_dir, f)),
-                serde_json::Value::Array(items) => Schedule::new(inline_steps(items, &at)?, "inline schedule"),
-                other => return Err((at, format!("expected a file name or a list of [\"<time>\", \"<rate>\"] pairs, got {other}"))),
-            };
-            Capacity::Schedule(Arc::new(s.map_err(|e| (at, e.to_string()))?))
-        }
-        (_, _, Some(f)) => {
-            let t = MahimahiTrace::from_file(&resolve(base_dir, f))
-                .map_err(|e| (format!("{field}.trace"), e.to_string()))?;
-            Capacity::Trace(Arc::new(t))
-        }
-        (None, None, None) if default_delay.is_some() => Capacity::Unlimited,
-        (None, None, None) => {
+        if tb.burst.0 < MAX_PACKET {
             return Err((
-                field.into(),
-                "the link needs a capacity: capacity = \"20Mbps\", schedule = \"file\" or trace = \"file\"".into(),
+                at("token_bucket.burst"),
+                format!("{} is smaller than one full-size packet ({MAX_PACKET}B), which could never pass", tb.burst),
             ));
         }
+        Capacity::TokenBucket { rate: tb.rate, burst: tb.burst.0 }
+    } else if default_delay.is_some() {
+        Capacity::Unlimited
+    } else {
+        return Err((
+            field.into(),
+            "the link needs a capacity: capacity = \"20Mbps\", schedule = \"file\", trace = \"file\" or token_bucket = { rate, burst }".into(),
+        ));
+    };
+    let nominal_rate = match &capacity {
+        Capacity::Unlimited => Rate(f64::INFINITY),
+        c => Rate(c.bytes_between(Time::ZERO, Time(duration.0)) * 8.0 / duration.as_secs_f64()),
+    };
+    // The default is 1000 packets of drop-tail, Linux's default `txqueuelen`.
+    let queue = spec.queue.clone().unwrap_or_default();
+    queue.resolve(nominal_rate).map_err(|e| (at("queue"), e))?;
+    let loss = match &spec.loss {
+        None => LossModel::None,
+        Some(v) => LossModel::from_value(v).map_err(|e| (at("loss"), e))?,
     };
     Ok(LinkConfig {
         capacity,
         delay: spec.delay.or(default_delay).unwrap_or(Duration::ZERO),
-        queue: spec.queue.unwrap_or(DEFAULT_QUEUE),
+        queue,
+        nominal_rate,
+        impairments: ImpairmentConfig {
+            loss,
+            jitter: spec.jitter.unwrap_or(Duration::ZERO),
+            aggregation: spec.aggregation.filter(|d| d.0 > 0),
+        },
     })
 }
 
@@ -661,8 +774,8 @@ params = { rate = "5Mbps" }
                 + "[[flows]]\nkind = \"cbr\"\nrate = \"1Mbps\"\ncontroller = \"fixed\"\n"),
         );
         assert_eq!(e.field, "flows[1].controller");
-        let e = error_of(&(OK.to_string() + "[[flows]]\nkind = \"tcp\"\n"));
-        assert!(e.message.contains("video, cbr"), "{e}");
+        let e = error_of(&(OK.to_string() + "[[flows]]\nkind = \"quic\"\n"));
+        assert!(e.message.contains("video, cbr, tcp"), "{e}");
         let e = error_of(&OK.replace("[[flows]]", "[[flows]]\nrate = \"1Mbps\""));
         assert_eq!(e.field, "flows[0].rate");
         let e = error_of(&OK.replace("controller = \"fixed\"", ""));
@@ -670,6 +783,22 @@ params = { rate = "5Mbps" }
             e.field == "flows[0].controller" && e.message.contains("fixed"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn tcp_flows_take_a_controller_and_an_application() {
+        let tcp = |extra: &str| OK.to_string() + "[[flows]]\nkind = \"tcp\"\n" + extra;
+        let s = parse(&tcp("controller = \"fixed\"\nparams = { rate = \"1Mbps\" }\napp = { model = \"finite\", size = \"1MB\" }\ndelayed_ack = true\n")).unwrap();
+        let kind = s.flows[1].kind;
+        assert_eq!(kind, FlowKind::Tcp { app: App::Finite { bytes: 1_000_000 }, delayed_ack: true, mss: Bytes(1500) });
+        let e = error_of(&tcp(""));
+        assert_eq!(e.field, "flows[1].controller");
+        let e = error_of(&tcp("controller = \"fixed\"\nparams = { rate = \"1Mbps\" }\nfps = 30\n"));
+        assert!(e.field == "flows[1].fps" && e.message.contains("only video flows"), "{e}");
+        let e = error_of(&tcp("controller = \"fixed\"\nparams = { rate = \"1Mbps\" }\napp = { model = \"onoff\", on = \"1s\" }\n"));
+        assert!(e.field == "flows[1].app" && e.message.contains("off"), "{e}");
+        let e = error_of(&tcp("controller = \"fixed\"\nparams = { rate = \"1Mbps\" }\napp = { model = \"poisson\" }\n"));
+        assert!(e.message.contains("finite"), "{e}");
     }
 
     #[test]

@@ -18,8 +18,11 @@
 use crate::scenario::{FlowConfig, FlowKind, Scenario};
 use rtcc_core::cc::{self, CapacityView};
 use rtcc_core::media::{encoder, ArrivedPacket, FrameSource, Packetizer, Receiver, VideoSender};
+use rtcc_core::net::impair::Impairments;
+use rtcc_core::packet::SentPacket;
+use rtcc_core::tcp::BulkSender;
 use rtcc_core::metrics::{FrameRecord, PacketRecord};
-use rtcc_core::net::{Capacity, DropTail, Link, LinkOutput, NetPacket};
+use rtcc_core::net::{Capacity, Link, LinkOutput, NetPacket};
 use rtcc_core::packet::{FrameAck, PacketKind, TransportFeedback};
 use rtcc_core::{Duration, Time};
 use std::cmp::Ordering;
@@ -77,6 +80,7 @@ enum Event {
     FeedbackTimer(u32),
     FlowStop(u32),
     CbrSend(u32),
+    AckTimer(u32),
     Link(Dir),
     AtReceiver(SimPacket),
     AtSender(SimPacket),
@@ -131,6 +135,81 @@ enum Endpoint {
     },
     /// Constant-rate cross traffic: one packet every `interval`, no feedback.
     Cbr { interval: Duration, size: u32 },
+    /// TCP-like bulk transfer; the receiver acknowledges each segment, or every second one
+    /// (and after at most `DELAYED_ACK_TIMEOUT`) with delayed ACKs.
+    Tcp {
+        sender: BulkSender,
+        receiver: Receiver,
+        delayed_ack: bool,
+        unacked: u32,
+        delack_at: Option<Time>,
+    },
+}
+
+/// Linux's minimum delayed-ACK timeout (`TCP_DELACK_MIN`, 40 ms); RFC 1122 allows up to 500 ms.
+const DELAYED_ACK_TIMEOUT: Duration = Duration(40_000_000);
+
+/// What the simulator needs from a sender that has a controller (video or TCP).
+trait SenderEnd {
+    fn poll_transmit(&mut self, now: Time) -> Option<SentPacket>;
+    fn poll_timeout(&self) -> Option<Time>;
+    fn controller_timeout(&self) -> Option<Time>;
+    fn handle_timeout(&mut self, now: Time);
+    fn on_feedback(&mut self, now: Time, fb: &TransportFeedback);
+    fn on_frame_ack(&mut self, now: Time, ack: &FrameAck);
+    fn state(&self, out: &mut Vec<(&'static str, f64)>);
+    fn stop(&mut self);
+}
+
+impl SenderEnd for VideoSender {
+    fn poll_transmit(&mut self, now: Time) -> Option<SentPacket> {
+        VideoSender::poll_transmit(self, now)
+    }
+    fn poll_timeout(&self) -> Option<Time> {
+        VideoSender::poll_timeout(self)
+    }
+    fn controller_timeout(&self) -> Option<Time> {
+        self.controller().next_timeout()
+    }
+    fn handle_timeout(&mut self, now: Time) {
+        VideoSender::handle_timeout(self, now)
+    }
+    fn on_feedback(&mut self, now: Time, fb: &TransportFeedback) {
+        VideoSender::on_feedback(self, now, fb)
+    }
+    fn on_frame_ack(&mut self, now: Time, ack: &FrameAck) {
+        VideoSender::on_frame_ack(self, now, ack)
+    }
+    fn state(&self, out: &mut Vec<(&'static str, f64)>) {
+        VideoSender::state(self, out)
+    }
+    fn stop(&mut self) {
+        VideoSender::stop(self)
+    }
+}
+
+impl SenderEnd for BulkSender {
+    fn poll_transmit(&mut self, now: Time) -> Option<SentPacket> {
+        BulkSender::poll_transmit(self, now)
+    }
+    fn poll_timeout(&self) -> Option<Time> {
+        BulkSender::poll_timeout(self)
+    }
+    fn controller_timeout(&self) -> Option<Time> {
+        // An RTO changes the controller too: log the state when it fires.
+        BulkSender::poll_timeout(self)
+    }
+    fn handle_timeout(&mut self, now: Time) {
+        BulkSender::handle_timeout(self, now)
+    }
+    fn on_feedback(&mut self, now: Time, fb: &TransportFeedback) {
+        BulkSender::on_feedback(self, now, fb)
+    }
+    fn on_frame_ack(&mut self, _now: Time, _ack: &FrameAck) {}
+    fn state(&self, out: &mut Vec<(&'static str, f64)>) {
+        BulkSender::state(self, out)
+    }
+    fn stop(&mut self) {}
 }
 
 struct FlowState {
@@ -139,12 +218,19 @@ struct FlowState {
     active: bool,
     /// The pending SenderWake event's time.
     wake_at: Option<Time>,
+    /// When the controller state was last sampled.
+    state_logged_at: Option<Time>,
 }
 
+/// Controller state is sampled at each feedback and timer event, but at most this often per flow
+/// (a TCP flow gets thousands of ACKs per second).
+pub const STATE_SAMPLE_INTERVAL: Duration = Duration(10_000_000);
+
 impl FlowState {
-    fn sender(&mut self) -> Option<&mut VideoSender> {
+    fn sender(&mut self) -> Option<&mut dyn SenderEnd> {
         match &mut self.endpoint {
             Endpoint::Video { sender, .. } => Some(sender),
+            Endpoint::Tcp { sender, .. } => Some(sender),
             Endpoint::Cbr { .. } => None,
         }
     }
@@ -166,6 +252,8 @@ pub struct Simulation {
     forward: Link<SimPacket>,
     reverse: Link<SimPacket>,
     link_event: [Option<Time>; 2],
+    /// Loss, jitter and aggregation after each link (forward, reverse), if configured.
+    impairments: [Option<Impairments>; 2],
     forward_delay: Duration,
     reverse_delay: Duration,
     messages: Vec<Option<ReverseMessage>>,
@@ -214,8 +302,21 @@ impl Simulation {
                             f.fps,
                             f.frame_jitter,
                             derive_seed(sc.seed, i as u64),
-                        ),
+                        )
+                        .with_model(f.frame_jitter_model),
                         receiver: Receiver::new(f.clock_offset),
+                    }
+                }
+                FlowKind::Tcp { app, delayed_ack, mss } => {
+                    let controller =
+                        cc::create(&f.controller, &f.params, &f.context(Some(capacity.clone())))
+                            .map_err(|e| format!("flows[{i}]: {e}"))?;
+                    Endpoint::Tcp {
+                        sender: BulkSender::new(controller, mss.0 as u32, app, f.start),
+                        receiver: Receiver::new(f.clock_offset),
+                        delayed_ack,
+                        unacked: 0,
+                        delack_at: None,
                     }
                 }
                 FlowKind::Cbr { rate, packet_size } => Endpoint::Cbr {
@@ -232,18 +333,25 @@ impl Simulation {
                 endpoint,
                 active: false,
                 wake_at: None,
+                state_logged_at: None,
             });
         }
-        let queue = |l: &crate::scenario::LinkConfig| Box::new(DropTail::<SimPacket>::new(l.queue));
+        let queue = |l: &crate::scenario::LinkConfig, d: u64| {
+            l.queue.build::<SimPacket>(l.nominal_rate, derive_seed(sc.seed, (2 << 32) | d))
+        };
         let mut sim = Simulation {
             now: Time::ZERO,
             end: Time(sc.duration.0),
             heap: BinaryHeap::new(),
             next_seq: 0,
             flows,
-            forward: Link::new(sc.forward.capacity.clone(), queue(&sc.forward)),
-            reverse: Link::new(sc.reverse.capacity.clone(), queue(&sc.reverse)),
+            forward: Link::new(sc.forward.capacity.clone(), queue(&sc.forward, 0)?),
+            reverse: Link::new(sc.reverse.capacity.clone(), queue(&sc.reverse, 1)?),
             link_event: [None, None],
+            impairments: [(&sc.forward, 0), (&sc.reverse, 1)].map(|(l, d)| {
+                let seed = derive_seed(sc.seed, (1 << 32) | d);
+                (!l.impairments.is_none()).then(|| Impairments::new(l.impairments, seed))
+            }),
             forward_delay: sc.forward.delay,
             reverse_delay: sc.reverse.delay,
             messages: Vec::new(),
@@ -269,6 +377,10 @@ impl Simulation {
                     sim.reschedule_sender(i);
                 }
                 Endpoint::Cbr { .. } => sim.push(start, Event::CbrSend(i as u32)),
+                Endpoint::Tcp { .. } => {
+                    sim.flows[i].wake_at = Some(start);
+                    sim.push(start, Event::SenderWake(i as u32));
+                }
             }
         }
         Ok(sim)
@@ -298,6 +410,7 @@ impl Simulation {
                 Event::FeedbackTimer(f) => self.on_feedback_timer(f as usize),
                 Event::FlowStop(f) => self.on_flow_stop(f as usize),
                 Event::CbrSend(f) => self.on_cbr_send(f as usize),
+                Event::AckTimer(f) => self.on_ack_timer(f as usize, time),
                 Event::Link(dir) => self.on_link_event(dir, time),
                 Event::AtReceiver(p) => self.on_receiver_packet(p),
                 Event::AtSender(p) => self.on_sender_message(p),
@@ -353,10 +466,7 @@ impl Simulation {
         }
         fl.wake_at = None;
         let Some(sender) = fl.sender() else { return };
-        let timer_due = sender
-            .controller()
-            .next_timeout()
-            .is_some_and(|t| t <= time);
+        let timer_due = sender.controller_timeout().is_some_and(|t| t <= time);
         sender.handle_timeout(time);
         if timer_due {
             self.log_state(i, time);
@@ -483,6 +593,11 @@ impl Simulation {
     }
 
     fn log_state(&mut self, i: usize, now: Time) {
+        let fl = &mut self.flows[i];
+        if fl.state_logged_at.is_some_and(|t| now < t + STATE_SAMPLE_INTERVAL) {
+            return;
+        }
+        fl.state_logged_at = Some(now);
         self.state_buf.clear();
         let Some(sender) = self.flows[i].sender() else {
             return;
@@ -521,15 +636,23 @@ impl Simulation {
         let mut out = std::mem::take(&mut self.link_out);
         for &(t, p) in &out.departed {
             let extra = self.flows[p.flow as usize].logs.config.extra_delay;
-            match dir {
-                Dir::Forward => {
-                    self.flows[p.flow as usize].logs.packets[p.id as usize].depart = Some(t);
-                    let at = t + self.forward_delay + extra;
-                    self.push(at, Event::AtReceiver(p));
+            // Loss, jitter and aggregation happen after the link (None: lost on the link).
+            let released = match &mut self.impairments[dir as usize] {
+                Some(imp) => imp.on_departure(t),
+                None => Some(t),
+            };
+            match (dir, released) {
+                (Dir::Forward, released) => {
+                    let record = &mut self.flows[p.flow as usize].logs.packets[p.id as usize];
+                    record.depart = Some(t);
+                    match released {
+                        Some(r) => self.push(r + self.forward_delay + extra, Event::AtReceiver(p)),
+                        None => record.dropped = true,
+                    }
                 }
-                Dir::Reverse => {
-                    let at = t + self.reverse_delay + extra;
-                    self.push(at, Event::AtSender(p));
+                (Dir::Reverse, Some(r)) => self.push(r + self.reverse_delay + extra, Event::AtSender(p)),
+                (Dir::Reverse, None) => {
+                    self.take_message(p.id);
                 }
             }
         }
@@ -562,8 +685,10 @@ impl Simulation {
         let i = p.flow as usize;
         let fl = &mut self.flows[i];
         fl.logs.packets[p.id as usize].recv = Some(now);
-        let Endpoint::Video { receiver, .. } = &mut fl.endpoint else {
-            return;
+        let receiver = match &mut fl.endpoint {
+            Endpoint::Video { receiver, .. } => receiver,
+            Endpoint::Tcp { .. } => return self.on_tcp_segment(p),
+            Endpoint::Cbr { .. } => return,
         };
         let frame = (p.frame != NO_FRAME).then_some(p.frame);
         let arrived = ArrivedPacket {
@@ -587,6 +712,44 @@ impl Simulation {
         };
         if ack.is_some() || feedback.is_some() {
             self.send_reverse(i, ReverseMessage { feedback, ack });
+        }
+    }
+
+    /// A TCP receiver got a segment: acknowledge it now, or delay the ACK.
+    fn on_tcp_segment(&mut self, p: SimPacket) {
+        let now = self.now;
+        let i = p.flow as usize;
+        let Endpoint::Tcp { receiver, delayed_ack, unacked, delack_at, .. } = &mut self.flows[i].endpoint else {
+            return;
+        };
+        let arrived = ArrivedPacket { seq: p.id, size: p.size, frame: None, index_in_frame: 0, packets_in_frame: 0 };
+        receiver.on_packet(now, &arrived);
+        *unacked += 1;
+        // RFC 5681 §4.2: ACK at least every second full-size segment, at once when out of order.
+        if !*delayed_ack || *unacked >= 2 || receiver.has_gap() {
+            *unacked = 0;
+            *delack_at = None;
+            if let Some(fb) = receiver.build_feedback() {
+                self.send_reverse(i, ReverseMessage { feedback: Some(fb), ack: None });
+            }
+        } else if delack_at.is_none() {
+            let at = now + DELAYED_ACK_TIMEOUT;
+            *delack_at = Some(at);
+            self.push(at, Event::AckTimer(i as u32));
+        }
+    }
+
+    fn on_ack_timer(&mut self, i: usize, time: Time) {
+        let Endpoint::Tcp { receiver, unacked, delack_at, .. } = &mut self.flows[i].endpoint else {
+            return;
+        };
+        if *delack_at != Some(time) {
+            return; // stale: the ACK went out earlier
+        }
+        *delack_at = None;
+        *unacked = 0;
+        if let Some(fb) = receiver.build_feedback() {
+            self.send_reverse(i, ReverseMessage { feedback: Some(fb), ack: None });
         }
     }
 

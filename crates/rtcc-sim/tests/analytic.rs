@@ -288,3 +288,76 @@ params = { rate = "5Mbps" }
         "loss {loss}, expected 16.7 %"
     );
 }
+
+#[test]
+fn link_impairments_lose_delay_and_batch_packets() {
+    let base = |extra: &str| {
+        scenario(&format!(
+            "duration = \"30s\"\n[path.forward]\ncapacity = \"10Mbps\"\ndelay = \"20ms\"\nqueue = \"100ms\"\n{extra}\n[[flows]]\ncontroller = \"fixed\"\nparams = {{ rate = \"5Mbps\" }}\n"
+        ))
+    };
+    let s = summarize(&base("loss = 0.02"));
+    let loss = s.flows[0].loss_rate.unwrap();
+    assert!((loss - 0.02).abs() < 0.003, "random loss {loss}, expected 2 %");
+    let s = summarize(&base("loss = { model = \"gilbert-elliott\", p = 0.005, r = 0.5 }"));
+    let loss = s.flows[0].loss_rate.unwrap();
+    assert!((loss - 0.005 / 0.505).abs() < 0.003, "Gilbert-Elliott loss {loss}, expected p/(p+r) ≈ 1 %");
+    // Jitter up to 10 ms: one-way delay spreads over [20, 30] ms plus serialisation, never below.
+    let s = summarize(&base("jitter = \"10ms\""));
+    let owd = s.flows[0].one_way_delay_ms;
+    assert!(owd.p50.unwrap() > 22.0 && owd.p99.unwrap() < 45.0, "{owd:?}");
+    // Aggregation in 20 ms batches adds on average about half a batch interval.
+    let plain = summarize(&base("")).flows[0].one_way_delay_ms.p50.unwrap();
+    let batched = summarize(&base("aggregation = \"20ms\"")).flows[0].one_way_delay_ms.p50.unwrap();
+    assert!((batched - plain - 10.0).abs() < 3.0, "batched {batched} vs plain {plain}");
+}
+
+#[test]
+fn a_token_bucket_shapes_to_its_rate() {
+    let sc = scenario(
+        "duration = \"20s\"\n[path.forward]\ntoken_bucket = { rate = \"4Mbps\", burst = \"30KB\" }\ndelay = \"10ms\"\nqueue = \"60KB\"\n[[flows]]\ncontroller = \"fixed\"\nparams = { rate = \"5Mbps\" }\n",
+    );
+    let s = summarize(&sc);
+    let f = &s.flows[0];
+    assert!((f.throughput_bps - 4e6).abs() < 4e6 * 0.02, "throughput {}", f.throughput_bps);
+    let loss = f.loss_rate.unwrap();
+    assert!((loss - 0.2).abs() < 0.02, "5 Mbit/s into a 4 Mbit/s bucket loses about 20 %: {loss}");
+    let e = Scenario::from_toml_str(
+        "duration = \"1s\"\n[path.forward]\ntoken_bucket = { rate = \"4Mbps\", burst = \"1KB\" }\n[[flows]]\ncontroller = \"oracle\"\n",
+        Path::new("."),
+        "t",
+        None,
+    )
+    .unwrap_err();
+    assert_eq!(e.field, "path.forward.token_bucket.burst");
+}
+
+#[test]
+fn queue_disciplines_are_chosen_in_the_scenario() {
+    // 12 Mbit/s of unresponsive traffic into 10 Mbit/s: drop-tail sits at its limit, CoDel keeps
+    // dropping at the head (its sojourn falls far below the 1000-packet limit's ~1 s), and fq_codel
+    // protects a sparse flow sharing the link.
+    let run_with = |queue: &str| {
+        summarize(&scenario(&format!(
+            "duration = \"30s\"\n[path.forward]\ncapacity = \"10Mbps\"\ndelay = \"20ms\"\nqueue = {queue}\n\
+             [[flows]]\nname = \"bulk\"\nkind = \"cbr\"\nrate = \"12Mbps\"\n\
+             [[flows]]\nname = \"sparse\"\nkind = \"cbr\"\nrate = \"100kbps\"\npacket_size = \"200B\"\n"
+        )))
+    };
+    let droptail = run_with("\"1000pkts\"");
+    let codel = run_with("{ kind = \"codel\" }");
+    let fq = run_with("{ kind = \"fq_codel\" }");
+    let q = |s: &Summary, f: usize| s.flows[f].queuing_delay_ms.p50.unwrap();
+    assert!(q(&droptail, 0) > 1000.0, "1000 packets at 10 Mbit/s is 1.2 s: {}", q(&droptail, 0));
+    assert!(q(&codel, 0) < q(&droptail, 0) / 2.0, "codel {} vs drop-tail {}", q(&codel, 0), q(&droptail, 0));
+    assert!(q(&fq, 1) < 5.0, "fq_codel serves the sparse flow first: {} ms", q(&fq, 1));
+    assert_eq!(fq.flows[1].packets_lost, 0, "the sparse flow loses nothing under fq_codel");
+    let e = Scenario::from_toml_str(
+        "duration = \"1s\"\n[path.forward]\ncapacity = \"1Mbps\"\nqueue = { kind = \"red\" }\n[[flows]]\ncontroller = \"oracle\"\n",
+        Path::new("."),
+        "t",
+        None,
+    )
+    .unwrap_err();
+    assert!(e.field.starts_with("path.forward.queue") && e.message.contains("codel"), "{e}");
+}

@@ -15,8 +15,14 @@ use crate::units::{Bytes, Duration, Rate, Time};
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
 
+pub mod bbr;
+pub mod cubic;
+pub mod delivery_rate;
 pub mod fixed;
+pub mod gcc;
 pub mod oracle;
+pub mod reno;
+pub mod sqp;
 
 /// What the controller asks of the sender right now.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -39,6 +45,35 @@ impl Decision {
             cwnd: None,
             padding_rate: Rate::ZERO,
         }
+    }
+}
+
+/// A request to send a bandwidth probe: a short cluster of packets at `rate`, faster than the
+/// pacing rate, whose arrival spacing tells the controller whether the path carries that rate
+/// (libwebrtc's `ProbeClusterConfig`, sent by its `BitrateProber`). A controller asks for one
+/// through [`Controller::probe`].
+///
+/// The pacer sends the cluster's packets `rate` apart (by size) from its first one, taking queued
+/// media first and padding of `padding_size` bytes (kind `Probe`) when no media waits, until both
+/// `min_bytes` and `min_packets` have left ([`ProbeCluster::is_complete`]). Every packet the
+/// sender sends while the controller asks for a cluster is a packet of that cluster, so the
+/// controller can count them in `on_packet_sent`. A pacer sends each id once and ids only grow:
+/// a controller keeps asking for a cluster until it has seen it complete, then asks for the next
+/// one (or none).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ProbeCluster {
+    pub id: u32,
+    pub rate: Rate,
+    pub min_bytes: u32,
+    pub min_packets: u32,
+    /// Wire size of the padding packets of the cluster (at least 1 byte is sent).
+    pub padding_size: u32,
+}
+
+impl ProbeCluster {
+    /// Whether `packets` packets totalling `bytes` complete the cluster.
+    pub fn is_complete(&self, bytes: u64, packets: u32) -> bool {
+        bytes >= self.min_bytes as u64 && packets >= self.min_packets
     }
 }
 
@@ -73,6 +108,10 @@ pub trait Controller: Send {
     fn on_frame_ack(&mut self, _now: Time, _ack: &FrameAck) {}
     /// The encoder produced a frame (before it is packetised).
     fn on_frame_encoded(&mut self, _now: Time, _frame: &FrameInfo) {}
+    /// A retransmission timeout fired at the sender: everything in flight is presumed lost and
+    /// has been forgotten (RFC 6298 §5); window-based controllers collapse their window
+    /// (RFC 5681 §3.1). The losses are not reported again through `on_feedback`.
+    fn on_rto(&mut self, _now: Time) {}
     /// A timer set through [`Controller::next_timeout`] expired.
     fn on_timeout(&mut self, _now: Time) {}
     /// When the controller next wants [`Controller::on_timeout`]; `None` for never.
@@ -81,6 +120,10 @@ pub trait Controller: Send {
     }
     /// What the sender should do now.
     fn decision(&self) -> Decision;
+    /// A bandwidth-probe cluster to send now, if any (see [`ProbeCluster`]).
+    fn probe(&self) -> Option<ProbeCluster> {
+        None
+    }
     /// Internal signals for logs and plots (name, value), e.g. `("trend", 0.3)`.
     fn state(&self, _out: &mut Vec<(&'static str, f64)>) {}
 }
@@ -145,7 +188,15 @@ pub struct ControllerInfo {
 
 /// Every controller rtcc knows, in the order they appear in comparisons.
 pub fn registry() -> &'static [ControllerInfo] {
-    static REGISTRY: &[ControllerInfo] = &[fixed::INFO, oracle::INFO];
+    static REGISTRY: &[ControllerInfo] = &[
+        fixed::INFO,
+        oracle::INFO,
+        gcc::INFO,
+        sqp::INFO,
+        reno::INFO,
+        cubic::INFO,
+        bbr::INFO,
+    ];
     REGISTRY
 }
 

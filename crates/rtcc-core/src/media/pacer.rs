@@ -5,8 +5,15 @@
 //! next may leave at `max(t, previous release) + s / pacing_rate`, so an idle period earns no
 //! burst. Padding is only sent while no media waits, at the controller's padding rate (and within
 //! the same pacing and window limits).
+//!
+//! Probing: while the controller asks for a [`ProbeCluster`] the pacer has not finished, every
+//! packet leaves on the cluster's schedule instead of the pacing rate (libwebrtc's
+//! `BitrateProber`: the k-th packet at `start + (bytes before it) / rate`), queued media first and
+//! padding of the cluster's size when no media waits, until the cluster is complete. Probe packets
+//! are charged to the pacing budget like any other, so media resumes at the pacing rate after the
+//! burst. The window still applies.
 
-use crate::cc::Decision;
+use crate::cc::{Decision, ProbeCluster};
 use crate::units::{Rate, Time};
 use std::collections::VecDeque;
 
@@ -27,6 +34,13 @@ pub enum PacerPoll {
     Media(QueuedPacket),
     /// Send a padding packet of this many bytes now.
     Padding(u32),
+    /// Send a packet of probe cluster `cluster` now: the media packet if there is one, else a
+    /// padding packet of `size` bytes (`size` is the media packet's size otherwise).
+    Probe {
+        cluster: u32,
+        media: Option<QueuedPacket>,
+        size: u32,
+    },
     /// Nothing may leave before this time.
     WaitUntil(Time),
     /// Nothing to send (empty queue and no padding), or the window is full: wait for an event.
@@ -42,6 +56,18 @@ pub struct Pacer {
     /// Earliest time the padding budget allows the next padding packet.
     next_padding: Time,
     padding_size: u32,
+    /// The probe cluster being sent, if any.
+    probe: Option<ProbeProgress>,
+    /// Clusters with ids below this one are complete (ids only grow).
+    probes_done_below: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct ProbeProgress {
+    id: u32,
+    start: Time,
+    bytes: u64,
+    packets: u32,
 }
 
 impl Pacer {
@@ -81,12 +107,28 @@ impl Pacer {
     /// Decide what may leave at `now` given the controller's decision and the bytes in flight.
     /// A returned packet is considered sent: the budgets are charged.
     pub fn poll(&mut self, now: Time, decision: &Decision, in_flight: u64) -> PacerPoll {
+        self.poll_with_probe(now, decision, None, in_flight)
+    }
+
+    /// [`Pacer::poll`] while the controller may be asking for a probe cluster.
+    pub fn poll_with_probe(
+        &mut self,
+        now: Time,
+        decision: &Decision,
+        probe: Option<&ProbeCluster>,
+        in_flight: u64,
+    ) -> PacerPoll {
         if let Some(cwnd) = decision.cwnd {
             if in_flight >= cwnd {
                 return PacerPoll::Idle;
             }
         }
         let pacing = decision.pacing_rate.filter(|r| r.bps() > 0.0);
+        if let Some(c) = probe {
+            if c.id >= self.probes_done_below && c.rate.bps() > 0.0 {
+                return self.poll_probe(now, c, pacing);
+            }
+        }
         if pacing.is_some() && now < self.next_release {
             if self.queue.is_empty() && decision.padding_rate.bps() <= 0.0 {
                 return PacerPoll::Idle;
@@ -109,6 +151,46 @@ impl Pacer {
             self.next_padding.max(now) + padding.transmit_time(self.padding_size as u64);
         self.charge(now, self.padding_size, pacing);
         PacerPoll::Padding(self.padding_size)
+    }
+
+    /// The next packet of cluster `c`, or when it may leave.
+    fn poll_probe(&mut self, now: Time, c: &ProbeCluster, pacing: Option<Rate>) -> PacerPoll {
+        let mut p = match self.probe {
+            Some(p) if p.id == c.id => p,
+            _ => ProbeProgress {
+                id: c.id,
+                start: now,
+                bytes: 0,
+                packets: 0,
+            },
+        };
+        let due = p.start + c.rate.transmit_time(p.bytes);
+        if now < due {
+            self.probe = Some(p);
+            return PacerPoll::WaitUntil(due);
+        }
+        let media = self.queue.pop_front();
+        let size = match &media {
+            Some(m) => {
+                self.queued_bytes -= m.size as u64;
+                m.size
+            }
+            None => c.padding_size.max(1),
+        };
+        p.bytes += size as u64;
+        p.packets += 1;
+        self.charge(now, size, pacing);
+        if c.is_complete(p.bytes, p.packets) {
+            self.probes_done_below = c.id + 1;
+            self.probe = None;
+        } else {
+            self.probe = Some(p);
+        }
+        PacerPoll::Probe {
+            cluster: c.id,
+            media,
+            size,
+        }
     }
 
     fn charge(&mut self, now: Time, size: u32, pacing: Option<Rate>) {
@@ -180,5 +262,64 @@ mod tests {
             matches!(p.poll(Time::ZERO, &d, 0), PacerPoll::Media(_)),
             "media goes before padding"
         );
+    }
+
+    #[test]
+    fn a_probe_cluster_goes_at_its_own_rate_media_first_then_padding_and_only_once() {
+        let mut p = Pacer::new(1200);
+        p.push(pkt(1000));
+        // Pacing at 1 Mbps would space 1000-byte packets 8 ms apart; the probe runs at 4 Mbps.
+        let d = Decision::rate_only(Rate(0.4e6), Some(Rate(1e6)));
+        let mut c = ProbeCluster {
+            id: 0,
+            rate: Rate(4e6),
+            min_bytes: 2000,
+            min_packets: 3,
+            padding_size: 500,
+        };
+        let media = match p.poll_with_probe(Time::ZERO, &d, Some(&c), 0) {
+            PacerPoll::Probe {
+                cluster: 0,
+                media: Some(m),
+                size: 1000,
+            } => m,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(media.size, 1000);
+        // 1000 bytes at 4 Mbps = 2 ms until the next probe packet.
+        let at = |ms| Time::from_millis(ms);
+        assert_eq!(
+            p.poll_with_probe(at(0), &d, Some(&c), 0),
+            PacerPoll::WaitUntil(at(2))
+        );
+        let padding = PacerPoll::Probe {
+            cluster: 0,
+            media: None,
+            size: 500,
+        };
+        assert_eq!(p.poll_with_probe(at(2), &d, Some(&c), 0), padding);
+        // 1500 bytes sent: the third packet is due at 3 ms; 2000 bytes and 3 packets complete it.
+        assert_eq!(
+            p.poll_with_probe(at(2), &d, Some(&c), 0),
+            PacerPoll::WaitUntil(at(3))
+        );
+        assert_eq!(p.poll_with_probe(at(3), &d, Some(&c), 0), padding);
+        // The cluster is done: the same request is not sent again. The 2000 probe bytes were
+        // charged to the 1 Mbps pacing budget (16 ms from the first packet at 0 ms).
+        p.push(pkt(1000));
+        assert_eq!(
+            p.poll_with_probe(at(3), &d, Some(&c), 0),
+            PacerPoll::WaitUntil(at(16))
+        );
+        assert!(matches!(
+            p.poll_with_probe(at(16), &d, Some(&c), 0),
+            PacerPoll::Media(_)
+        ));
+        // A new id starts a new cluster.
+        c.id = 1;
+        assert!(matches!(
+            p.poll_with_probe(at(16), &d, Some(&c), 0),
+            PacerPoll::Probe { cluster: 1, .. }
+        ));
     }
 }

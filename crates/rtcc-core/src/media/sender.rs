@@ -98,7 +98,12 @@ impl VideoSender {
     /// The next packet to put on the wire at `now`, if any.
     pub fn poll_transmit(&mut self, now: Time) -> Option<SentPacket> {
         let decision = self.controller.decision();
-        let mut pkt = match self.pacer.poll(now, &decision, self.history.in_flight()) {
+        let probe = self.controller.probe();
+        let in_flight = self.history.in_flight();
+        let mut pkt = match self
+            .pacer
+            .poll_with_probe(now, &decision, probe.as_ref(), in_flight)
+        {
             PacerPoll::Media(q) => SentPacket {
                 seq: 0,
                 size: q.size,
@@ -117,6 +122,20 @@ impl VideoSender {
                 index_in_frame: 0,
                 packets_in_frame: 0,
                 kind: PacketKind::Padding,
+                in_flight: 0,
+            },
+            PacerPoll::Probe { media, size, .. } => SentPacket {
+                seq: 0,
+                size,
+                send_time: now,
+                frame: media.map(|q| q.frame),
+                index_in_frame: media.map_or(0, |q| q.index_in_frame),
+                packets_in_frame: media.map_or(0, |q| q.packets_in_frame),
+                kind: if media.is_some() {
+                    PacketKind::Media
+                } else {
+                    PacketKind::Probe
+                },
                 in_flight: 0,
             },
             PacerPoll::WaitUntil(t) => {
@@ -187,6 +206,9 @@ impl VideoSender {
         }
         if d.padding_rate.bps() > 0.0 {
             out.push(("padding_bps", d.padding_rate.bps()));
+        }
+        if let Some(p) = self.controller.probe() {
+            out.push(("probe_bps", p.rate.bps()));
         }
         out.push(("in_flight_bytes", self.history.in_flight() as f64));
         self.controller.state(out);

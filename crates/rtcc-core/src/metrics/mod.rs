@@ -8,6 +8,8 @@ use crate::packet::PacketKind;
 use crate::units::{Duration, Time};
 use serde::Serialize;
 
+pub mod sqp_frame_delay;
+
 /// One packet on the forward path.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PacketRecord {
@@ -186,6 +188,9 @@ pub struct FlowSummary {
     pub packets_lost: usize,
     pub one_way_delay_ms: Percentiles,
     pub queuing_delay_ms: Percentiles,
+    /// SQP's simulated video (§6.2, Eq. 10) for each smoothing window n; filled in by the
+    /// caller that knows the flow's frame interval ([`sqp_frame_delay::summarize`]).
+    pub sqp_frame_delay: Vec<sqp_frame_delay::SqpFrameDelay>,
 }
 
 /// Inputs for one flow's summary.
@@ -264,6 +269,7 @@ pub fn summarize_flow(
         packets_lost: lost,
         one_way_delay_ms: Percentiles::of(&mut owd),
         queuing_delay_ms: Percentiles::of(&mut queuing),
+        sqp_frame_delay: Vec::new(),
     }
 }
 
