@@ -1,0 +1,79 @@
+"""The seed gcc_aqm's experiments (§4) run from experiments/gcc_aqm/, and its orderings hold.
+
+E4 (one GCC call against n TCP Cubic flows, fair share 1 Mbit/s) runs with one seed here; the full
+three-seed tables are in docs/gcc_aqm.md. Tolerances follow research notes gcc_aqm.md §6.3.
+"""
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import rtcc
+
+EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments" / "gcc_aqm"
+
+
+@pytest.fixture(scope="module")
+def e4():
+    sweep = rtcc.Sweep.from_file(EXPERIMENTS / "e4_tcp.toml")
+    result = sweep.with_seeds([1]).run(jobs=2)
+    video = result.runs.filter(pl.col("flow") == "video")
+    return {(row["cell"].split(",")[0].split("=")[1], int(row["cell"].split("n=")[1])): row
+            for row in video.iter_rows(named=True)}
+
+
+N = [1, 2, 3, 4]
+
+
+def test_droptail_300ms_fills_with_tcp(e4):
+    # Paper: DT/300 queuing delay about 300 ms; notes E34-D1: mean in [220, 320] ms. The median
+    # sojourn of the video's packets is what we check (the paper's is RTT-based).
+    for n in N:
+        q = e4[("droptail", n)]["queuing_delay_ms_p50"]
+        assert 220 <= q <= 320, f"n={n}: DT/300 median queuing {q:.0f} ms"
+        loss = e4[("droptail", n)]["loss_rate"]
+        assert 0 < loss <= 0.015, f"n={n}: DT/300 loss {loss:.3%} (paper (0, 0.5] %, notes (0, 1] %)"
+
+
+def test_aqms_bring_delay_near_or_below_50ms_at_higher_loss(e4):
+    for kind in ["codel", "pie", "fq_codel"]:
+        for n in N:
+            row = e4[(kind, n)]
+            # Paper ≈ 50 ms at n = 1 and < 50 ms beyond; notes E34-D2 allow 65 / 55 ms.
+            assert row["queuing_delay_ms_p50"] <= (65 if n == 1 else 55), f"{kind} n={n}"
+    for kind in ["codel", "pie"]:
+        for n in N:
+            # Paper: > 1 % video loss under PIE and CoDel (notes E34-L2, at n ≥ 3; it holds for all n here).
+            assert e4[(kind, n)]["loss_rate"] > 0.01, f"{kind} n={n}: {e4[(kind, n)]['loss_rate']:.3%}"
+
+
+def test_losses_grow_with_n_for_codel_pie_and_fq_codel(e4):
+    for kind in ["codel", "pie", "fq_codel"]:
+        losses = [e4[(kind, n)]["loss_rate"] for n in N]
+        assert losses == sorted(losses), f"{kind}: loss should not decrease with n: {losses}"
+
+
+def test_sfq_gives_the_lowest_loss(e4):
+    for n in N:
+        sfq = e4[("sfq", n)]["loss_rate"]
+        others = {k: e4[(k, n)]["loss_rate"] for k in ["droptail", "codel", "pie", "fq_codel"]}
+        assert all(sfq <= v for v in others.values()), f"n={n}: sfq {sfq:.3%} vs {others}"
+        assert sfq <= 0.001, f"n={n}: SFQ loss {sfq:.3%} (paper: zero in Fig. 8)"
+        assert e4[("sfq", n)]["queuing_delay_ms_p50"] <= 55
+
+
+def test_gcc_alone_sees_no_delay_gain_from_aqms():
+    # E1: with GCC alone, CoDel and PIE give no meaningful delay gain over DT/300 (notes E1-D1:
+    # medians within ±5 ms). With the ideal encoder they add no loss either (the paper's AQM losses
+    # come from VP8's bursts and keyframes, which the ideal encoder does not produce; see docs).
+    sweep = rtcc.Sweep.from_file(EXPERIMENTS / "e1_alone.toml")
+    runs = sweep.with_seeds([1]).run(jobs=2).runs
+    by_cell = {row["cell"]: row for row in runs.iter_rows(named=True)}
+    for cap in ["1Mbps", "2Mbps", "5Mbps"]:
+        dt = by_cell[f"capacity={cap},queue=droptail"]
+        assert dt["loss_rate"] == 0, f"DT/300 at {cap} loses nothing (paper: 0)"
+        for kind in ["codel", "pie"]:
+            aqm = by_cell[f"capacity={cap},queue={kind}"]
+            assert abs(aqm["queuing_delay_ms_p50"] - dt["queuing_delay_ms_p50"]) <= 5, (cap, kind)
+    assert by_cell["capacity=2Mbps,queue=droptail"]["utilization"] >= 0.90, "paper: > 90 %"
