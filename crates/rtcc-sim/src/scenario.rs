@@ -129,7 +129,11 @@ pub enum FlowKind {
     /// feedback, no congestion response (a UDP flow, like iperf's).
     Cbr { rate: Rate, packet_size: Bytes },
     /// A TCP-like flow: `mss`-byte segments under a window-based controller.
-    Tcp { app: App, delayed_ack: bool, mss: Bytes },
+    Tcp {
+        app: App,
+        delayed_ack: bool,
+        mss: Bytes,
+    },
 }
 
 /// A flow, resolved.
@@ -434,16 +438,36 @@ impl FlowConfig {
 
 /// Fields that only some kinds of flow take (the others are common to all).
 const KIND_FIELDS: &[(&str, &[&str])] = &[
-    ("video", &["controller", "params", "fps", "frame_jitter", "frame_jitter_model", "encoder", "payload", "overhead", "padding_size", "feedback"]),
+    (
+        "video",
+        &[
+            "controller",
+            "params",
+            "fps",
+            "frame_jitter",
+            "frame_jitter_model",
+            "encoder",
+            "payload",
+            "overhead",
+            "padding_size",
+            "feedback",
+        ],
+    ),
     ("cbr", &["rate", "packet_size"]),
-    ("tcp", &["controller", "params", "packet_size", "app", "delayed_ack"]),
+    (
+        "tcp",
+        &["controller", "params", "packet_size", "app", "delayed_ack"],
+    ),
 ];
 
 /// Which flow kind, with its own fields checked; fields of other kinds are rejected by name.
 fn resolve_kind(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> Result<FlowKind, (String, String)> {
     let kind = f.kind.as_deref().unwrap_or("video");
     let Some((_, own)) = KIND_FIELDS.iter().find(|(k, _)| *k == kind) else {
-        return Err((at("kind"), format!("unknown flow kind {kind:?}; valid kinds: video, cbr, tcp")));
+        return Err((
+            at("kind"),
+            format!("unknown flow kind {kind:?}; valid kinds: video, cbr, tcp"),
+        ));
     };
     let given = [
         ("controller", f.controller.is_some()),
@@ -462,25 +486,45 @@ fn resolve_kind(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> Result<FlowKind, (
         ("delayed_ack", f.delayed_ack.is_some()),
     ];
     if let Some((field, _)) = given.iter().find(|(name, g)| *g && !own.contains(name)) {
-        let owners: Vec<&str> =
-            KIND_FIELDS.iter().filter(|(_, fs)| fs.contains(field)).map(|(k, _)| *k).collect();
-        return Err((at(field), format!("a {kind} flow does not take this field (only {} flows do)", owners.join(" and "))));
+        let owners: Vec<&str> = KIND_FIELDS
+            .iter()
+            .filter(|(_, fs)| fs.contains(field))
+            .map(|(k, _)| *k)
+            .collect();
+        return Err((
+            at(field),
+            format!(
+                "a {kind} flow does not take this field (only {} flows do)",
+                owners.join(" and ")
+            ),
+        ));
     }
     let packet_size = |default: u64| -> Result<Bytes, (String, String)> {
         let size = f.packet_size.unwrap_or(Bytes(default));
         if size.0 == 0 || size.0 > MAX_PACKET {
-            return Err((at("packet_size"), format!("{size} must be between 1B and {MAX_PACKET}B")));
+            return Err((
+                at("packet_size"),
+                format!("{size} must be between 1B and {MAX_PACKET}B"),
+            ));
         }
         Ok(size)
     };
     match kind {
         "video" => Ok(FlowKind::Video),
         "cbr" => {
-            let rate = f.rate.ok_or_else(|| (at("rate"), "a cbr flow needs a rate, e.g. rate = \"5Mbps\"".to_string()))?;
+            let rate = f.rate.ok_or_else(|| {
+                (
+                    at("rate"),
+                    "a cbr flow needs a rate, e.g. rate = \"5Mbps\"".to_string(),
+                )
+            })?;
             if rate.bps() <= 0.0 {
                 return Err((at("rate"), "must be a positive rate".into()));
             }
-            Ok(FlowKind::Cbr { rate, packet_size: packet_size(MAX_PACKET)? })
+            Ok(FlowKind::Cbr {
+                rate,
+                packet_size: packet_size(MAX_PACKET)?,
+            })
         }
         _ => Ok(FlowKind::Tcp {
             app: resolve_app(f.app.as_ref()).map_err(|m| (at("app"), m))?,
@@ -493,12 +537,15 @@ fn resolve_kind(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> Result<FlowKind, (
 /// `{ model = "bulk" }`, `{ model = "onoff", on = "1s", off = "1s" }`, `{ model = "finite", size = "1MB" }`.
 fn resolve_app(v: Option<&serde_json::Value>) -> Result<App, String> {
     const ALLOWED: &str = "expected { model = \"bulk\" }, { model = \"onoff\", on = \"1s\", off = \"1s\" } or { model = \"finite\", size = \"1MB\" }";
-    let Some(v) = v else { return Ok(App::Backlogged) };
+    let Some(v) = v else {
+        return Ok(App::Backlogged);
+    };
     let obj = v.as_object().ok_or_else(|| format!("{ALLOWED}, got {v}"))?;
     let get = |k: &str| obj.get(k).and_then(|x| x.as_str());
     let unknown = |allowed: &[&str]| obj.keys().find(|k| !allowed.contains(&k.as_str())).cloned();
     let duration = |k: &str| -> Result<Duration, String> {
-        Duration::parse(get(k).ok_or_else(|| format!("the onoff model needs {k} (a duration)"))?).map_err(|e| e.to_string())
+        Duration::parse(get(k).ok_or_else(|| format!("the onoff model needs {k} (a duration)"))?)
+            .map_err(|e| e.to_string())
     };
     match get("model") {
         Some("bulk") => match unknown(&["model"]) {
@@ -507,7 +554,9 @@ fn resolve_app(v: Option<&serde_json::Value>) -> Result<App, String> {
         },
         Some("onoff") => {
             if let Some(k) = unknown(&["model", "on", "off"]) {
-                return Err(format!("unknown field {k:?}; the onoff model takes on, off"));
+                return Err(format!(
+                    "unknown field {k:?}; the onoff model takes on, off"
+                ));
             }
             let (on, off) = (duration("on")?, duration("off")?);
             if on.0 == 0 {
@@ -519,7 +568,9 @@ fn resolve_app(v: Option<&serde_json::Value>) -> Result<App, String> {
             if let Some(k) = unknown(&["model", "size"]) {
                 return Err(format!("unknown field {k:?}; the finite model takes size"));
             }
-            let size = Bytes::parse(get("size").ok_or("the finite model needs size (e.g. \"1MB\")")?).map_err(|e| e.to_string())?;
+            let size =
+                Bytes::parse(get("size").ok_or("the finite model needs size (e.g. \"1MB\")")?)
+                    .map_err(|e| e.to_string())?;
             if size.0 == 0 {
                 return Err("size must be more than 0B".into());
             }
@@ -558,12 +609,18 @@ fn resolve_link(
     if given.len() > 1 {
         return Err((
             field.into(),
-            format!("give only one of capacity, schedule, trace or token_bucket (got {})", given.join(", ")),
+            format!(
+                "give only one of capacity, schedule, trace or token_bucket (got {})",
+                given.join(", ")
+            ),
         ));
     }
     let capacity = if let Some(r) = spec.capacity {
         if r.bps() <= 0.0 {
-            return Err((at("capacity"), "must be a positive rate, e.g. \"20Mbps\"".into()));
+            return Err((
+                at("capacity"),
+                "must be a positive rate, e.g. \"20Mbps\"".into(),
+            ));
         }
         Capacity::Constant(r)
     } else if let Some(schedule) = &spec.schedule {
@@ -572,16 +629,17 @@ fn resolve_link(
             serde_json::Value::Array(items) => {
                 Schedule::new(inline_steps(items, &at("schedule"))?, "inline schedule")
             }
-            other => {
-                return Err((
-                    at("schedule"),
-                    format!("expected a file name or a list of [\"<time>\", \"<rate>\"] pairs, got {other}"),
-                ))
-            }
+            other => return Err((
+                at("schedule"),
+                format!(
+                    "expected a file name or a list of [\"<time>\", \"<rate>\"] pairs, got {other}"
+                ),
+            )),
         };
         Capacity::Schedule(Arc::new(s.map_err(|e| (at("schedule"), e.to_string()))?))
     } else if let Some(f) = &spec.trace {
-        let t = MahimahiTrace::from_file(&resolve(base_dir, f)).map_err(|e| (at("trace"), e.to_string()))?;
+        let t = MahimahiTrace::from_file(&resolve(base_dir, f))
+            .map_err(|e| (at("trace"), e.to_string()))?;
         Capacity::Trace(Arc::new(t))
     } else if let Some(tb) = &spec.token_bucket {
         if tb.rate.bps() <= 0.0 {
@@ -593,7 +651,10 @@ fn resolve_link(
                 format!("{} is smaller than one full-size packet ({MAX_PACKET}B), which could never pass", tb.burst),
             ));
         }
-        Capacity::TokenBucket { rate: tb.rate, burst: tb.burst.0 }
+        Capacity::TokenBucket {
+            rate: tb.rate,
+            burst: tb.burst.0,
+        }
     } else if default_delay.is_some() {
         Capacity::Unlimited
     } else {
@@ -790,13 +851,28 @@ params = { rate = "5Mbps" }
         let tcp = |extra: &str| OK.to_string() + "[[flows]]\nkind = \"tcp\"\n" + extra;
         let s = parse(&tcp("controller = \"fixed\"\nparams = { rate = \"1Mbps\" }\napp = { model = \"finite\", size = \"1MB\" }\ndelayed_ack = true\n")).unwrap();
         let kind = s.flows[1].kind;
-        assert_eq!(kind, FlowKind::Tcp { app: App::Finite { bytes: 1_000_000 }, delayed_ack: true, mss: Bytes(1500) });
+        assert_eq!(
+            kind,
+            FlowKind::Tcp {
+                app: App::Finite { bytes: 1_000_000 },
+                delayed_ack: true,
+                mss: Bytes(1500)
+            }
+        );
         let e = error_of(&tcp(""));
         assert_eq!(e.field, "flows[1].controller");
-        let e = error_of(&tcp("controller = \"fixed\"\nparams = { rate = \"1Mbps\" }\nfps = 30\n"));
-        assert!(e.field == "flows[1].fps" && e.message.contains("only video flows"), "{e}");
+        let e = error_of(&tcp(
+            "controller = \"fixed\"\nparams = { rate = \"1Mbps\" }\nfps = 30\n",
+        ));
+        assert!(
+            e.field == "flows[1].fps" && e.message.contains("only video flows"),
+            "{e}"
+        );
         let e = error_of(&tcp("controller = \"fixed\"\nparams = { rate = \"1Mbps\" }\napp = { model = \"onoff\", on = \"1s\" }\n"));
-        assert!(e.field == "flows[1].app" && e.message.contains("off"), "{e}");
+        assert!(
+            e.field == "flows[1].app" && e.message.contains("off"),
+            "{e}"
+        );
         let e = error_of(&tcp("controller = \"fixed\"\nparams = { rate = \"1Mbps\" }\napp = { model = \"poisson\" }\n"));
         assert!(e.message.contains("finite"), "{e}");
     }

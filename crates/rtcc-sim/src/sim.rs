@@ -18,12 +18,12 @@
 use crate::scenario::{FlowConfig, FlowKind, Scenario};
 use rtcc_core::cc::{self, CapacityView};
 use rtcc_core::media::{encoder, ArrivedPacket, FrameSource, Packetizer, Receiver, VideoSender};
-use rtcc_core::net::impair::Impairments;
-use rtcc_core::packet::SentPacket;
-use rtcc_core::tcp::BulkSender;
 use rtcc_core::metrics::{FrameRecord, PacketRecord};
+use rtcc_core::net::impair::Impairments;
 use rtcc_core::net::{Capacity, Link, LinkOutput, NetPacket};
+use rtcc_core::packet::SentPacket;
 use rtcc_core::packet::{FrameAck, PacketKind, TransportFeedback};
+use rtcc_core::tcp::BulkSender;
 use rtcc_core::{Duration, Time};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -129,8 +129,8 @@ pub struct FlowLogs {
 /// The two ends of a flow.
 enum Endpoint {
     Video {
-        sender: VideoSender,
-        source: FrameSource,
+        sender: Box<VideoSender>,
+        source: Box<FrameSource>,
         receiver: Receiver,
     },
     /// Constant-rate cross traffic: one packet every `interval`, no feedback.
@@ -138,7 +138,7 @@ enum Endpoint {
     /// TCP-like bulk transfer; the receiver acknowledges each segment, or every second one
     /// (and after at most `DELAYED_ACK_TIMEOUT`) with delayed ACKs.
     Tcp {
-        sender: BulkSender,
+        sender: Box<BulkSender>,
         receiver: Receiver,
         delayed_ack: bool,
         unacked: u32,
@@ -229,8 +229,8 @@ pub const STATE_SAMPLE_INTERVAL: Duration = Duration(10_000_000);
 impl FlowState {
     fn sender(&mut self) -> Option<&mut dyn SenderEnd> {
         match &mut self.endpoint {
-            Endpoint::Video { sender, .. } => Some(sender),
-            Endpoint::Tcp { sender, .. } => Some(sender),
+            Endpoint::Video { sender, .. } => Some(&mut **sender),
+            Endpoint::Tcp { sender, .. } => Some(&mut **sender),
             Endpoint::Cbr { .. } => None,
         }
     }
@@ -290,29 +290,33 @@ impl Simulation {
                         overhead: f.overhead,
                     };
                     Endpoint::Video {
-                        sender: VideoSender::new(
+                        sender: Box::new(VideoSender::new(
                             controller,
                             enc,
                             packetizer,
                             f.fps,
                             f.padding_size.0 as u32,
-                        ),
-                        source: FrameSource::new(
+                        )),
+                        source: Box::new(FrameSource::new(
                             f.start,
                             f.fps,
                             f.frame_jitter,
                             derive_seed(sc.seed, i as u64),
                         )
-                        .with_model(f.frame_jitter_model),
+                        .with_model(f.frame_jitter_model)),
                         receiver: Receiver::new(f.clock_offset),
                     }
                 }
-                FlowKind::Tcp { app, delayed_ack, mss } => {
+                FlowKind::Tcp {
+                    app,
+                    delayed_ack,
+                    mss,
+                } => {
                     let controller =
                         cc::create(&f.controller, &f.params, &f.context(Some(capacity.clone())))
                             .map_err(|e| format!("flows[{i}]: {e}"))?;
                     Endpoint::Tcp {
-                        sender: BulkSender::new(controller, mss.0 as u32, app, f.start),
+                        sender: Box::new(BulkSender::new(controller, mss.0 as u32, app, f.start)),
                         receiver: Receiver::new(f.clock_offset),
                         delayed_ack,
                         unacked: 0,
@@ -337,7 +341,8 @@ impl Simulation {
             });
         }
         let queue = |l: &crate::scenario::LinkConfig, d: u64| {
-            l.queue.build::<SimPacket>(l.nominal_rate, derive_seed(sc.seed, (2 << 32) | d))
+            l.queue
+                .build::<SimPacket>(l.nominal_rate, derive_seed(sc.seed, (2 << 32) | d))
         };
         let mut sim = Simulation {
             now: Time::ZERO,
@@ -594,7 +599,10 @@ impl Simulation {
 
     fn log_state(&mut self, i: usize, now: Time) {
         let fl = &mut self.flows[i];
-        if fl.state_logged_at.is_some_and(|t| now < t + STATE_SAMPLE_INTERVAL) {
+        if fl
+            .state_logged_at
+            .is_some_and(|t| now < t + STATE_SAMPLE_INTERVAL)
+        {
             return;
         }
         fl.state_logged_at = Some(now);
@@ -650,7 +658,9 @@ impl Simulation {
                         None => record.dropped = true,
                     }
                 }
-                (Dir::Reverse, Some(r)) => self.push(r + self.reverse_delay + extra, Event::AtSender(p)),
+                (Dir::Reverse, Some(r)) => {
+                    self.push(r + self.reverse_delay + extra, Event::AtSender(p))
+                }
                 (Dir::Reverse, None) => {
                     self.take_message(p.id);
                 }
@@ -719,10 +729,23 @@ impl Simulation {
     fn on_tcp_segment(&mut self, p: SimPacket) {
         let now = self.now;
         let i = p.flow as usize;
-        let Endpoint::Tcp { receiver, delayed_ack, unacked, delack_at, .. } = &mut self.flows[i].endpoint else {
+        let Endpoint::Tcp {
+            receiver,
+            delayed_ack,
+            unacked,
+            delack_at,
+            ..
+        } = &mut self.flows[i].endpoint
+        else {
             return;
         };
-        let arrived = ArrivedPacket { seq: p.id, size: p.size, frame: None, index_in_frame: 0, packets_in_frame: 0 };
+        let arrived = ArrivedPacket {
+            seq: p.id,
+            size: p.size,
+            frame: None,
+            index_in_frame: 0,
+            packets_in_frame: 0,
+        };
         receiver.on_packet(now, &arrived);
         *unacked += 1;
         // RFC 5681 §4.2: ACK at least every second full-size segment, at once when out of order.
@@ -730,7 +753,13 @@ impl Simulation {
             *unacked = 0;
             *delack_at = None;
             if let Some(fb) = receiver.build_feedback() {
-                self.send_reverse(i, ReverseMessage { feedback: Some(fb), ack: None });
+                self.send_reverse(
+                    i,
+                    ReverseMessage {
+                        feedback: Some(fb),
+                        ack: None,
+                    },
+                );
             }
         } else if delack_at.is_none() {
             let at = now + DELAYED_ACK_TIMEOUT;
@@ -740,7 +769,13 @@ impl Simulation {
     }
 
     fn on_ack_timer(&mut self, i: usize, time: Time) {
-        let Endpoint::Tcp { receiver, unacked, delack_at, .. } = &mut self.flows[i].endpoint else {
+        let Endpoint::Tcp {
+            receiver,
+            unacked,
+            delack_at,
+            ..
+        } = &mut self.flows[i].endpoint
+        else {
             return;
         };
         if *delack_at != Some(time) {
@@ -749,7 +784,13 @@ impl Simulation {
         *delack_at = None;
         *unacked = 0;
         if let Some(fb) = receiver.build_feedback() {
-            self.send_reverse(i, ReverseMessage { feedback: Some(fb), ack: None });
+            self.send_reverse(
+                i,
+                ReverseMessage {
+                    feedback: Some(fb),
+                    ack: None,
+                },
+            );
         }
     }
 

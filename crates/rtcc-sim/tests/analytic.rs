@@ -236,6 +236,12 @@ fn every_shipped_scenario_validates_and_runs() {
             if path.is_dir() {
                 stack.push(path);
             } else if path.extension().is_some_and(|e| e == "toml") {
+                // Sweep files (a [sweep] table around a [scenario]) are run by the Python tests.
+                let text = std::fs::read_to_string(&path).unwrap();
+                let doc: toml::Table = toml::from_str(&text).unwrap();
+                if doc.contains_key("sweep") {
+                    continue;
+                }
                 let sc = Scenario::from_file(&path).unwrap_or_else(|e| panic!("{e}"));
                 run(&sc, None, &mut |_| {}).unwrap();
                 count += 1;
@@ -298,18 +304,35 @@ fn link_impairments_lose_delay_and_batch_packets() {
     };
     let s = summarize(&base("loss = 0.02"));
     let loss = s.flows[0].loss_rate.unwrap();
-    assert!((loss - 0.02).abs() < 0.003, "random loss {loss}, expected 2 %");
-    let s = summarize(&base("loss = { model = \"gilbert-elliott\", p = 0.005, r = 0.5 }"));
+    assert!(
+        (loss - 0.02).abs() < 0.003,
+        "random loss {loss}, expected 2 %"
+    );
+    let s = summarize(&base(
+        "loss = { model = \"gilbert-elliott\", p = 0.005, r = 0.5 }",
+    ));
     let loss = s.flows[0].loss_rate.unwrap();
-    assert!((loss - 0.005 / 0.505).abs() < 0.003, "Gilbert-Elliott loss {loss}, expected p/(p+r) ≈ 1 %");
+    assert!(
+        (loss - 0.005 / 0.505).abs() < 0.003,
+        "Gilbert-Elliott loss {loss}, expected p/(p+r) ≈ 1 %"
+    );
     // Jitter up to 10 ms: one-way delay spreads over [20, 30] ms plus serialisation, never below.
     let s = summarize(&base("jitter = \"10ms\""));
     let owd = s.flows[0].one_way_delay_ms;
-    assert!(owd.p50.unwrap() > 22.0 && owd.p99.unwrap() < 45.0, "{owd:?}");
+    assert!(
+        owd.p50.unwrap() > 22.0 && owd.p99.unwrap() < 45.0,
+        "{owd:?}"
+    );
     // Aggregation in 20 ms batches adds on average about half a batch interval.
     let plain = summarize(&base("")).flows[0].one_way_delay_ms.p50.unwrap();
-    let batched = summarize(&base("aggregation = \"20ms\"")).flows[0].one_way_delay_ms.p50.unwrap();
-    assert!((batched - plain - 10.0).abs() < 3.0, "batched {batched} vs plain {plain}");
+    let batched = summarize(&base("aggregation = \"20ms\"")).flows[0]
+        .one_way_delay_ms
+        .p50
+        .unwrap();
+    assert!(
+        (batched - plain - 10.0).abs() < 3.0,
+        "batched {batched} vs plain {plain}"
+    );
 }
 
 #[test]
@@ -319,9 +342,16 @@ fn a_token_bucket_shapes_to_its_rate() {
     );
     let s = summarize(&sc);
     let f = &s.flows[0];
-    assert!((f.throughput_bps - 4e6).abs() < 4e6 * 0.02, "throughput {}", f.throughput_bps);
+    assert!(
+        (f.throughput_bps - 4e6).abs() < 4e6 * 0.02,
+        "throughput {}",
+        f.throughput_bps
+    );
     let loss = f.loss_rate.unwrap();
-    assert!((loss - 0.2).abs() < 0.02, "5 Mbit/s into a 4 Mbit/s bucket loses about 20 %: {loss}");
+    assert!(
+        (loss - 0.2).abs() < 0.02,
+        "5 Mbit/s into a 4 Mbit/s bucket loses about 20 %: {loss}"
+    );
     let e = Scenario::from_toml_str(
         "duration = \"1s\"\n[path.forward]\ntoken_bucket = { rate = \"4Mbps\", burst = \"1KB\" }\n[[flows]]\ncontroller = \"oracle\"\n",
         Path::new("."),
@@ -348,10 +378,26 @@ fn queue_disciplines_are_chosen_in_the_scenario() {
     let codel = run_with("{ kind = \"codel\" }");
     let fq = run_with("{ kind = \"fq_codel\" }");
     let q = |s: &Summary, f: usize| s.flows[f].queuing_delay_ms.p50.unwrap();
-    assert!(q(&droptail, 0) > 1000.0, "1000 packets at 10 Mbit/s is 1.2 s: {}", q(&droptail, 0));
-    assert!(q(&codel, 0) < q(&droptail, 0) / 2.0, "codel {} vs drop-tail {}", q(&codel, 0), q(&droptail, 0));
-    assert!(q(&fq, 1) < 5.0, "fq_codel serves the sparse flow first: {} ms", q(&fq, 1));
-    assert_eq!(fq.flows[1].packets_lost, 0, "the sparse flow loses nothing under fq_codel");
+    assert!(
+        q(&droptail, 0) > 1000.0,
+        "1000 packets at 10 Mbit/s is 1.2 s: {}",
+        q(&droptail, 0)
+    );
+    assert!(
+        q(&codel, 0) < q(&droptail, 0) / 2.0,
+        "codel {} vs drop-tail {}",
+        q(&codel, 0),
+        q(&droptail, 0)
+    );
+    assert!(
+        q(&fq, 1) < 5.0,
+        "fq_codel serves the sparse flow first: {} ms",
+        q(&fq, 1)
+    );
+    assert_eq!(
+        fq.flows[1].packets_lost, 0,
+        "the sparse flow loses nothing under fq_codel"
+    );
     let e = Scenario::from_toml_str(
         "duration = \"1s\"\n[path.forward]\ncapacity = \"1Mbps\"\nqueue = { kind = \"red\" }\n[[flows]]\ncontroller = \"oracle\"\n",
         Path::new("."),
@@ -359,5 +405,8 @@ fn queue_disciplines_are_chosen_in_the_scenario() {
         None,
     )
     .unwrap_err();
-    assert!(e.field.starts_with("path.forward.queue") && e.message.contains("codel"), "{e}");
+    assert!(
+        e.field.starts_with("path.forward.queue") && e.message.contains("codel"),
+        "{e}"
+    );
 }

@@ -4,7 +4,8 @@ use rtcc_sim::{run, RunResult, Scenario};
 use std::path::Path;
 
 fn run_toml(toml: &str) -> RunResult {
-    let sc = Scenario::from_toml_str(toml, Path::new("."), "test", None).unwrap_or_else(|e| panic!("{e}"));
+    let sc = Scenario::from_toml_str(toml, Path::new("."), "test", None)
+        .unwrap_or_else(|e| panic!("{e}"));
     run(&sc, None, &mut |_| {}).unwrap()
 }
 
@@ -46,7 +47,10 @@ fn throughput_bps(r: &RunResult, from_s: f64, to_s: f64) -> f64 {
         .flows
         .iter()
         .flat_map(|f| f.packets.iter())
-        .filter(|p| p.recv.is_some_and(|t| (from_s..to_s).contains(&t.as_secs_f64())))
+        .filter(|p| {
+            p.recv
+                .is_some_and(|t| (from_s..to_s).contains(&t.as_secs_f64()))
+        })
         .map(|p| p.size as u64)
         .sum();
     bytes as f64 * 8.0 / (to_s - from_s)
@@ -73,18 +77,31 @@ fn one_bbr_flow_fills_the_link_with_a_small_standing_queue_and_probes_rtt_every_
     // Deep buffer (4 BDP): BBR, unlike loss-based TCP, should not fill it.
     let r = dumbbell("bbr", 1, "400KB", 45);
     let tput = throughput_bps(&r, 5.0, 45.0);
-    assert!(tput > 0.95 * 20e6, "BBR reaches the bottleneck rate: {:.2} Mbit/s", tput / 1e6);
+    assert!(
+        tput > 0.95 * 20e6,
+        "BBR reaches the bottleneck rate: {:.2} Mbit/s",
+        tput / 1e6
+    );
     // The 1.25 gain phase adds about a quarter BDP (10 ms at 40 ms RTT) for one round and the
     // 0.75 phase drains it: the mean queue stays a few milliseconds.
     let q = mean_queuing_ms(&r, 5.0, 45.0);
-    assert!(q < 8.0, "mean standing queue {q:.1} ms, expected well under a quarter BDP-time (10 ms)");
+    assert!(
+        q < 8.0,
+        "mean standing queue {q:.1} ms, expected well under a quarter BDP-time (10 ms)"
+    );
     // PROBE_RTT (mode 3) every 10 s (Linux bbr_min_rtt_win_sec) when the min RTT is not renewed.
     let probes = entries(&r, "mode", 3.0);
-    eprintln!("1 BBR flow: {:.2} Mbit/s, mean queue {q:.2} ms, ProbeRTT at {probes:?}", tput / 1e6);
+    eprintln!(
+        "1 BBR flow: {:.2} Mbit/s, mean queue {q:.2} ms, ProbeRTT at {probes:?}",
+        tput / 1e6
+    );
     assert!(probes.len() >= 3, "ProbeRTT entries at {probes:?}");
     for w in probes.windows(2) {
         let gap = w[1] - w[0];
-        assert!((gap - 10.2).abs() < 0.4, "ProbeRTT every ~10 s (+200 ms in PROBE_RTT): gaps {probes:?}");
+        assert!(
+            (gap - 10.2).abs() < 0.4,
+            "ProbeRTT every ~10 s (+200 ms in PROBE_RTT): gaps {probes:?}"
+        );
     }
 }
 
@@ -98,7 +115,10 @@ fn several_bbr_flows_build_a_standing_queue_of_about_one_to_two_bdp() {
     let four = dumbbell("bbr", 4, "400KB", 30);
     let q = mean_queuing_ms(&four, 10.0, 30.0);
     eprintln!("BBR mean queue: 1 flow {single:.2} ms, 4 flows {q:.2} ms");
-    assert!(q > 3.0 * single && (25.0..=90.0).contains(&q), "4 BBR flows: {q:.1} ms mean queue (1 flow: {single:.1} ms)");
+    assert!(
+        q > 3.0 * single && (25.0..=90.0).contains(&q),
+        "4 BBR flows: {q:.1} ms mean queue (1 flow: {single:.1} ms)"
+    );
     assert!(throughput_bps(&four, 10.0, 30.0) > 0.95 * 20e6);
 }
 
@@ -111,11 +131,24 @@ fn cubic_fills_a_drop_tail_buffer_and_saws_below_it() {
          [[flows]]\nkind = \"tcp\"\ncontroller = \"cubic\"\n",
     );
     let tput = throughput_bps(&r, 10.0, 120.0);
-    assert!(tput > 0.95 * 10e6, "Cubic gets {:.2} Mbit/s of 10", tput / 1e6);
+    assert!(
+        tput > 0.95 * 10e6,
+        "Cubic gets {:.2} Mbit/s of 10",
+        tput / 1e6
+    );
     let q = mean_queuing_ms(&r, 10.0, 120.0);
-    eprintln!("Cubic under DT/300: {:.2} Mbit/s, mean queue {q:.0} ms", tput / 1e6);
-    assert!((220.0..=310.0).contains(&q), "mean queuing {q:.0} ms under a 300 ms drop-tail buffer");
-    assert!(r.summary.flows[0].packets_lost > 0, "it must have hit the buffer limit");
+    eprintln!(
+        "Cubic under DT/300: {:.2} Mbit/s, mean queue {q:.0} ms",
+        tput / 1e6
+    );
+    assert!(
+        (220.0..=310.0).contains(&q),
+        "mean queuing {q:.0} ms under a 300 ms drop-tail buffer"
+    );
+    assert!(
+        r.summary.flows[0].packets_lost > 0,
+        "it must have hit the buffer limit"
+    );
 }
 
 #[test]
@@ -125,8 +158,16 @@ fn a_short_tcp_flow_completes_and_an_on_off_flow_pauses() {
          [[flows]]\nname = \"short\"\nkind = \"tcp\"\ncontroller = \"cubic\"\napp = { model = \"finite\", size = \"1MB\" }\n\
          [[flows]]\nname = \"onoff\"\nkind = \"tcp\"\ncontroller = \"reno\"\napp = { model = \"onoff\", on = \"1s\", off = \"1s\" }\ndelayed_ack = true\n",
     );
-    let short: u64 = r.flows[0].packets.iter().filter(|p| p.recv.is_some()).map(|p| p.size as u64).sum();
-    assert!((1_000_000..1_100_000).contains(&short), "1 MB delivered once (plus retransmissions): {short}");
+    let short: u64 = r.flows[0]
+        .packets
+        .iter()
+        .filter(|p| p.recv.is_some())
+        .map(|p| p.size as u64)
+        .sum();
+    assert!(
+        (1_000_000..1_100_000).contains(&short),
+        "1 MB delivered once (plus retransmissions): {short}"
+    );
     // The on/off flow sends nothing in the middle of its off periods.
     let in_off = r.flows[1]
         .packets

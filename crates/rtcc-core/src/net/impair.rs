@@ -133,7 +133,7 @@ impl Impairments {
         }
         let mut release = t;
         if self.config.jitter.0 > 0 {
-            release = release + Duration(self.rng.next_u64() % self.config.jitter.0);
+            release += Duration(self.rng.next_u64() % self.config.jitter.0);
         }
         release = release.max(self.last_release);
         self.last_release = release;
