@@ -38,7 +38,8 @@
 //!
 //! The sub-modules hold the pieces: [`sample`] (Eq. 1, Eq. 2, loss scaling), [`min_owd`]
 //! (`Δ_min` over its adaptive window, sRTT), [`update`] (Eq. 4, bounds, hysteresis filter) and
-//! [`tracker`] (the per-frame interval tracker over the per-packet feedback).
+//! [`tracker`] (the per-frame interval tracker over the per-packet feedback); [`config`] has
+//! the parameters and their validation.
 //!
 //! # Constants (all parameters, defaults from the paper unless marked)
 //!
@@ -95,6 +96,9 @@
 //!   held until the next frame; packets leave FIFO, so a frame still pacing when the next one
 //!   arrives is followed by it, and per-packet gaps are `size / (m·B)`.
 //! - **F_max** (Eq. 2) is `B·I` at the frame's encoding, before the hysteresis filter; `γ ≥ 1`.
+//! - **Hysteresis filter** (§4.1, no parameters given). Conservative, as §4.2/§6.10 describe the
+//!   bridge: the encoder target follows a lower estimate at once and a higher one only past
+//!   `hysteresis` (5 %); Eq. 2 extrapolates the resulting smaller frames, so `B` is unaffected.
 //! - **Feedback.** The registry asks for a report at the end of every frame (the paper updates
 //!   "after receiving feedback for each frame") plus one every 25 ms (QUIC's default
 //!   `max_ack_delay`, RFC 9000 §18.2): a frame whose last packet is lost triggers no per-frame
