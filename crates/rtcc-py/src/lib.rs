@@ -141,6 +141,27 @@ fn run<'py>(
         frames.iter().map(|f| i64_of(f.complete))
     );
     col!(cols, "delay_ns", delays.into_iter());
+    // Playout (metrics::playout): display time (-1: never shown) and frame latency to display.
+    let (mut display, mut latency) = (Vec::new(), Vec::new());
+    for f in &result.flows {
+        let shown = rtcc_core::metrics::playout::display_times(&f.frames);
+        let lat = rtcc_core::metrics::playout::frame_latencies(&f.frames, &shown, end);
+        display.extend(shown.iter().map(|&t| i64_of(t)));
+        latency.extend(lat.iter().map(|d| d.0 as i64));
+    }
+    col!(cols, "keyframe", frames.iter().map(|f| f.keyframe));
+    col!(
+        cols,
+        "psnr_db",
+        frames.iter().map(|f| f.psnr_db.unwrap_or(f64::NAN))
+    );
+    col!(
+        cols,
+        "height",
+        frames.iter().map(|f| f.resolution.map_or(0, |r| r.height))
+    );
+    col!(cols, "display_ns", display.into_iter());
+    col!(cols, "latency_ns", latency.into_iter());
     out.set_item("frames", cols)?;
 
     let st = &result.state;

@@ -8,7 +8,7 @@
 //! `docs/scenarios.md` is the reference for users.
 
 use rtcc_core::cc::{self, ControllerContext, FeedbackPolicy, Params};
-use rtcc_core::media::encoder;
+use rtcc_core::media::encoder::EncoderConfig;
 use rtcc_core::media::source::JitterModel;
 use rtcc_core::net::impair::{ImpairmentConfig, LossModel};
 use rtcc_core::net::{Capacity, MahimahiTrace, QueueConfig, Schedule};
@@ -100,7 +100,11 @@ pub struct FlowSpec {
     pub frame_jitter: Option<Duration>,
     /// How the frame jitter accumulates: `"grid"` (default) or `"walk"`.
     pub frame_jitter_model: Option<String>,
-    pub encoder: Option<String>,
+    /// A model name (`"lagged"`) or a table (`{ model = "lagged", up = "2s" }`), read in
+    /// [`EncoderConfig::from_value`] so errors name the bad sub-field.
+    pub encoder: Option<serde_json::Value>,
+    /// The receiver asks for a keyframe when a frame cannot be decoded (default true).
+    pub keyframe_requests: Option<bool>,
     pub payload: Option<Bytes>,
     pub overhead: Option<Bytes>,
     pub padding_size: Option<Bytes>,
@@ -149,7 +153,10 @@ pub struct FlowConfig {
     pub fps: f64,
     pub frame_jitter: Duration,
     pub frame_jitter_model: JitterModel,
-    pub encoder: String,
+    pub encoder: EncoderConfig,
+    /// The receiver sends keyframe requests (picture-loss indications) when frames cannot be
+    /// decoded.
+    pub keyframe_requests: bool,
     pub payload: Bytes,
     pub overhead: Bytes,
     pub padding_size: Bytes,
@@ -322,8 +329,17 @@ impl Scenario {
                 None => JitterModel::Grid,
             };
             let kind = resolve_kind(&f, &at).map_err(|(field, m)| err(&field, m))?;
-            let encoder = f.encoder.clone().unwrap_or_else(|| "ideal".into());
-            encoder::create(&encoder).map_err(|m| err(&at("encoder"), m))?;
+            let encoder = match &f.encoder {
+                None => EncoderConfig::Ideal,
+                Some(v) => EncoderConfig::from_value(v, base_dir).map_err(|(sub, m)| {
+                    let field = if sub.is_empty() {
+                        at("encoder")
+                    } else {
+                        at(&format!("encoder.{sub}"))
+                    };
+                    err(&field, m)
+                })?,
+            };
             let payload = f.payload.unwrap_or(DEFAULT_PAYLOAD);
             let overhead = f.overhead.unwrap_or(Bytes(0));
             if payload.0 == 0 || payload.0 + overhead.0 > MAX_PACKET {
@@ -384,6 +400,7 @@ impl Scenario {
                 frame_jitter,
                 frame_jitter_model,
                 encoder,
+                keyframe_requests: f.keyframe_requests.unwrap_or(true),
                 payload,
                 overhead,
                 padding_size,
@@ -447,6 +464,7 @@ const KIND_FIELDS: &[(&str, &[&str])] = &[
             "frame_jitter",
             "frame_jitter_model",
             "encoder",
+            "keyframe_requests",
             "payload",
             "overhead",
             "padding_size",
@@ -476,6 +494,7 @@ fn resolve_kind(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> Result<FlowKind, (
         ("frame_jitter", f.frame_jitter.is_some()),
         ("frame_jitter_model", f.frame_jitter_model.is_some()),
         ("encoder", f.encoder.is_some()),
+        ("keyframe_requests", f.keyframe_requests.is_some()),
         ("payload", f.payload.is_some()),
         ("overhead", f.overhead.is_some()),
         ("padding_size", f.padding_size.is_some()),

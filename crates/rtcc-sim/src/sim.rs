@@ -2,7 +2,8 @@
 //!
 //! ```text
 //!  sender i ──► [forward queue ▸ forward link] ──(delay + extra_i)──► receiver i
-//!  sender i ◄──(delay + extra_i)── [reverse queue ▸ reverse link] ◄── feedback, frame acks
+//!  sender i ◄──(delay + extra_i)── [reverse queue ▸ reverse link] ◄── feedback, frame acks,
+//!                                                                      keyframe requests
 //! ```
 //!
 //! Events are kept in a binary heap ordered by (time, insertion sequence), so two events at the
@@ -17,7 +18,8 @@
 
 use crate::scenario::{FlowConfig, FlowKind, Scenario};
 use rtcc_core::cc::{self, CapacityView};
-use rtcc_core::media::{encoder, ArrivedPacket, FrameSource, Packetizer, Receiver, VideoSender};
+use rtcc_core::media::playout::FrameOutcome;
+use rtcc_core::media::{ArrivedPacket, FrameSource, Packetizer, Playout, Receiver, VideoSender};
 use rtcc_core::metrics::{FrameRecord, PacketRecord};
 use rtcc_core::net::impair::Impairments;
 use rtcc_core::net::{Capacity, Link, LinkOutput, NetPacket};
@@ -59,12 +61,17 @@ fn feedback_size(reported: usize) -> u32 {
 }
 /// Bytes of a frame acknowledgement message.
 const FRAME_ACK_SIZE: u32 = 40;
+/// Bytes of a keyframe request: an RTCP picture-loss indication (12 bytes, RFC 4585 §6.3.1)
+/// with IP/UDP headers.
+const KEYFRAME_REQUEST_SIZE: u32 = 40;
 
 /// What travels on the reverse path.
 #[derive(Debug, Default)]
 struct ReverseMessage {
     feedback: Option<TransportFeedback>,
     ack: Option<FrameAck>,
+    /// The receiver cannot decode and asks for a keyframe.
+    keyframe_request: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,6 +139,8 @@ enum Endpoint {
         sender: Box<VideoSender>,
         source: Box<FrameSource>,
         receiver: Receiver,
+        /// Decodability of the frames received, for keyframe requests.
+        playout: Playout,
     },
     /// Constant-rate cross traffic: one packet every `interval`, no feedback.
     Cbr { interval: Duration, size: u32 },
@@ -159,6 +168,8 @@ trait SenderEnd {
     fn on_frame_ack(&mut self, now: Time, ack: &FrameAck);
     fn state(&self, out: &mut Vec<(&'static str, f64)>);
     fn stop(&mut self);
+    /// The receiver asked for a keyframe (video senders only).
+    fn on_keyframe_request(&mut self) {}
 }
 
 impl SenderEnd for VideoSender {
@@ -185,6 +196,9 @@ impl SenderEnd for VideoSender {
     }
     fn stop(&mut self) {
         VideoSender::stop(self)
+    }
+    fn on_keyframe_request(&mut self) {
+        VideoSender::request_keyframe(self)
     }
 }
 
@@ -284,7 +298,9 @@ impl Simulation {
                     let controller =
                         cc::create(&f.controller, &f.params, &f.context(Some(capacity.clone())))
                             .map_err(|e| format!("flows[{i}]: {e}"))?;
-                    let enc = encoder::create(&f.encoder)?;
+                    // Seed stream 3 << 32 | i: the encoder's randomness is independent of the
+                    // frame source's (stream i) and of the links' (1 << 32, 2 << 32).
+                    let enc = f.encoder.build(derive_seed(sc.seed, (3 << 32) | i as u64));
                     let packetizer = Packetizer {
                         payload: f.payload,
                         overhead: f.overhead,
@@ -305,6 +321,7 @@ impl Simulation {
                         )
                         .with_model(f.frame_jitter_model)),
                         receiver: Receiver::new(f.clock_offset),
+                        playout: Playout::default(),
                     }
                 }
                 FlowKind::Tcp {
@@ -446,6 +463,7 @@ impl Simulation {
         }
         let frame = fl.logs.frames.len() as u64;
         let info = sender.on_frame_captured(now, frame);
+        let encoded = sender.last_encoded().copied();
         fl.logs.frames.push(FrameRecord {
             flow: i as u32,
             frame,
@@ -456,6 +474,9 @@ impl Simulation {
             first_send: None,
             last_send: None,
             complete: None,
+            keyframe: info.keyframe,
+            psnr_db: encoded.and_then(|e| e.psnr_db),
+            resolution: encoded.and_then(|e| e.resolution),
         });
         let (_, next) = source.next_capture();
         if next < fl.logs.config.stop {
@@ -587,6 +608,13 @@ impl Simulation {
         let Some(sender) = self.flows[i].sender() else {
             return;
         };
+        if msg.keyframe_request {
+            // Acted on at the next capture; nothing to send or log now.
+            sender.on_keyframe_request();
+            if msg.feedback.is_none() && msg.ack.is_none() {
+                return;
+            }
+        }
         if let Some(fb) = &msg.feedback {
             sender.on_feedback(now, fb);
         }
@@ -695,8 +723,10 @@ impl Simulation {
         let i = p.flow as usize;
         let fl = &mut self.flows[i];
         fl.logs.packets[p.id as usize].recv = Some(now);
-        let receiver = match &mut fl.endpoint {
-            Endpoint::Video { receiver, .. } => receiver,
+        let (receiver, playout) = match &mut fl.endpoint {
+            Endpoint::Video {
+                receiver, playout, ..
+            } => (receiver, playout),
             Endpoint::Tcp { .. } => return self.on_tcp_segment(p),
             Endpoint::Cbr { .. } => return,
         };
@@ -709,10 +739,24 @@ impl Simulation {
             packets_in_frame: p.packets_in_frame,
         };
         let ack = receiver.on_packet(now, &arrived);
+        let mut keyframe_request = false;
         if let Some(a) = &ack {
             if let Some(f) = fl.logs.frames.get_mut(a.frame as usize) {
                 f.complete = Some(now);
             }
+            // The decoder: a P-frame predicts from the previous frame that had packets (the
+            // receiver learns both from the codec's headers; here they come from the log).
+            let frames = &fl.logs.frames;
+            let keyframe = frames.get(a.frame as usize).is_some_and(|f| f.keyframe);
+            let reference = frames[..(a.frame as usize).min(frames.len())]
+                .iter()
+                .rev()
+                .find(|f| f.packets > 0)
+                .map(|f| f.frame);
+            let outcome = playout.on_frame_complete(now, a.frame, keyframe, reference);
+            keyframe_request = outcome == FrameOutcome::Undecodable
+                && fl.logs.config.keyframe_requests
+                && playout.poll_keyframe_request(now);
         }
         let last_of_frame = frame.is_some() && p.index_in_frame + 1 == p.packets_in_frame;
         let feedback = if fl.logs.config.feedback.per_frame && last_of_frame {
@@ -721,7 +765,23 @@ impl Simulation {
             None
         };
         if ack.is_some() || feedback.is_some() {
-            self.send_reverse(i, ReverseMessage { feedback, ack });
+            self.send_reverse(
+                i,
+                ReverseMessage {
+                    feedback,
+                    ack,
+                    keyframe_request: false,
+                },
+            );
+        }
+        if keyframe_request {
+            self.send_reverse(
+                i,
+                ReverseMessage {
+                    keyframe_request: true,
+                    ..ReverseMessage::default()
+                },
+            );
         }
     }
 
@@ -758,6 +818,7 @@ impl Simulation {
                     ReverseMessage {
                         feedback: Some(fb),
                         ack: None,
+                        keyframe_request: false,
                     },
                 );
             }
@@ -789,6 +850,7 @@ impl Simulation {
                 ReverseMessage {
                     feedback: Some(fb),
                     ack: None,
+                    keyframe_request: false,
                 },
             );
         }
@@ -805,6 +867,7 @@ impl Simulation {
                 ReverseMessage {
                     feedback: Some(fb),
                     ack: None,
+                    keyframe_request: false,
                 },
             );
         }
@@ -818,7 +881,12 @@ impl Simulation {
             .feedback
             .as_ref()
             .map_or(0, |f| feedback_size(f.receive_times.len()))
-            + msg.ack.map_or(0, |_| FRAME_ACK_SIZE);
+            + msg.ack.map_or(0, |_| FRAME_ACK_SIZE)
+            + if msg.keyframe_request {
+                KEYFRAME_REQUEST_SIZE
+            } else {
+                0
+            };
         let slot = match self.free_messages.pop() {
             Some(s) => {
                 self.messages[s as usize] = Some(msg);

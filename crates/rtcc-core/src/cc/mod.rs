@@ -16,12 +16,15 @@ use serde::de::DeserializeOwned;
 use std::sync::Arc;
 
 pub mod bbr;
+pub mod copa;
 pub mod cubic;
 pub mod delivery_rate;
 pub mod fixed;
 pub mod gcc;
 pub mod oracle;
 pub mod reno;
+pub mod rocc;
+pub(crate) mod rtt_window;
 pub mod sqp;
 
 /// What the controller asks of the sender right now.
@@ -196,6 +199,8 @@ pub fn registry() -> &'static [ControllerInfo] {
         reno::INFO,
         cubic::INFO,
         bbr::INFO,
+        copa::INFO,
+        rocc::INFO,
     ];
     REGISTRY
 }

@@ -1,16 +1,21 @@
 //! The media pipeline: frame source, encoder models, packetizer, pacer, a sans-IO video sender
-//! that wires them to a controller, and the receiver that assembles frames and returns feedback.
+//! that wires them to a controller, the receiver that assembles frames and returns feedback, and
+//! the receiver's playout (decodability and display).
 
 pub mod encoder;
 pub mod pacer;
 pub mod packetizer;
+pub mod playout;
+pub mod quality;
 pub mod receiver;
 pub mod sender;
 pub mod source;
 
-pub use encoder::{EncodedFrame, Encoder, IdealEncoder};
+pub use encoder::{EncodedFrame, Encoder, EncoderConfig, IdealEncoder};
 pub use pacer::Pacer;
 pub use packetizer::Packetizer;
+pub use playout::Playout;
+pub use quality::Resolution;
 pub use receiver::{ArrivedPacket, Receiver};
 pub use sender::VideoSender;
 pub use source::FrameSource;

@@ -10,11 +10,17 @@
 //! - ask [`VideoSender::poll_timeout`] when to come back, and call
 //!   [`VideoSender::handle_timeout`] then.
 //!
+//! The encoder's controls are reachable through the sender: [`VideoSender::request_keyframe`]
+//! (a receiver's keyframe request), [`VideoSender::reset_encoder`] (flush the pacer and restart
+//! from a keyframe) and [`VideoSender::set_resolution`]; a target of 0 skips a frame (pause).
+//! [`VideoSender::last_encoded`] has the encoder's view of the latest frame (PSNR, resolution).
+//!
 //! The simulator, a live transport and a user's own stack all drive the same object.
 
-use super::encoder::Encoder;
+use super::encoder::{EncodedFrame, Encoder};
 use super::pacer::{Pacer, PacerPoll, QueuedPacket};
 use super::packetizer::Packetizer;
+use super::quality::Resolution;
 use crate::cc::{Controller, Decision};
 use crate::packet::TransportFeedback;
 use crate::packet::{FeedbackReport, FrameAck, FrameInfo, PacketKind, SendHistory, SentPacket};
@@ -30,6 +36,8 @@ pub struct VideoSender {
     /// Reused buffer for joined feedback.
     report: FeedbackReport,
     pacer_wake: Option<Time>,
+    /// The encoder's output for the latest captured frame.
+    last_encoded: Option<EncodedFrame>,
 }
 
 impl VideoSender {
@@ -49,6 +57,7 @@ impl VideoSender {
             fps,
             report: FeedbackReport::default(),
             pacer_wake: None,
+            last_encoded: None,
         }
     }
 
@@ -72,6 +81,7 @@ impl VideoSender {
     pub fn on_frame_captured(&mut self, now: Time, frame: u64) -> FrameInfo {
         let target = self.controller.decision().target_bitrate;
         let encoded = self.encoder.encode(now, target, self.fps);
+        self.last_encoded = Some(encoded);
         let count = encoded.size.div_ceil(self.packetizer.payload.0 as u32) as u16;
         for (i, size) in self.packetizer.packet_sizes(encoded.size).enumerate() {
             self.pacer.push(QueuedPacket {
@@ -93,6 +103,35 @@ impl VideoSender {
         self.controller.on_frame_encoded(now, &info);
         self.pacer_wake = None;
         info
+    }
+
+    /// What the encoder produced for the latest captured frame (its PSNR estimate and
+    /// resolution, when the model has them).
+    pub fn last_encoded(&self) -> Option<&EncodedFrame> {
+        self.last_encoded.as_ref()
+    }
+
+    /// Make the next encoded frame a keyframe (a receiver asked for one).
+    pub fn request_keyframe(&mut self) {
+        self.encoder.request_keyframe();
+    }
+
+    /// Encoder reset: drop every queued media packet and restart the encoder from a keyframe.
+    /// Returns the packets dropped.
+    pub fn reset_encoder(&mut self) -> usize {
+        self.encoder.reset();
+        self.pacer_wake = None;
+        self.pacer.clear()
+    }
+
+    /// The resolution frames are coded at (`None` for encoder models without one).
+    pub fn resolution(&self) -> Option<Resolution> {
+        self.encoder.resolution()
+    }
+
+    /// Code the following frames at `res` (the next one is a keyframe).
+    pub fn set_resolution(&mut self, res: Resolution) -> Result<(), String> {
+        self.encoder.set_resolution(res)
     }
 
     /// The next packet to put on the wire at `now`, if any.

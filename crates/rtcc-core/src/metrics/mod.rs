@@ -8,6 +8,7 @@ use crate::packet::PacketKind;
 use crate::units::{Duration, Time};
 use serde::Serialize;
 
+pub mod playout;
 pub mod sqp_frame_delay;
 
 /// One packet on the forward path.
@@ -41,6 +42,12 @@ pub struct FrameRecord {
     pub last_send: Option<Time>,
     /// When the receiver had every packet of the frame.
     pub complete: Option<Time>,
+    /// Decodable on its own (otherwise it predicts from the previous non-empty frame).
+    pub keyframe: bool,
+    /// The encoder model's PSNR estimate (`None` for models without a quality model).
+    pub psnr_db: Option<f64>,
+    /// Resolution the frame was coded at (`None` for models without one).
+    pub resolution: Option<crate::media::quality::Resolution>,
 }
 
 /// P50/P95/P99 of a sample, `None` when empty.
@@ -180,6 +187,20 @@ pub struct FlowSummary {
     pub frame_rate_fps: f64,
     pub freezes: usize,
     pub freeze_time_s: f64,
+    /// Keyframes among the frames sent.
+    pub keyframes: usize,
+    /// Frames decoded and shown ([`playout`]).
+    pub frames_displayed: usize,
+    /// Frames received complete but not decodable (their reference was lost).
+    pub frames_undecodable: usize,
+    pub display_rate_fps: f64,
+    /// Freezes on display times (the rule of [`freezes`]).
+    pub display_freezes: usize,
+    pub display_freeze_time_s: f64,
+    /// Capture → display, a frame never shown taking the next shown frame's display time.
+    pub frame_latency_ms: Percentiles,
+    /// Mean PSNR of the frames shown (`None` without a quality model).
+    pub psnr_db: Option<f64>,
     pub video_bitrate_bps: f64,
     pub throughput_bps: f64,
     pub utilization: Option<f64>,
@@ -219,6 +240,20 @@ pub fn summarize_flow(
         .collect();
     let completions: Vec<Time> = frames.iter().filter_map(|f| f.complete).collect();
     let (freeze_count, freeze_time) = freezes(&completions);
+    let display = playout::display_times(log.frames);
+    let shown: Vec<Time> = display.iter().flatten().copied().collect();
+    let (display_freeze_count, display_freeze_time) = freezes(&shown);
+    let mut latencies: Vec<f64> = playout::frame_latencies(log.frames, &display, end)
+        .iter()
+        .map(|d| d.as_millis_f64())
+        .collect();
+    let psnr: Vec<f64> = log
+        .frames
+        .iter()
+        .zip(&display)
+        .filter(|(_, d)| d.is_some())
+        .filter_map(|(f, _)| f.psnr_db)
+        .collect();
     let sent = log.packets.len();
     let lost = log.packets.iter().filter(|p| p.dropped).count();
     let in_flight_at_end = log
@@ -261,6 +296,14 @@ pub fn summarize_flow(
         frame_rate_fps: completions.len() as f64 / active,
         freezes: freeze_count,
         freeze_time_s: freeze_time.as_secs_f64(),
+        keyframes: frames.iter().filter(|f| f.keyframe).count(),
+        frames_displayed: shown.len(),
+        frames_undecodable: completions.len() - shown.len(),
+        display_rate_fps: shown.len() as f64 / active,
+        display_freezes: display_freeze_count,
+        display_freeze_time_s: display_freeze_time.as_secs_f64(),
+        frame_latency_ms: Percentiles::of(&mut latencies),
+        psnr_db: (!psnr.is_empty()).then(|| psnr.iter().sum::<f64>() / psnr.len() as f64),
         video_bitrate_bps: frames.iter().map(|f| f.size as f64 * 8.0).sum::<f64>() / active,
         throughput_bps: received_bytes as f64 * 8.0 / active,
         utilization: (cap.is_finite() && cap > 0.0).then(|| departed_in_life as f64 / cap),
@@ -362,6 +405,9 @@ mod tests {
             first_send: None,
             last_send: None,
             complete: complete_ms.map(Time::from_millis),
+            keyframe: i == 0,
+            psnr_db: None,
+            resolution: None,
         }
     }
 

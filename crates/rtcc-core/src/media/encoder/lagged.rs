@@ -1,0 +1,431 @@
+//! `lagged`: a synthetic encoder that follows its target bitrate slowly and noisily, as real
+//! codecs do.
+//!
+//! Vidaptive (§2, Fig. 2) drives a VP8 encoder with a target switching between 2 Mbit/s and
+//! 500 kbit/s every 5 s: "every time the bitrate goes up … the encoder takes nearly 2 seconds to
+//! catch up. On the way down … it takes about a second", and "even once the encoder matches the
+//! target bitrate, it exhibits considerable variance around the average on a per-frame basis";
+//! the encoder "tries to rectify its over- and under-shootings by adjusting the quality of
+//! subsequent frames". This model reproduces exactly those properties, and nothing more: it is a
+//! statistical model of a rate-controlled encoder, not a codec.
+//!
+//! # The model, per encoded frame k (capture time t_k, frame rate f)
+//!
+//! 1. **Lagged rate.** An internal rate `r` moves toward the target `T` as a first-order lag
+//!    with an asymmetric time constant: `r ← r + (T − r)(1 − e^(−Δt/τ))`, `τ = τ_up` when
+//!    `T > r`, else `τ_down`. The parameters are the 90 % settling times (`up` = 2 s,
+//!    `down` = 1 s, the seed's numbers), so `τ = settle / ln 10` (0.87 s and 0.43 s). `Δt` is the
+//!    time since the previous encoded frame, capped at three frame intervals so that a pause does
+//!    not count as time spent adapting (judgment call). `r` starts at the first target
+//!    (`start_rate` overrides it, to show the lag from the first frame).
+//! 2. **Resolution limits.** `r_eff = clamp(r, floor, saturation)` with
+//!    `floor = floor_bpp · W·H·f` and `saturation = saturation_bpp · W·H·f`. Below the floor the
+//!    encoder cannot make frames smaller (its quantiser is at its coarsest) and overshoots the
+//!    target; above saturation it cannot use more bits (finest quantiser) and undershoots. These
+//!    are the two signals Vidaptive's resolution controller reacts to (§3.4: frame rate too low,
+//!    "encoder is having trouble meeting its target … frames are too small"). Defaults 0.01 and
+//!    0.19 bit/pixel: at 30 frame/s, 1080p spans 0.62–11.8 Mbit/s (Vidaptive caps video at
+//!    12 Mbit/s) and 720p 0.28–5.3 Mbit/s; libwebrtc's simulcast table has minimum bitrates of the
+//!    same order (0.8 Mbit/s at 1080p, 0.6 at 720p, 0.15 at 360p).
+//! 3. **Buffer correction.** The encoder keeps the debt `D` = bytes produced − bytes of the
+//!    nominal frames `r_eff/(8f)`, and pays it back over `payback` (1 s): the frame's budget is
+//!    `b = r_eff/(8f) − D/(payback·f)`, clamped to a quarter to twice the nominal frame; `D` is
+//!    bounded by one payback period of nominal bytes. This is what makes the long-run output equal
+//!    `r_eff` whatever the noise, and what turns an overshoot (a keyframe, a burst of motion) into
+//!    smaller, worse frames afterwards. The resolution limits bound `r_eff`, the rate the encoder
+//!    aims at on average, not each frame's budget (judgment call: bounding the budget too would
+//!    let simple content raise the average above the floor but never lower it back).
+//! 4. **Content.** The frame's complexity `c` is a log-normal AR(1) process with mean 1, standard
+//!    deviation `complexity` (0.15) of its logarithm and correlation time `complexity_time` (2 s),
+//!    multiplied by `burst_gain` (2.5) during high-motion bursts, which start as a Poisson process
+//!    of mean spacing `burst_every` (20 s) and last `burst_length` (1 s). (Vidaptive Fig. 6b: "the
+//!    encoded frame sizes increase during high-motion periods"; the size and rate of the bursts
+//!    are our judgment.)
+//! 5. **Per-frame noise.** `ε` is log-normal with mean 1 and standard deviation `noise` (0.2) of
+//!    its logarithm: the frame size is only known after encoding. RFC 8593's statistical
+//!    reference model draws the normalised frame-size deviation from a zero-mean Laplacian of
+//!    scale 0.15 (standard deviation 0.21), the same spread.
+//! 6. **Keyframes** cost `keyframe_ratio` (6, our judgment: the seed gives no ratio) times a
+//!    P-frame's budget. They happen on the first frame, on
+//!    [`Encoder::request_keyframe`], on [`Encoder::reset`], on a resolution change, and every
+//!    `keyframe_interval` if set (off by default: libwebrtc's default VP8 settings put 3000
+//!    frames, 100 s at 30 frame/s, between periodic keyframes and rely on the receiver's
+//!    requests, RFC 4585 picture-loss indications, to recover from loss).
+//!
+//! The frame's size is `b · c · ε` (times `keyframe_ratio` for a keyframe). Its PSNR
+//! ([`crate::media::quality::psnr_db`]) is computed from the budget `b` at the current
+//! resolution: the budget stands for the quantiser the rate control chose, so a complex frame
+//! that is large at the same quantiser is not better, a frame shrunk to pay back debt is worse,
+//! and the keyframe overhead buys no quality (judgment calls).
+//!
+//! A target of 0 pauses (an empty frame, no state change). Randomness comes from a ChaCha8
+//! generator seeded from the flow's seed: the same seed gives the same sizes; every encoded frame
+//! draws the same three numbers, so the sequence does not depend on which branches were taken.
+
+use super::{EncodedFrame, Encoder, EncoderError};
+use crate::media::quality::{self, Resolution};
+use crate::units::{Duration, Rate, Time};
+use rand_chacha::ChaCha8Rng;
+use rand_core::{Rng, SeedableRng};
+
+/// Parameters of the lagged encoder (see the module documentation).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LaggedConfig {
+    /// 90 % settling time of an increase of the target.
+    pub up: Duration,
+    /// 90 % settling time of a decrease.
+    pub down: Duration,
+    /// Standard deviation of the logarithm of the per-frame size noise.
+    pub noise: f64,
+    /// Standard deviation of the logarithm of the content complexity.
+    pub complexity: f64,
+    /// Correlation time of the content complexity.
+    pub complexity_time: Duration,
+    /// Mean time between high-motion bursts.
+    pub burst_every: Duration,
+    /// Length of a burst.
+    pub burst_length: Duration,
+    /// Complexity multiplier during a burst (1 disables bursts).
+    pub burst_gain: f64,
+    /// Time over which over- and undershoot are paid back.
+    pub payback: Duration,
+    /// Keyframe size in P-frame budgets.
+    pub keyframe_ratio: f64,
+    /// Periodic keyframes (`None`: only on the first frame, requests, resets and resolution
+    /// changes).
+    pub keyframe_interval: Option<Duration>,
+    /// Initial resolution.
+    pub resolution: Resolution,
+    /// Lowest rate, in bits per pixel per frame.
+    pub floor_bpp: f64,
+    /// Highest rate, in bits per pixel per frame.
+    pub saturation_bpp: f64,
+    /// Internal rate at the first frame (`None`: the first target).
+    pub start_rate: Option<Rate>,
+}
+
+impl Default for LaggedConfig {
+    fn default() -> Self {
+        LaggedConfig {
+            up: Duration::from_millis(2000),
+            down: Duration::from_millis(1000),
+            noise: 0.2,
+            complexity: 0.15,
+            complexity_time: Duration::from_millis(2000),
+            burst_every: Duration::from_millis(20_000),
+            burst_length: Duration::from_millis(1000),
+            burst_gain: 2.5,
+            payback: Duration::from_millis(1000),
+            keyframe_ratio: 6.0,
+            keyframe_interval: None,
+            resolution: Resolution::new(1280, 720),
+            floor_bpp: 0.01,
+            saturation_bpp: 0.19,
+            start_rate: None,
+        }
+    }
+}
+
+/// Parameter names, defaults and meanings (for error messages and documentation).
+pub const PARAMS: &[(&str, &str, &str)] = &[
+    ("up", "2s", "90 % settling time when the target rises"),
+    ("down", "1s", "90 % settling time when the target falls"),
+    (
+        "noise",
+        "0.2",
+        "standard deviation of ln(per-frame size noise)",
+    ),
+    (
+        "complexity",
+        "0.15",
+        "standard deviation of ln(content complexity)",
+    ),
+    (
+        "complexity_time",
+        "2s",
+        "correlation time of the content complexity",
+    ),
+    ("burst_every", "20s", "mean time between high-motion bursts"),
+    ("burst_length", "1s", "length of a burst"),
+    (
+        "burst_gain",
+        "2.5",
+        "complexity multiplier in a burst (1 = no bursts)",
+    ),
+    (
+        "payback",
+        "1s",
+        "time over which over- and undershoot are paid back",
+    ),
+    ("keyframe_ratio", "6", "keyframe size in P-frame budgets"),
+    (
+        "keyframe_interval",
+        "off",
+        "periodic keyframes, e.g. \"10s\"",
+    ),
+    (
+        "resolution",
+        "720p",
+        "initial resolution (1080p, 720p, 540p, 360p, 270p, 180p)",
+    ),
+    (
+        "floor_bpp",
+        "0.01",
+        "lowest rate in bits per pixel per frame",
+    ),
+    (
+        "saturation_bpp",
+        "0.19",
+        "highest rate in bits per pixel per frame",
+    ),
+    (
+        "start_rate",
+        "first target",
+        "internal rate at the first frame, e.g. \"500kbps\"",
+    ),
+];
+
+impl LaggedConfig {
+    /// Read the fields of an `encoder = { model = "lagged", ... }` table (without `model`).
+    pub fn from_fields<'a>(
+        fields: impl Iterator<Item = (&'a String, &'a serde_json::Value)>,
+    ) -> Result<LaggedConfig, EncoderError> {
+        let mut c = LaggedConfig::default();
+        for (key, v) in fields {
+            let bad = |m: String| (key.clone(), m);
+            let text = || -> Result<&str, EncoderError> {
+                v.as_str()
+                    .ok_or_else(|| bad(format!("expected a string with a unit, got {v}")))
+            };
+            let duration = || -> Result<Duration, EncoderError> {
+                let d = Duration::parse(text()?).map_err(|e| bad(e.to_string()))?;
+                if d.0 == 0 {
+                    return Err(bad("must be longer than 0s".into()));
+                }
+                Ok(d)
+            };
+            let number = |lo: f64, hi: f64| -> Result<f64, EncoderError> {
+                let x = v
+                    .as_f64()
+                    .ok_or_else(|| bad(format!("expected a number, got {v}")))?;
+                if !(lo..=hi).contains(&x) {
+                    return Err(bad(format!("must be between {lo} and {hi}, got {x}")));
+                }
+                Ok(x)
+            };
+            match key.as_str() {
+                "up" => c.up = duration()?,
+                "down" => c.down = duration()?,
+                "noise" => c.noise = number(0.0, 2.0)?,
+                "complexity" => c.complexity = number(0.0, 2.0)?,
+                "complexity_time" => c.complexity_time = duration()?,
+                "burst_every" => c.burst_every = duration()?,
+                "burst_length" => {
+                    c.burst_length = Duration::parse(text()?).map_err(|e| bad(e.to_string()))?
+                }
+                "burst_gain" => c.burst_gain = number(1.0, 20.0)?,
+                "payback" => c.payback = duration()?,
+                "keyframe_ratio" => c.keyframe_ratio = number(1.0, 100.0)?,
+                "keyframe_interval" => {
+                    c.keyframe_interval = if text()? == "off" {
+                        None
+                    } else {
+                        Some(duration()?)
+                    }
+                }
+                "resolution" => c.resolution = Resolution::parse(text()?).map_err(bad)?,
+                "floor_bpp" => c.floor_bpp = number(1e-6, 10.0)?,
+                "saturation_bpp" => c.saturation_bpp = number(1e-6, 10.0)?,
+                "start_rate" => {
+                    let r = Rate::parse(text()?).map_err(|e| bad(e.to_string()))?;
+                    if r.bps() <= 0.0 {
+                        return Err(bad("must be a positive rate".into()));
+                    }
+                    c.start_rate = Some(r);
+                }
+                _ => {
+                    return Err(bad(format!(
+                        "unknown parameter of the lagged encoder; valid parameters: {}",
+                        PARAMS.iter().map(|p| p.0).collect::<Vec<_>>().join(", ")
+                    )))
+                }
+            }
+        }
+        if c.saturation_bpp <= c.floor_bpp {
+            return Err((
+                "saturation_bpp".into(),
+                format!(
+                    "must be above floor_bpp ({} ≤ {})",
+                    c.saturation_bpp, c.floor_bpp
+                ),
+            ));
+        }
+        Ok(c)
+    }
+}
+
+pub struct LaggedEncoder {
+    cfg: LaggedConfig,
+    rng: ChaCha8Rng,
+    res: Resolution,
+    /// The lagged internal rate (bit/s); `None` before the first encoded frame.
+    rate: Option<f64>,
+    /// Bytes produced minus bytes budgeted, still to be paid back.
+    debt: f64,
+    /// State of the AR(1) process of ln(complexity).
+    log_complexity: f64,
+    burst_until: Option<Time>,
+    /// Capture time of the previous encoded frame.
+    last: Option<Time>,
+    last_keyframe: Option<Time>,
+    keyframe_pending: bool,
+}
+
+/// Uniform in [0, 1).
+fn uniform(rng: &mut ChaCha8Rng) -> f64 {
+    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Standard normal (Box–Muller, one value per call).
+fn normal(rng: &mut ChaCha8Rng) -> f64 {
+    let u1 = 1.0 - uniform(rng); // (0, 1]
+    let u2 = uniform(rng);
+    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+}
+
+impl LaggedEncoder {
+    pub fn new(cfg: LaggedConfig, seed: u64) -> LaggedEncoder {
+        LaggedEncoder {
+            res: cfg.resolution,
+            cfg,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            rate: None,
+            debt: 0.0,
+            log_complexity: 0.0,
+            burst_until: None,
+            last: None,
+            last_keyframe: None,
+            keyframe_pending: true,
+        }
+    }
+
+    pub fn config(&self) -> &LaggedConfig {
+        &self.cfg
+    }
+
+    /// The lagged internal rate (`None` before the first frame).
+    pub fn internal_rate(&self) -> Option<Rate> {
+        self.rate.map(Rate)
+    }
+
+    /// The lowest and highest rate at the current resolution and frame rate `fps`.
+    pub fn limits(&self, fps: f64) -> (Rate, Rate) {
+        let per_second = self.res.pixels() * fps;
+        (
+            Rate(self.cfg.floor_bpp * per_second),
+            Rate(self.cfg.saturation_bpp * per_second),
+        )
+    }
+}
+
+impl Encoder for LaggedEncoder {
+    fn encode(&mut self, now: Time, target: Rate, fps: f64) -> EncodedFrame {
+        let target = target.bps();
+        let runnable = target > 0.0 && fps > 0.0 && fps.is_finite();
+        if !runnable {
+            return EncodedFrame::skipped(Some(self.res));
+        }
+        let (floor, saturation) = self.limits(fps);
+        let c = &self.cfg;
+        let dt = self.last.map_or(0.0, |t| {
+            now.saturating_since(t).as_secs_f64().min(3.0 / fps)
+        });
+        // 1. The lag.
+        let mut r = self
+            .rate
+            .unwrap_or(c.start_rate.map_or(target, |s| s.bps()));
+        let settle = if target > r { c.up } else { c.down };
+        let tau = settle.as_secs_f64() / std::f64::consts::LN_10;
+        r += (target - r) * (1.0 - (-dt / tau).exp());
+        self.rate = Some(r);
+        // 2. The resolution's limits.
+        let r_eff = r.clamp(floor.bps(), saturation.bps());
+        let nominal = r_eff / fps / 8.0;
+        // 3. Content: the AR(1) complexity and bursts (three draws per frame, always).
+        let z_content = normal(&mut self.rng);
+        let u_burst = uniform(&mut self.rng);
+        let z_noise = normal(&mut self.rng);
+        let phi = (-dt / c.complexity_time.as_secs_f64()).exp();
+        self.log_complexity =
+            phi * self.log_complexity + (1.0 - phi * phi).sqrt() * c.complexity * z_content;
+        let mut in_burst = self.burst_until.is_some_and(|t| now < t);
+        let start_p = 1.0 - (-dt / c.burst_every.as_secs_f64()).exp();
+        if !in_burst && c.burst_gain > 1.0 && c.burst_length.0 > 0 && u_burst < start_p {
+            self.burst_until = Some(now + c.burst_length);
+            in_burst = true;
+        }
+        let complexity = (self.log_complexity - c.complexity * c.complexity / 2.0).exp()
+            * if in_burst { c.burst_gain } else { 1.0 };
+        // 4. Keyframe?
+        let periodic = c.keyframe_interval.is_some_and(|iv| {
+            self.last_keyframe
+                .is_none_or(|k| now.saturating_since(k) >= iv)
+        });
+        let keyframe = self.keyframe_pending || periodic;
+        // 5. The budget, with the debt paid back over `payback`.
+        let frames_to_pay = c.payback.as_secs_f64() * fps;
+        let budget = (nominal - self.debt / frames_to_pay).clamp(0.25 * nominal, 2.0 * nominal);
+        let noise = (c.noise * z_noise - c.noise * c.noise / 2.0).exp();
+        let ratio = if keyframe { c.keyframe_ratio } else { 1.0 };
+        let size = (budget * complexity * noise * ratio)
+            .round()
+            .clamp(1.0, u32::MAX as f64);
+        let bound = frames_to_pay * nominal;
+        self.debt = (self.debt + size - nominal).clamp(-bound, bound);
+        self.last = Some(now);
+        if keyframe {
+            self.keyframe_pending = false;
+            self.last_keyframe = Some(now);
+        }
+        EncodedFrame {
+            size: size as u32,
+            keyframe,
+            psnr_db: Some(quality::psnr_db(self.res, budget * 8.0)),
+            resolution: Some(self.res),
+        }
+    }
+
+    fn request_keyframe(&mut self) {
+        self.keyframe_pending = true;
+    }
+
+    /// A keyframe and an empty rate-control buffer; the lagged rate is kept (the encoder still
+    /// knows what it was asked for).
+    fn reset(&mut self) {
+        self.keyframe_pending = true;
+        self.debt = 0.0;
+    }
+
+    fn resolution(&self) -> Option<Resolution> {
+        Some(self.res)
+    }
+
+    /// A ladder rung; changing it forces a keyframe and empties the rate-control buffer.
+    fn set_resolution(&mut self, res: Resolution) -> Result<(), String> {
+        if res.rung().is_none() {
+            return Err(format!(
+                "{res} is not on the ladder; valid resolutions: {}",
+                quality::LADDER.map(|r| r.name()).join(", ")
+            ));
+        }
+        if res != self.res {
+            self.res = res;
+            self.keyframe_pending = true;
+            self.debt = 0.0;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,411 @@
+//! Tests of the lagged encoder: E0 (the seed's Fig. 2), determinism, the long-run mean,
+//! keyframes, the resolution ladder and the control interface.
+
+use super::*;
+
+const FPS: f64 = 30.0;
+
+/// Encode `secs` seconds at `FPS` with `target(t)`; returns (capture time s, frame).
+fn drive(
+    e: &mut LaggedEncoder,
+    secs: f64,
+    target: impl Fn(f64) -> f64,
+) -> Vec<(f64, EncodedFrame)> {
+    let n = (secs * FPS).round() as usize;
+    (0..n)
+        .map(|i| {
+            let t = i as f64 / FPS;
+            (t, e.encode(Time::from_secs_f64(t), Rate(target(t)), FPS))
+        })
+        .collect()
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+fn cv(v: &[f64]) -> f64 {
+    let m = mean(v);
+    (v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / v.len() as f64).sqrt() / m
+}
+
+/// The target of the seed's Fig. 2: 500 kbit/s for 5 s, then 2 Mbit/s for 5 s, repeated.
+fn fig2_target(t: f64) -> f64 {
+    if t % 10.0 < 5.0 {
+        0.5e6
+    } else {
+        2e6
+    }
+}
+
+struct Fig2 {
+    up_s: f64,
+    down_s: f64,
+    steady_cv: f64,
+    high_mean_bps: f64,
+    low_mean_bps: f64,
+}
+
+/// Cycles folded to measure Fig. 2's response (10 min of video: the bursts and the slow content
+/// changes of one cycle average out).
+const CYCLES: usize = 200;
+
+/// Drive 61 cycles of Fig. 2's target; fold cycles 2–61 (the first holds the start-up keyframe)
+/// into 100 ms bins of output rate, smooth over 300 ms (centred), and read the 90 % rise and fall
+/// times from the switch instants. The steady-state per-frame coefficient of variation is taken
+/// over the last 2 s of each half-cycle.
+fn fig2(seed: u64) -> Fig2 {
+    let mut e = LaggedEncoder::new(LaggedConfig::default(), seed);
+    let frames = drive(&mut e, CYCLES as f64 * 10.0 + 10.0, fig2_target);
+    let bins = 100;
+    let mut bytes = vec![0.0; bins];
+    let mut cycles = 0.0;
+    // Frame i is captured at i/30 s: 300 frames per cycle, 3 per bin (binning by index avoids
+    // floating-point bin edges).
+    for (i, (_, f)) in frames.iter().enumerate().skip(300) {
+        bytes[(i % 300) / 3] += f.size as f64;
+    }
+    cycles += CYCLES as f64;
+    let rate: Vec<f64> = bytes.iter().map(|b| b * 8.0 / 0.1 / cycles).collect();
+    let smooth: Vec<f64> = (0..bins)
+        .map(|i| (rate[(i + bins - 1) % bins] + rate[i] + rate[(i + 1) % bins]) / 3.0)
+        .collect();
+    let centre = |i: usize| i as f64 * 0.1 + 0.05;
+    // Up at 5 s (bin 50), down at 10 s ≡ 0 s (bin 0).
+    let up_bin = (50..bins)
+        .find(|&i| smooth[i] >= 0.5e6 + 0.9 * 1.5e6)
+        .unwrap_or(bins);
+    let down_bin = (0..50)
+        .find(|&i| smooth[i] <= 2e6 - 0.9 * 1.5e6)
+        .unwrap_or(50);
+    let mut cvs = Vec::new();
+    let (mut high, mut low) = (Vec::new(), Vec::new());
+    for k in 1..=CYCLES {
+        for (lo, hi, out) in [(3.0, 5.0, &mut low), (8.0, 10.0, &mut high)] {
+            let (a, b) = (k as f64 * 10.0 + lo, k as f64 * 10.0 + hi);
+            let sizes: Vec<f64> = frames
+                .iter()
+                .filter(|(t, _)| *t >= a && *t < b)
+                .map(|(_, f)| f.size as f64)
+                .collect();
+            cvs.push(cv(&sizes));
+            out.push(mean(&sizes) * 8.0 * FPS);
+        }
+    }
+    Fig2 {
+        up_s: centre(up_bin) - 5.0,
+        down_s: centre(down_bin),
+        steady_cv: mean(&cvs),
+        high_mean_bps: mean(&high),
+        low_mean_bps: mean(&low),
+    }
+}
+
+/// E0. The seed (Vidaptive §2, Fig. 2, VP8, target 2 Mbit/s ↔ 500 kbit/s every 5 s): "every time
+/// the bitrate goes up … the encoder takes nearly 2 seconds to catch up. On the way down … it takes
+/// about a second to lower the bitrate", and "even once the encoder matches the target bitrate, it
+/// exhibits considerable variance around the average on a per-frame basis".
+///
+/// Acceptance (tolerances around the seed's words): 90 % rise 1.5–2.5 s, 90 % fall 0.7–1.3 s,
+/// per-frame coefficient of variation 0.2–0.4 in steady state.
+///
+/// Measured with the default parameters (200 cycles folded, 100 ms bins, 300 ms centred
+/// smoothing), seeds 1–6: rise 1.65, 1.85, 1.85, 1.95, 2.05, 1.85 s; fall 1.05, 1.05, 0.95, 1.05,
+/// 0.95, 0.95 s; per-frame CV 0.24–0.25; steady output 1.95–1.99 Mbit/s and 0.50–0.51 Mbit/s.
+/// (The internal rate itself settles in exactly 2 s and 1 s; the output's first crossing of the
+/// 90 % line comes a little early on average because content bursts ride on the slow approach.)
+#[test]
+fn e0_fig2_the_encoder_rises_in_about_2s_falls_in_about_1s_and_is_noisy() {
+    for seed in [1, 2, 3, 4, 5, 6] {
+        let r = fig2(seed);
+        eprintln!(
+            "seed {seed}: rise {:.2} s, fall {:.2} s, steady CV {:.3}, high {:.3} Mbit/s, low {:.3} Mbit/s",
+            r.up_s,
+            r.down_s,
+            r.steady_cv,
+            r.high_mean_bps / 1e6,
+            r.low_mean_bps / 1e6
+        );
+        assert!(
+            (1.5..=2.5).contains(&r.up_s),
+            "seed {seed}: rise {:.2} s",
+            r.up_s
+        );
+        assert!(
+            (0.7..=1.3).contains(&r.down_s),
+            "seed {seed}: fall {:.2} s",
+            r.down_s
+        );
+        assert!(
+            (0.2..=0.4).contains(&r.steady_cv),
+            "seed {seed}: CV {:.3}",
+            r.steady_cv
+        );
+        assert!(
+            (r.high_mean_bps / 2e6 - 1.0).abs() < 0.05,
+            "seed {seed}: {}",
+            r.high_mean_bps
+        );
+        assert!(
+            (r.low_mean_bps / 0.5e6 - 1.0).abs() < 0.05,
+            "seed {seed}: {}",
+            r.low_mean_bps
+        );
+    }
+    // The numbers quoted above and in docs/encoders.md, pinned for seed 1 (a change to the model
+    // must update both).
+    let r = fig2(1);
+    assert!((r.up_s - 1.65).abs() < 1e-9 && (r.down_s - 1.05).abs() < 1e-9);
+    assert!((r.steady_cv - 0.245).abs() < 0.0005, "{}", r.steady_cv);
+}
+
+#[test]
+fn the_internal_rate_settles_90_percent_in_exactly_the_settling_times() {
+    let mut e = LaggedEncoder::new(LaggedConfig::default(), 1);
+    drive(&mut e, 1.0, |_| 0.5e6);
+    // 2 s of 2 Mbit/s: 60 frame intervals of 1/30 s after the switch frame.
+    let frames = drive(&mut e, 2.0 + 1.0 / FPS, |_| 2e6);
+    assert_eq!(frames.len(), 61);
+    let r = e.internal_rate().unwrap().bps();
+    assert!((r - (0.5e6 + 0.9 * 1.5e6)).abs() < 1.0, "{r}");
+    let mut e = LaggedEncoder::new(LaggedConfig::default(), 1);
+    drive(&mut e, 1.0, |_| 2e6);
+    drive(&mut e, 1.0 + 1.0 / FPS, |_| 0.5e6);
+    let r = e.internal_rate().unwrap().bps();
+    assert!((r - (2e6 - 0.9 * 1.5e6)).abs() < 1.0, "{r}");
+}
+
+#[test]
+fn the_same_seed_gives_the_same_sizes_and_another_seed_differs() {
+    let run = |seed| {
+        let mut e = LaggedEncoder::new(LaggedConfig::default(), seed);
+        drive(&mut e, 30.0, fig2_target)
+            .into_iter()
+            .map(|(_, f)| (f.size, f.keyframe, f.psnr_db.map(f64::to_bits)))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(run(7), run(7));
+    assert_ne!(run(7), run(8));
+}
+
+#[test]
+fn at_a_steady_target_the_long_run_mean_is_the_target() {
+    for (rate, seed) in [(2e6, 1), (0.5e6, 2), (1.2e6, 3)] {
+        let mut e = LaggedEncoder::new(LaggedConfig::default(), seed);
+        let frames = drive(&mut e, 300.0, |_| rate);
+        // From 10 s on: the start-up keyframe is paid back.
+        let bytes: f64 = frames
+            .iter()
+            .filter(|(t, _)| *t >= 10.0)
+            .map(|(_, f)| f.size as f64)
+            .sum();
+        let mean_bps = bytes * 8.0 / 290.0;
+        assert!((mean_bps / rate - 1.0).abs() < 0.02, "{rate}: {mean_bps}");
+        // The bursts happened (about 15 in 300 s) and were paid back.
+        let big = frames
+            .iter()
+            .filter(|(_, f)| !f.keyframe && f.size as f64 > 2.2 * rate / 8.0 / FPS)
+            .count();
+        assert!(big > 20, "{rate}: {big} frames above 2.2× the nominal size");
+    }
+}
+
+#[test]
+fn keyframes_cost_about_six_p_frames_and_are_paid_back() {
+    // Mean over 200 seeds of the first frame (a keyframe) relative to the nominal frame.
+    let nominal = 1e6 / 8.0 / FPS;
+    let mut ratios = Vec::new();
+    let mut after = Vec::new();
+    for seed in 0..200 {
+        let mut e = LaggedEncoder::new(LaggedConfig::default(), seed);
+        let frames = drive(&mut e, 1.0, |_| 1e6);
+        assert!(frames[0].1.keyframe && frames[1..].iter().all(|(_, f)| !f.keyframe));
+        ratios.push(frames[0].1.size as f64 / nominal);
+        after.push(mean(
+            &frames[1..]
+                .iter()
+                .map(|(_, f)| f.size as f64)
+                .collect::<Vec<_>>(),
+        ));
+    }
+    let r = mean(&ratios);
+    // 6 × E[c] at start (e^(−0.15²/2) = 0.989) × E[ε] (1).
+    assert!((r - 6.0 * 0.989).abs() < 0.3, "keyframe / nominal = {r:.2}");
+    // The 5 extra frames' worth of bytes are paid back: the next second is ~12 % below nominal.
+    let a = mean(&after) / nominal;
+    assert!(
+        (0.8..0.95).contains(&a),
+        "frames after the keyframe / nominal = {a:.3}"
+    );
+    // The PSNR of the keyframe is that of its budget (not of its 6× size).
+    let mut e = LaggedEncoder::new(LaggedConfig::default(), 1);
+    let f = e.encode(Time::ZERO, Rate(1e6), FPS);
+    let expected = quality::psnr_db(Resolution::new(1280, 720), 1e6 / FPS);
+    assert!((f.psnr_db.unwrap() - expected).abs() < 1e-9);
+}
+
+#[test]
+fn requests_resets_and_periodic_keyframes() {
+    let cfg = LaggedConfig {
+        keyframe_interval: Some(Duration::from_millis(10_000)),
+        ..LaggedConfig::default()
+    };
+    let mut e = LaggedEncoder::new(cfg, 1);
+    let keys: Vec<f64> = drive(&mut e, 35.0, |_| 1e6)
+        .into_iter()
+        .filter(|(_, f)| f.keyframe)
+        .map(|(t, _)| t)
+        .collect();
+    assert_eq!(keys, vec![0.0, 10.0, 20.0, 30.0]);
+    let mut e = LaggedEncoder::new(LaggedConfig::default(), 1);
+    drive(&mut e, 1.0, |_| 1e6);
+    e.request_keyframe();
+    let f = e.encode(Time::from_secs_f64(1.0), Rate(1e6), FPS);
+    assert!(f.keyframe);
+    assert!(!e.encode(Time::from_secs_f64(1.04), Rate(1e6), FPS).keyframe);
+    e.reset();
+    assert!(e.encode(Time::from_secs_f64(1.07), Rate(1e6), FPS).keyframe);
+}
+
+#[test]
+fn a_zero_target_pauses_without_moving_the_state() {
+    let mut e = LaggedEncoder::new(LaggedConfig::default(), 1);
+    drive(&mut e, 1.0, |_| 1e6);
+    let before = e.internal_rate();
+    let f = e.encode(Time::from_secs_f64(1.0), Rate::ZERO, FPS);
+    assert_eq!((f.size, f.keyframe, f.psnr_db), (0, false, None));
+    assert_eq!(f.resolution, Some(Resolution::new(1280, 720)));
+    assert_eq!(e.internal_rate(), before);
+    // A pending keyframe waits for the first frame actually encoded.
+    e.request_keyframe();
+    assert_eq!(e.encode(Time::from_secs_f64(1.04), Rate::ZERO, FPS).size, 0);
+    assert!(e.encode(Time::from_secs_f64(1.07), Rate(1e6), FPS).keyframe);
+}
+
+#[test]
+fn each_rung_has_a_floor_and_a_saturation_rate() {
+    let e = LaggedEncoder::new(LaggedConfig::default(), 1);
+    let (floor, sat) = e.limits(FPS);
+    // 720p: 0.01 and 0.19 bit/pixel × 1280·720 × 30 frame/s.
+    assert!((floor.bps() - 276_480.0).abs() < 1e-6 && (sat.bps() - 5_253_120.0).abs() < 1e-6);
+    let run = |res: &str, rate: f64| {
+        let cfg = LaggedConfig {
+            resolution: Resolution::parse(res).unwrap(),
+            ..LaggedConfig::default()
+        };
+        let mut e = LaggedEncoder::new(cfg, 4);
+        let frames = drive(&mut e, 60.0, |_| rate);
+        let bytes: f64 = frames
+            .iter()
+            .filter(|(t, _)| *t >= 5.0)
+            .map(|(_, f)| f.size as f64)
+            .sum();
+        let psnr = mean(
+            &frames
+                .iter()
+                .filter_map(|(_, f)| f.psnr_db)
+                .collect::<Vec<_>>(),
+        );
+        (bytes * 8.0 / 55.0, psnr)
+    };
+    // Below the floor the encoder overshoots to the floor; above saturation it undershoots.
+    let (low, _) = run("720p", 100e3);
+    let (high, _) = run("720p", 20e6);
+    let (met, _) = run("360p", 100e3);
+    eprintln!(
+        "720p at 100 kbit/s: {low:.0}; at 20 Mbit/s: {high:.0}; 360p at 100 kbit/s: {met:.0}"
+    );
+    assert!((low / 276_480.0 - 1.0).abs() < 0.05, "{low}");
+    assert!((high / 5_253_120.0 - 1.0).abs() < 0.05, "{high}");
+    // A lower rung meets the same low target: 360p's floor is 69 kbit/s.
+    assert!((met / 100e3 - 1.0).abs() < 0.05, "{met}");
+    // Quality: at 4 Mbit/s 1080p beats 360p; at 200 kbit/s the order reverses.
+    assert!(run("1080p", 4e6).1 > run("360p", 4e6).1);
+    assert!(run("360p", 200e3).1 > run("1080p", 200e3).1);
+}
+
+#[test]
+fn a_resolution_change_forces_a_keyframe_and_every_frame_reports_its_resolution() {
+    let mut e = LaggedEncoder::new(LaggedConfig::default(), 1);
+    let f = drive(&mut e, 1.0, |_| 1e6);
+    assert!(f
+        .iter()
+        .all(|(_, f)| f.resolution == Some(Resolution::new(1280, 720))));
+    let down = e.resolution().unwrap().step_down().unwrap();
+    e.set_resolution(down).unwrap();
+    assert_eq!(e.resolution(), Some(Resolution::new(960, 540)));
+    let f = e.encode(Time::from_secs_f64(1.0), Rate(1e6), FPS);
+    assert!(f.keyframe && f.resolution == Some(down));
+    // Setting the current rung again changes nothing.
+    e.set_resolution(down).unwrap();
+    assert!(!e.encode(Time::from_secs_f64(1.04), Rate(1e6), FPS).keyframe);
+    let err = e.set_resolution(Resolution::new(800, 600)).unwrap_err();
+    assert!(err.contains("1080p, 720p"), "{err}");
+}
+
+#[test]
+fn start_rate_shows_the_lag_from_the_first_frame() {
+    let cfg = LaggedConfig {
+        start_rate: Some(Rate(0.5e6)),
+        burst_gain: 1.0,
+        ..LaggedConfig::default()
+    };
+    let mut e = LaggedEncoder::new(cfg, 1);
+    let frames = drive(&mut e, 6.0, |_| 2e6);
+    let rate_in = |a: f64, b: f64| {
+        let bytes: f64 = frames
+            .iter()
+            .filter(|(t, _)| *t >= a && *t < b)
+            .map(|(_, f)| f.size as f64)
+            .sum();
+        bytes * 8.0 / (b - a)
+    };
+    // (The keyframe is paid back during the first second, which lowers it further.)
+    assert!(rate_in(0.0, 0.5) < 1.2e6, "{}", rate_in(0.0, 0.5));
+    assert!(
+        (rate_in(4.0, 6.0) / 2e6 - 1.0).abs() < 0.06,
+        "{}",
+        rate_in(4.0, 6.0)
+    );
+}
+
+#[test]
+fn table_fields_are_checked_and_named() {
+    let parse = |j: serde_json::Value| {
+        let m = j.as_object().unwrap().clone();
+        LaggedConfig::from_fields(m.iter())
+    };
+    use serde_json::json;
+    let c =
+        parse(json!({"resolution": "1080p", "keyframe_interval": "10s", "start_rate": "300kbps"}))
+            .unwrap();
+    assert_eq!(c.resolution.name(), "1080p");
+    assert_eq!(c.keyframe_interval, Some(Duration::from_millis(10_000)));
+    assert_eq!(
+        parse(json!({"keyframe_interval": "off"}))
+            .unwrap()
+            .keyframe_interval,
+        None
+    );
+    for (bad, field, what) in [
+        (json!({"noise": -0.1}), "noise", "between"),
+        (json!({"noise": "0.1"}), "noise", "expected a number"),
+        (json!({"up": "0s"}), "up", "longer than 0s"),
+        (json!({"down": 1}), "down", "string with a unit"),
+        (
+            json!({"resolution": "4k"}),
+            "resolution",
+            "valid resolutions",
+        ),
+        (
+            json!({"floor_bpp": 0.5}),
+            "saturation_bpp",
+            "above floor_bpp",
+        ),
+        (json!({"start_rate": "0bps"}), "start_rate", "positive"),
+        (json!({"keyframe_ratio": 0.5}), "keyframe_ratio", "between"),
+    ] {
+        let (f, m) = parse(bad.clone()).unwrap_err();
+        assert!(f == field && m.contains(what), "{bad}: {f}: {m}");
+    }
+}
