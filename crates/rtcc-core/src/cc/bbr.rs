@@ -63,7 +63,7 @@
 use super::delivery_rate::{AckSummary, DeliveryRateEstimator, SendLimits};
 use super::reno::{check_window, default_initial_cwnd, default_mss, CaState, Episodes, Rtt};
 use super::reno::{INITIAL_CWND_DOC, MSS_DOC, TCP_FEEDBACK};
-use super::{parse_config, Controller, ControllerContext, ControllerError, ControllerInfo};
+use super::{boxed, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo};
 use super::{Decision, ParamDoc, Params};
 use crate::packet::{FeedbackReport, SentPacket};
 use crate::units::{Bytes, Duration, Rate, Time};
@@ -652,12 +652,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
 
 fn build(params: &Params, ctx: &ControllerContext) -> Result<Box<dyn Controller>, ControllerError> {
     let config: BbrConfig = parse_config("bbr", params)?;
-    Bbr::new(config, ctx.now)
-        .map(|c| Box::new(c) as Box<dyn Controller>)
-        .map_err(|message| ControllerError::BadParams {
-            controller: "bbr".into(),
-            message,
-        })
+    boxed("bbr", Bbr::new(config, ctx.now))
 }
 
 #[cfg(test)]

@@ -91,7 +91,7 @@
 use super::reno::{check_window, default_initial_cwnd, default_mss, Rtt};
 use super::reno::{INITIAL_CWND_DOC, MSS_DOC};
 use super::rtt_window::{mean_held, rtt_samples, RttSample, WindowedExtreme};
-use super::{parse_config, Controller, ControllerContext, ControllerError, ControllerInfo};
+use super::{boxed, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo};
 use super::{Decision, FeedbackPolicy, ParamDoc, Params};
 use crate::packet::{FeedbackReport, SentPacket};
 use crate::units::{Bytes, Duration, Rate, Time};
@@ -529,12 +529,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
 
 fn build(params: &Params, ctx: &ControllerContext) -> Result<Box<dyn Controller>, ControllerError> {
     let config: CopaConfig = parse_config("copa", params)?;
-    Copa::new(config, ctx.now)
-        .map(|c| Box::new(c) as Box<dyn Controller>)
-        .map_err(|message| ControllerError::BadParams {
-            controller: "copa".into(),
-            message,
-        })
+    boxed("copa", Copa::new(config, ctx.now))
 }
 
 #[cfg(test)]

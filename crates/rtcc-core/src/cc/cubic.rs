@@ -60,7 +60,7 @@
 
 use super::reno::{check_window, default_initial_cwnd, default_mss, Window, TCP_FEEDBACK};
 use super::reno::{INITIAL_CWND_DOC, MSS_DOC, PACING_DOC};
-use super::{parse_config, Controller, ControllerContext, ControllerError, ControllerInfo};
+use super::{boxed, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo};
 use super::{Decision, ParamDoc, Params};
 use crate::packet::{FeedbackReport, SentPacket};
 use crate::units::{Bytes, Duration, Time};
@@ -408,12 +408,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
 
 fn build(params: &Params, ctx: &ControllerContext) -> Result<Box<dyn Controller>, ControllerError> {
     let config: CubicConfig = parse_config("cubic", params)?;
-    Cubic::new(config, ctx.now)
-        .map(|c| Box::new(c) as Box<dyn Controller>)
-        .map_err(|message| ControllerError::BadParams {
-            controller: "cubic".into(),
-            message,
-        })
+    boxed("cubic", Cubic::new(config, ctx.now))
 }
 
 #[cfg(test)]

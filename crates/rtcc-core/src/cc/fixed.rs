@@ -6,7 +6,7 @@
 //! that shows what the path alone does to a video flow (a rate below capacity sees only
 //! propagation and serialisation; a rate above it fills the queue and loses the excess).
 
-use super::{parse_config, Controller, ControllerContext, ControllerError, ControllerInfo};
+use super::{boxed, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo};
 use super::{Decision, FeedbackPolicy, ParamDoc, Params};
 use crate::packet::FeedbackReport;
 use crate::units::{Rate, Time};
@@ -84,10 +84,5 @@ fn build(
     _ctx: &ControllerContext,
 ) -> Result<Box<dyn Controller>, ControllerError> {
     let config: FixedConfig = parse_config("fixed", params)?;
-    Fixed::new(config)
-        .map(|c| Box::new(c) as Box<dyn Controller>)
-        .map_err(|message| ControllerError::BadParams {
-            controller: "fixed".into(),
-            message,
-        })
+    boxed("fixed", Fixed::new(config))
 }

@@ -253,6 +253,19 @@ pub fn check_params(info: &ControllerInfo, params: &Params) -> Result<(), Contro
     Ok(())
 }
 
+/// Box a controller for the registry, turning its constructor's message into a registry error.
+pub fn boxed<C: Controller + 'static>(
+    controller: &str,
+    built: Result<C, String>,
+) -> Result<Box<dyn Controller>, ControllerError> {
+    built
+        .map(|c| Box::new(c) as Box<dyn Controller>)
+        .map_err(|message| ControllerError::BadParams {
+            controller: controller.to_string(),
+            message,
+        })
+}
+
 /// Deserialise a controller's `Config` from its parameter table.
 pub fn parse_config<C: DeserializeOwned>(
     controller: &str,

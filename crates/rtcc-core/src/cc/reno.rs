@@ -40,7 +40,7 @@
 //! (`tcp_pacing_ca_ratio` = 120 %). The encoder target is `cwnd / srtt`, with srtt from RFC 6298
 //! §2 (α = 1/8), and RFC 9002 §6.2.2's initial 333 ms before the first sample.
 
-use super::{parse_config, Controller, ControllerContext, ControllerError, ControllerInfo};
+use super::{boxed, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo};
 use super::{Decision, FeedbackPolicy, ParamDoc, Params};
 use crate::packet::{FeedbackReport, SentPacket};
 use crate::units::{Bytes, Duration, Rate, Time};
@@ -455,12 +455,7 @@ fn build(
     _ctx: &ControllerContext,
 ) -> Result<Box<dyn Controller>, ControllerError> {
     let config: RenoConfig = parse_config("reno", params)?;
-    Reno::new(config)
-        .map(|c| Box::new(c) as Box<dyn Controller>)
-        .map_err(|message| ControllerError::BadParams {
-            controller: "reno".into(),
-            message,
-        })
+    boxed("reno", Reno::new(config))
 }
 
 #[cfg(test)]

@@ -63,7 +63,7 @@ use super::copa::WINDOW_FEEDBACK;
 use super::reno::{check_window, default_initial_cwnd, default_mss, Rtt};
 use super::reno::{INITIAL_CWND_DOC, MSS_DOC};
 use super::rtt_window::{mean_held, rtt_samples, RttSample};
-use super::{parse_config, Controller, ControllerContext, ControllerError, ControllerInfo};
+use super::{boxed, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo};
 use super::{Decision, ParamDoc, Params};
 use crate::packet::{FeedbackReport, SentPacket};
 use crate::units::{Bytes, Duration, Rate, Time};
@@ -280,12 +280,7 @@ fn build(
     _ctx: &ControllerContext,
 ) -> Result<Box<dyn Controller>, ControllerError> {
     let config: RoccConfig = parse_config("rocc", params)?;
-    Rocc::new(config)
-        .map(|c| Box::new(c) as Box<dyn Controller>)
-        .map_err(|message| ControllerError::BadParams {
-            controller: "rocc".into(),
-            message,
-        })
+    boxed("rocc", Rocc::new(config))
 }
 
 #[cfg(test)]
