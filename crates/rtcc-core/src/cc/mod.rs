@@ -10,6 +10,7 @@
 //! has a `Config` struct whose fields are its parameters (with documented defaults); unknown
 //! names and unknown parameters are rejected with the list of valid ones.
 
+use crate::media::quality::Resolution;
 use crate::packet::{FeedbackReport, FrameAck, FrameInfo, SentPacket};
 use crate::units::{Bytes, Duration, Rate, Time};
 use serde::de::DeserializeOwned;
@@ -26,6 +27,7 @@ pub mod reno;
 pub mod rocc;
 pub(crate) mod rtt_window;
 pub mod sqp;
+pub mod vidaptive;
 
 /// What the controller asks of the sender right now.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -80,6 +82,36 @@ impl ProbeCluster {
     }
 }
 
+/// What the sender shows a controller when a frame has just been captured
+/// ([`Controller::frame_action`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FrameView {
+    /// When the oldest media packet still in the pacer queue was queued (`None`: empty queue).
+    pub oldest_queued: Option<Time>,
+    /// The resolution the encoder codes at (`None` for models without a ladder).
+    pub resolution: Option<Resolution>,
+}
+
+/// What to do with a captured frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EncodeAction {
+    /// Encode it at the controller's target.
+    #[default]
+    Encode,
+    /// Skip it: the encoder is paused for this frame (a target of 0).
+    Skip,
+    /// Reset the encoder first (flush the pacer queue, restart from a keyframe), then encode it.
+    Reset,
+}
+
+/// A controller's answer to [`Controller::frame_action`].
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct FrameAction {
+    pub encode: EncodeAction,
+    /// Code this frame and the following ones at this resolution (`None`: keep it).
+    pub resolution: Option<Resolution>,
+}
+
 /// How often the receiver should send feedback for this controller.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -125,6 +157,16 @@ pub trait Controller: Send {
     fn decision(&self) -> Decision;
     /// A bandwidth-probe cluster to send now, if any (see [`ProbeCluster`]).
     fn probe(&self) -> Option<ProbeCluster> {
+        None
+    }
+    /// A frame was captured at `now` and is about to be encoded: the controller may skip it,
+    /// reset the encoder first or change the resolution. The default encodes it unchanged.
+    fn frame_action(&mut self, _now: Time, _view: &FrameView) -> FrameAction {
+        FrameAction::default()
+    }
+    /// Largest padding packet the controller wants (the sender uses the smaller of this and the
+    /// flow's padding size); `None` keeps the flow's.
+    fn padding_size(&self) -> Option<u32> {
         None
     }
     /// Internal signals for logs and plots (name, value), e.g. `("trend", 0.3)`.
@@ -201,6 +243,7 @@ pub fn registry() -> &'static [ControllerInfo] {
         bbr::INFO,
         copa::INFO,
         rocc::INFO,
+        vidaptive::INFO,
     ];
     REGISTRY
 }

@@ -21,10 +21,10 @@ use super::encoder::{EncodedFrame, Encoder};
 use super::pacer::{Pacer, PacerPoll, QueuedPacket};
 use super::packetizer::Packetizer;
 use super::quality::Resolution;
-use crate::cc::{Controller, Decision};
+use crate::cc::{Controller, Decision, EncodeAction, FrameView};
 use crate::packet::TransportFeedback;
 use crate::packet::{FeedbackReport, FrameAck, FrameInfo, PacketKind, SendHistory, SentPacket};
-use crate::units::Time;
+use crate::units::{Rate, Time};
 
 pub struct VideoSender {
     controller: Box<dyn Controller>,
@@ -48,6 +48,9 @@ impl VideoSender {
         fps: f64,
         padding_size: u32,
     ) -> Self {
+        let padding_size = controller
+            .padding_size()
+            .map_or(padding_size, |s| s.min(padding_size));
         VideoSender {
             controller,
             encoder,
@@ -79,7 +82,25 @@ impl VideoSender {
 
     /// Encode and packetise the frame captured at `now`.
     pub fn on_frame_captured(&mut self, now: Time, frame: u64) -> FrameInfo {
-        let target = self.controller.decision().target_bitrate;
+        let view = FrameView {
+            oldest_queued: self.pacer.oldest_enqueue_time(),
+            resolution: self.encoder.resolution(),
+        };
+        let action = self.controller.frame_action(now, &view);
+        if action.encode == EncodeAction::Reset {
+            self.reset_encoder();
+        }
+        if let Some(res) = action.resolution {
+            if self.encoder.resolution() != Some(res) {
+                // A model without this rung keeps its resolution: the controller asked only.
+                let _ = self.encoder.set_resolution(res);
+            }
+        }
+        let target = if action.encode == EncodeAction::Skip {
+            Rate::ZERO
+        } else {
+            self.controller.decision().target_bitrate
+        };
         let encoded = self.encoder.encode(now, target, self.fps);
         self.last_encoded = Some(encoded);
         let count = encoded.size.div_ceil(self.packetizer.payload.0 as u32) as u16;
