@@ -27,6 +27,7 @@ pub mod reno;
 pub mod rocc;
 pub(crate) mod rtt_window;
 pub mod sqp;
+pub mod vidaptive;
 
 /// What the controller asks of the sender right now.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -242,6 +243,7 @@ pub fn registry() -> &'static [ControllerInfo] {
         bbr::INFO,
         copa::INFO,
         rocc::INFO,
+        vidaptive::INFO,
     ];
     REGISTRY
 }
