@@ -128,7 +128,9 @@ impl BulkSender {
 
     /// When an off period of an on/off source ends.
     fn next_on(&self, now: Time) -> Option<Time> {
-        let App::OnOff { on, off } = self.app else { return None };
+        let App::OnOff { on, off } = self.app else {
+            return None;
+        };
         let period = (on + off).0.max(1);
         let since = now.0.saturating_sub(self.start.0);
         Some(Time(self.start.0 + (since / period + 1) * period))
@@ -147,7 +149,10 @@ impl BulkSender {
             return None;
         }
         let decision = self.controller.decision();
-        if decision.cwnd.is_some_and(|c| self.history.in_flight() + self.mss as u64 > c.max(self.mss as u64)) {
+        if decision
+            .cwnd
+            .is_some_and(|c| self.history.in_flight() + self.mss as u64 > c.max(self.mss as u64))
+        {
             return None;
         }
         let pacing = decision.pacing_rate.filter(|r| r.bps() > 0.0);
@@ -196,7 +201,8 @@ impl BulkSender {
             match p.receive_time {
                 Some(_) => {
                     self.acked += p.sent.size as u64;
-                    newest_ack = Some(newest_ack.map_or(p.sent.send_time, |t| t.max(p.sent.send_time)));
+                    newest_ack =
+                        Some(newest_ack.map_or(p.sent.send_time, |t| t.max(p.sent.send_time)));
                 }
                 None => self.retransmit_pending += 1,
             }
@@ -237,10 +243,15 @@ impl BulkSender {
 
     /// When to call [`BulkSender::handle_timeout`].
     pub fn poll_timeout(&self) -> Option<Time> {
-        [self.pacing_wake, self.rto_deadline, self.controller.next_timeout(), self.app_wake]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            self.pacing_wake,
+            self.rto_deadline,
+            self.controller.next_timeout(),
+            self.app_wake,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     pub fn handle_timeout(&mut self, now: Time) {
@@ -287,14 +298,21 @@ mod tests {
     impl Controller for Window {
         fn on_feedback(&mut self, _now: Time, _r: &FeedbackReport) {}
         fn decision(&self) -> Decision {
-            Decision { target_bitrate: Rate::ZERO, pacing_rate: None, cwnd: Some(self.0 * 1500), padding_rate: Rate::ZERO }
+            Decision {
+                target_bitrate: Rate::ZERO,
+                pacing_rate: None,
+                cwnd: Some(self.0 * 1500),
+                padding_rate: Rate::ZERO,
+            }
         }
     }
 
     fn ack(seqs: std::ops::Range<u64>, lost: &[u64]) -> TransportFeedback {
         TransportFeedback {
             base_seq: seqs.start,
-            receive_times: seqs.map(|s| (!lost.contains(&s)).then_some(Time(s))).collect(),
+            receive_times: seqs
+                .map(|s| (!lost.contains(&s)).then_some(Time(s)))
+                .collect(),
         }
     }
 
@@ -306,27 +324,44 @@ mod tests {
         s.on_feedback(Time::from_millis(50), &ack(0..3, &[1]));
         let next = s.poll_transmit(Time::from_millis(50)).unwrap();
         assert_eq!(next.kind, PacketKind::Retransmission);
-        assert_eq!(s.poll_transmit(Time::from_millis(50)).unwrap().kind, PacketKind::Media);
+        assert_eq!(
+            s.poll_transmit(Time::from_millis(50)).unwrap().kind,
+            PacketKind::Media
+        );
         assert_eq!(s.srtt(), Some(Duration::from_millis(50)));
-        assert_eq!(s.rto(), RTO_MIN, "50 ms + 4 × 25 ms = 150 ms is raised to the 200 ms minimum");
+        assert_eq!(
+            s.rto(),
+            RTO_MIN,
+            "50 ms + 4 × 25 ms = 150 ms is raised to the 200 ms minimum"
+        );
     }
 
     #[test]
     fn rto_declares_everything_lost_and_backs_off() {
         let mut s = BulkSender::new(Box::new(Window(3)), 1500, App::Backlogged, Time::ZERO);
         while s.poll_transmit(Time::ZERO).is_some() {}
-        assert_eq!(s.poll_timeout(), Some(Time::from_millis(1000)), "1 s before any RTT sample");
+        assert_eq!(
+            s.poll_timeout(),
+            Some(Time::from_millis(1000)),
+            "1 s before any RTT sample"
+        );
         s.handle_timeout(Time::from_millis(1000));
         assert_eq!(s.timeouts, 1);
         assert_eq!(s.rto(), Duration::from_millis(2000));
-        let resent: Vec<_> = std::iter::from_fn(|| s.poll_transmit(Time::from_millis(1000))).collect();
+        let resent: Vec<_> =
+            std::iter::from_fn(|| s.poll_transmit(Time::from_millis(1000))).collect();
         assert_eq!(resent.len(), 3);
         assert!(resent.iter().all(|p| p.kind == PacketKind::Retransmission));
     }
 
     #[test]
     fn a_finite_transfer_completes_when_all_bytes_are_acknowledged() {
-        let mut s = BulkSender::new(Box::new(Window(10)), 1500, App::Finite { bytes: 4000 }, Time::ZERO);
+        let mut s = BulkSender::new(
+            Box::new(Window(10)),
+            1500,
+            App::Finite { bytes: 4000 },
+            Time::ZERO,
+        );
         let sent: Vec<_> = std::iter::from_fn(|| s.poll_transmit(Time::ZERO)).collect();
         assert_eq!(sent.len(), 3, "4000 bytes need three 1500-byte segments");
         s.on_feedback(Time::from_millis(30), &ack(0..3, &[]));
@@ -338,11 +373,18 @@ mod tests {
     fn an_on_off_source_is_silent_while_off() {
         let params: Params = toml::from_str("rate = \"1Mbps\"\npacing_factor = 0").unwrap();
         let c = fixed::Fixed::new(parse_config("fixed", &params).unwrap()).unwrap();
-        let app = App::OnOff { on: Duration::from_millis(100), off: Duration::from_millis(100) };
+        let app = App::OnOff {
+            on: Duration::from_millis(100),
+            off: Duration::from_millis(100),
+        };
         let mut s = BulkSender::new(Box::new(c), 1500, app, Time::ZERO);
         assert!(s.poll_transmit(Time::from_millis(50)).is_some());
         assert!(s.poll_transmit(Time::from_millis(150)).is_none());
-        assert_eq!(s.poll_timeout(), Some(Time::from_millis(200)), "wakes when the next on period starts");
+        assert_eq!(
+            s.poll_timeout(),
+            Some(Time::from_millis(200)),
+            "wakes when the next on period starts"
+        );
         assert!(s.poll_transmit(Time::from_millis(250)).is_some());
     }
 }

@@ -648,12 +648,14 @@ fn resolve_link(
             serde_json::Value::Array(items) => {
                 Schedule::new(inline_steps(items, &at("schedule"))?, "inline schedule")
             }
-            other => return Err((
-                at("schedule"),
-                format!(
+            other => {
+                return Err((
+                    at("schedule"),
+                    format!(
                     "expected a file name or a list of [\"<time>\", \"<rate>\"] pairs, got {other}"
                 ),
-            )),
+                ))
+            }
         };
         Capacity::Schedule(Arc::new(s.map_err(|e| (at("schedule"), e.to_string()))?))
     } else if let Some(f) = &spec.trace {

@@ -313,13 +313,15 @@ impl Simulation {
                             f.fps,
                             f.padding_size.0 as u32,
                         )),
-                        source: Box::new(FrameSource::new(
-                            f.start,
-                            f.fps,
-                            f.frame_jitter,
-                            derive_seed(sc.seed, i as u64),
-                        )
-                        .with_model(f.frame_jitter_model)),
+                        source: Box::new(
+                            FrameSource::new(
+                                f.start,
+                                f.fps,
+                                f.frame_jitter,
+                                derive_seed(sc.seed, i as u64),
+                            )
+                            .with_model(f.frame_jitter_model),
+                        ),
                         receiver: Receiver::new(f.clock_offset),
                         playout: Playout::default(),
                     }

@@ -273,7 +273,10 @@ pub enum Capacity {
     Trace(Arc<MahimahiTrace>),
     /// A token-bucket shaper (Linux `tbf`): tokens accrue at `rate` up to `burst` bytes and a
     /// packet leaves as soon as the bucket holds its size (the line behind it is not limiting).
-    TokenBucket { rate: Rate, burst: u64 },
+    TokenBucket {
+        rate: Rate,
+        burst: u64,
+    },
 }
 
 /// Width of the window over which a trace's "current rate" is measured.

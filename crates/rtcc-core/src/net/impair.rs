@@ -69,11 +69,15 @@ impl LossModel {
             if (0.0..=1.0).contains(&x) {
                 Ok(x)
             } else {
-                Err(format!("{name} must be a probability between 0 and 1, got {x}"))
+                Err(format!(
+                    "{name} must be a probability between 0 and 1, got {x}"
+                ))
             }
         };
         if let Some(p) = v.as_f64() {
-            return Ok(LossModel::Random { p: prob("loss", p)? });
+            return Ok(LossModel::Random {
+                p: prob("loss", p)?,
+            });
         }
         let t: LossTable = serde_json::from_value(v.clone()).map_err(|e| {
             format!("{e}; write a probability (loss = 0.01) or a table {{ model = \"random\" | \"gilbert-elliott\", p, r, loss_good, loss_bad }}")
@@ -81,7 +85,8 @@ impl LossModel {
         match t.model.as_str() {
             "random" => Ok(LossModel::Random { p: prob("p", t.p)? }),
             "gilbert-elliott" => {
-                let r = t.r.ok_or("the gilbert-elliott model needs r (the Bad→Good probability)")?;
+                let r =
+                    t.r.ok_or("the gilbert-elliott model needs r (the Bad→Good probability)")?;
                 if r <= 0.0 {
                     return Err("r must be > 0 (otherwise a burst never ends)".into());
                 }
@@ -92,7 +97,9 @@ impl LossModel {
                     loss_bad: prob("loss_bad", t.loss_bad.unwrap_or(1.0))?,
                 })
             }
-            other => Err(format!("unknown loss model {other:?}; valid models: random, gilbert-elliott")),
+            other => Err(format!(
+                "unknown loss model {other:?}; valid models: random, gilbert-elliott"
+            )),
         }
     }
 }
@@ -110,7 +117,12 @@ fn uniform(rng: &mut ChaCha8Rng) -> f64 {
 
 impl Impairments {
     pub fn new(config: ImpairmentConfig, seed: u64) -> Impairments {
-        Impairments { config, rng: ChaCha8Rng::seed_from_u64(seed), bad_state: false, last_release: Time::ZERO }
+        Impairments {
+            config,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            bad_state: false,
+            last_release: Time::ZERO,
+        }
     }
 
     pub fn config(&self) -> &ImpairmentConfig {
@@ -122,7 +134,12 @@ impl Impairments {
         let lost = match self.config.loss {
             LossModel::None => false,
             LossModel::Random { p } => uniform(&mut self.rng) < p,
-            LossModel::GilbertElliott { p, r, loss_good, loss_bad } => {
+            LossModel::GilbertElliott {
+                p,
+                r,
+                loss_good,
+                loss_bad,
+            } => {
                 let flip = uniform(&mut self.rng) < if self.bad_state { r } else { p };
                 self.bad_state ^= flip;
                 uniform(&mut self.rng) < if self.bad_state { loss_bad } else { loss_good }
@@ -151,45 +168,101 @@ mod tests {
 
     fn run(cfg: ImpairmentConfig, n: u64) -> Vec<Option<Time>> {
         let mut imp = Impairments::new(cfg, 5);
-        (0..n).map(|i| imp.on_departure(Time::from_millis(i))).collect()
+        (0..n)
+            .map(|i| imp.on_departure(Time::from_millis(i)))
+            .collect()
     }
 
     #[test]
     fn random_loss_has_its_rate() {
-        let cfg = ImpairmentConfig { loss: LossModel::Random { p: 0.1 }, ..Default::default() };
+        let cfg = ImpairmentConfig {
+            loss: LossModel::Random { p: 0.1 },
+            ..Default::default()
+        };
         let lost = run(cfg, 100_000).iter().filter(|r| r.is_none()).count();
         assert!((lost as f64 / 1e5 - 0.1).abs() < 0.005, "{lost}");
     }
 
     #[test]
     fn gilbert_elliott_losses_come_in_bursts_of_mean_one_over_r() {
-        let loss = LossModel::GilbertElliott { p: 0.01, r: 0.25, loss_good: 0.0, loss_bad: 1.0 };
-        let out = run(ImpairmentConfig { loss, ..Default::default() }, 200_000);
+        let loss = LossModel::GilbertElliott {
+            p: 0.01,
+            r: 0.25,
+            loss_good: 0.0,
+            loss_bad: 1.0,
+        };
+        let out = run(
+            ImpairmentConfig {
+                loss,
+                ..Default::default()
+            },
+            200_000,
+        );
         let lost = out.iter().filter(|r| r.is_none()).count() as f64;
         // Stationary loss p/(p + r) = 0.01/0.26 = 3.85 %.
-        assert!((lost / 2e5 - 0.0385).abs() < 0.004, "loss rate {}", lost / 2e5);
-        let bursts = out.windows(2).filter(|w| w[0].is_some() && w[1].is_none()).count() as f64;
+        assert!(
+            (lost / 2e5 - 0.0385).abs() < 0.004,
+            "loss rate {}",
+            lost / 2e5
+        );
+        let bursts = out
+            .windows(2)
+            .filter(|w| w[0].is_some() && w[1].is_none())
+            .count() as f64;
         let mean_burst = lost / bursts;
-        assert!((mean_burst - 4.0).abs() < 0.3, "mean burst {mean_burst}, expected 1/r = 4");
+        assert!(
+            (mean_burst - 4.0).abs() < 0.3,
+            "mean burst {mean_burst}, expected 1/r = 4"
+        );
     }
 
     #[test]
     fn jitter_never_reorders_and_aggregation_batches() {
-        let cfg = ImpairmentConfig { jitter: Duration::from_millis(20), ..Default::default() };
+        let cfg = ImpairmentConfig {
+            jitter: Duration::from_millis(20),
+            ..Default::default()
+        };
         let out: Vec<Time> = run(cfg, 1000).into_iter().map(|r| r.unwrap()).collect();
-        assert!(out.windows(2).all(|w| w[0] <= w[1]), "release order = departure order");
-        assert!(out.iter().enumerate().all(|(i, t)| *t >= Time::from_millis(i as u64)));
-        let cfg = ImpairmentConfig { aggregation: Some(Duration::from_millis(10)), ..Default::default() };
-        let out: Vec<u64> = run(cfg, 25).into_iter().map(|r| r.unwrap().0 / 1_000_000).collect();
-        assert_eq!(&out[..12], &[10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 20, 20]);
+        assert!(
+            out.windows(2).all(|w| w[0] <= w[1]),
+            "release order = departure order"
+        );
+        assert!(out
+            .iter()
+            .enumerate()
+            .all(|(i, t)| *t >= Time::from_millis(i as u64)));
+        let cfg = ImpairmentConfig {
+            aggregation: Some(Duration::from_millis(10)),
+            ..Default::default()
+        };
+        let out: Vec<u64> = run(cfg, 25)
+            .into_iter()
+            .map(|r| r.unwrap().0 / 1_000_000)
+            .collect();
+        assert_eq!(
+            &out[..12],
+            &[10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 20, 20]
+        );
     }
 
     #[test]
     fn loss_values_are_checked() {
         assert!(LossModel::from_value(&serde_json::json!(1.5)).is_err());
-        let e = LossModel::from_value(&serde_json::json!({"model": "burst", "p": 0.1})).unwrap_err();
+        let e =
+            LossModel::from_value(&serde_json::json!({"model": "burst", "p": 0.1})).unwrap_err();
         assert!(e.contains("gilbert-elliott"), "{e}");
-        let ge = LossModel::from_value(&serde_json::json!({"model": "gilbert-elliott", "p": 0.1, "r": 0.5})).unwrap();
-        assert_eq!(ge, LossModel::GilbertElliott { p: 0.1, r: 0.5, loss_good: 0.0, loss_bad: 1.0 });
+        let ge = LossModel::from_value(
+            &serde_json::json!({"model": "gilbert-elliott", "p": 0.1, "r": 0.5}),
+        )
+        .unwrap();
+        assert_eq!(
+            ge,
+            LossModel::GilbertElliott {
+                p: 0.1,
+                r: 0.5,
+                loss_good: 0.0,
+                loss_bad: 1.0
+            }
+        );
     }
 }

@@ -299,13 +299,31 @@ mod tests {
     fn token_bucket_passes_a_burst_then_spaces_at_its_rate() {
         // 3000-byte bucket at 8 Mbit/s (1 byte per µs): two 1500-byte packets pass at once, the
         // third waits 1.5 ms for tokens, the fourth another 1.5 ms.
-        let cap = Capacity::TokenBucket { rate: Rate(8e6), burst: 3000 };
+        let cap = Capacity::TokenBucket {
+            rate: Rate(8e6),
+            burst: 3000,
+        };
         let mut l = Link::new(cap, Box::new(DropTail::new(QueueLimit::Unlimited)));
-        let d = run(&mut l, &[(0, P(1500, 0)), (0, P(1500, 1)), (0, P(1500, 2)), (0, P(1500, 3))]);
+        let d = run(
+            &mut l,
+            &[
+                (0, P(1500, 0)),
+                (0, P(1500, 1)),
+                (0, P(1500, 2)),
+                (0, P(1500, 3)),
+            ],
+        );
         let us: Vec<u64> = d.iter().map(|x| x.0 / 1000).collect();
         assert_eq!(us, vec![0, 0, 1500, 3000]);
         // After 10 ms idle the bucket is full again (capped at 3000 bytes).
-        let d = run(&mut l, &[(13 * MS, P(1500, 4)), (13 * MS, P(1500, 5)), (13 * MS, P(1500, 6))]);
+        let d = run(
+            &mut l,
+            &[
+                (13 * MS, P(1500, 4)),
+                (13 * MS, P(1500, 5)),
+                (13 * MS, P(1500, 6)),
+            ],
+        );
         let us: Vec<u64> = d.iter().map(|x| x.0 / 1000).collect();
         assert_eq!(us, vec![13_000, 13_000, 14_500]);
     }
