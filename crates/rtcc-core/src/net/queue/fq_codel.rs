@@ -376,7 +376,7 @@ impl<P: NetPacket + Send> Queue<P> for FqCodel<P> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{check_conservation, ops, Tp};
+    use super::super::tests::{check_conservation, check_drr_byte_fairness, ops, Tp};
     use super::*;
     use crate::units::Duration;
     use proptest::prelude::*;
@@ -437,41 +437,12 @@ mod tests {
         // passes). At every round boundary the bytes differ by less than one quantum.
         let mut q = FqCodel::new(FqCodelParams::linux(), 2).unwrap();
         let f = distinct_flows(&q, 2);
-        let (a, b) = (f[0], f[1]);
-        let mut id = 0;
-        let mut queued = [0u32; 2];
-        let (mut bytes_a, mut bytes_b) = (0u64, 0u64);
-        let (mut last, mut rounds) = (None, 0);
-        let mut d = Vec::new();
-        for _ in 0..10_000 {
-            for (k, (flow, size)) in [(a, 1500), (b, 500)].into_iter().enumerate() {
-                while queued[k] < 20 {
-                    q.enqueue(Time::ZERO, tp(id, size, flow), R).unwrap();
-                    id += 1;
-                    queued[k] += 1;
-                }
-            }
-            let p = q.dequeue(Time::ZERO, &mut d).unwrap();
-            if p.flow == a && last == Some(b) {
-                rounds += 1;
-                assert!(
-                    bytes_a.abs_diff(bytes_b) < 1514,
-                    "round {rounds}: {bytes_a} vs {bytes_b}"
-                );
-            }
-            if p.flow == a {
-                bytes_a += p.size as u64;
-                queued[0] -= 1;
-            } else {
-                bytes_b += p.size as u64;
-                queued[1] -= 1;
-            }
-            last = Some(p.flow);
-        }
+        let (rounds, bytes_a, bytes_b, dropped) =
+            check_drr_byte_fairness(&mut q, (f[0], f[1]), (1500, 500), 20, 10_000);
         assert!(rounds > 2000, "{rounds}");
         // Over the run, the shares are equal to within one packet.
         assert!(bytes_a.abs_diff(bytes_b) <= 1500 + 1514);
-        assert!(d.is_empty());
+        assert_eq!(dropped, 0);
     }
 
     #[test]

@@ -215,6 +215,50 @@ pub(crate) mod tests {
         }
     }
 
+    /// Keep two flows backlogged (`depth` packets each, of `sizes.0` and `sizes.1` bytes), serve
+    /// `steps` packets, and check at every round boundary (flow `a` served right after `b`) that
+    /// the bytes served to each differ by less than one quantum (1514 bytes): the byte fairness
+    /// of deficit round robin. Returns (rounds, bytes of a, bytes of b, packets dropped).
+    pub fn check_drr_byte_fairness(
+        q: &mut dyn Queue<Tp>,
+        (a, b): (u32, u32),
+        sizes: (u32, u32),
+        depth: u32,
+        steps: usize,
+    ) -> (usize, u64, u64, usize) {
+        let rate = crate::units::Rate::from_mbps(10.0);
+        let (mut id, mut queued) = (0u64, [0u32; 2]);
+        let (mut bytes_a, mut bytes_b) = (0u64, 0u64);
+        let (mut last, mut rounds) = (None, 0);
+        let mut dropped = Vec::new();
+        for _ in 0..steps {
+            for (k, (flow, size)) in [(a, sizes.0), (b, sizes.1)].into_iter().enumerate() {
+                while queued[k] < depth {
+                    q.enqueue(Time::ZERO, Tp { id, size, flow }, rate).unwrap();
+                    id += 1;
+                    queued[k] += 1;
+                }
+            }
+            let p = q.dequeue(Time::ZERO, &mut dropped).unwrap();
+            if p.flow == a && last == Some(b) {
+                rounds += 1;
+                assert!(
+                    bytes_a.abs_diff(bytes_b) < 1514,
+                    "round {rounds}: {bytes_a} vs {bytes_b}"
+                );
+            }
+            if p.flow == a {
+                bytes_a += p.size as u64;
+                queued[0] -= 1;
+            } else {
+                bytes_b += p.size as u64;
+                queued[1] -= 1;
+            }
+            last = Some(p.flow);
+        }
+        (rounds, bytes_a, bytes_b, dropped.len())
+    }
+
     /// One step of a random workload: advance the clock by `dt_us` microseconds, then either
     /// offer a burst of `burst` packets of `size` bytes on `flow`, or serve `burst` packets.
     #[derive(Debug, Clone, Copy)]

@@ -332,7 +332,7 @@ impl<P: NetPacket + Send> Queue<P> for Sfq<P> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{check_conservation, ops, Tp};
+    use super::super::tests::{check_conservation, check_drr_byte_fairness, ops, Tp};
     use super::*;
     use proptest::prelude::*;
 
@@ -397,45 +397,14 @@ mod tests {
     #[test]
     fn byte_round_robin_is_fair_across_packet_sizes() {
         // Flow A sends 1496-byte packets, flow B 496-byte ones (multiples of 8 bytes, so the
-        // credit units are exact); both stay backlogged. At the end of every round the bytes
+        // credit units are exact), 60 of each always queued. At the end of every round the bytes
         // served to each differ by less than one quantum.
         let mut q = Sfq::new(SfqParams::linux().with_limit(254), 3).unwrap();
         let f = distinct_flows(&q, 2);
-        let (a, b) = (f[0], f[1]);
-        let mut id = 0;
-        let mut queued = [0u32; 2];
-        let (mut bytes_a, mut bytes_b) = (0u64, 0u64);
-        let mut last = None;
-        let mut rounds = 0;
-        let mut d = Vec::new();
-        for _ in 0..5000 {
-            // Keep 60 packets of each flow queued.
-            for (k, (flow, size)) in [(a, 1496), (b, 496)].into_iter().enumerate() {
-                while queued[k] < 60 {
-                    q.enqueue(Time::ZERO, tp(id, size, flow), R).unwrap();
-                    id += 1;
-                    queued[k] += 1;
-                }
-            }
-            let p = q.dequeue(Time::ZERO, &mut d).unwrap();
-            if p.flow == a && last == Some(b) {
-                rounds += 1;
-                assert!(
-                    bytes_a.abs_diff(bytes_b) < 1514,
-                    "round {rounds}: {bytes_a} vs {bytes_b}"
-                );
-            }
-            if p.flow == a {
-                bytes_a += p.size as u64;
-                queued[0] -= 1;
-            } else {
-                bytes_b += p.size as u64;
-                queued[1] -= 1;
-            }
-            last = Some(p.flow);
-        }
+        let (rounds, _, _, dropped) =
+            check_drr_byte_fairness(&mut q, (f[0], f[1]), (1496, 496), 60, 5000);
         assert!(rounds > 1000);
-        assert!(d.is_empty());
+        assert_eq!(dropped, 0);
     }
 
     #[test]
