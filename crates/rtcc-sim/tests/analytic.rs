@@ -1,15 +1,14 @@
 //! Whole-simulation checks against results that can be computed by hand.
 
+use common::{run_quiet, scenario};
 use rtcc_core::net::MahimahiTrace;
 use rtcc_sim::{run, Scenario, Summary};
 use std::path::{Path, PathBuf};
 
-fn scenario(toml: &str) -> Scenario {
-    Scenario::from_toml_str(toml, Path::new("."), "test", None).unwrap_or_else(|e| panic!("{e}"))
-}
+mod common;
 
 fn summarize(sc: &Scenario) -> Summary {
-    run(sc, None, &mut |_| {}).unwrap().summary
+    run_quiet(sc).summary
 }
 
 /// `fixed` at `rate` over 10 Mbit/s; `pacing_factor` 1 makes the arrivals smooth, so the queue

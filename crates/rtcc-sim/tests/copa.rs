@@ -7,17 +7,13 @@
 //! The link is 20 Mbit/s with 20 ms each way: 40 ms of propagation, 40.6 ms with a 1500-byte
 //! packet's serialisation (0.6 ms), a BDP of 100 kB ≈ 67 packets.
 
-use rtcc_sim::{run, RunResult, Scenario};
-use std::path::Path;
+mod common;
+
+use common::{mean_sojourn_ms, simulate, throughput_bps};
+use rtcc_sim::RunResult;
 
 /// One packet's serialisation at 20 Mbit/s, ms (it is part of every bottleneck sojourn).
 const TX_MS: f64 = 0.6;
-
-fn run_toml(toml: &str) -> RunResult {
-    let sc = Scenario::from_toml_str(toml, Path::new("."), "test", None)
-        .unwrap_or_else(|e| panic!("{e}"));
-    run(&sc, None, &mut |_| {}).unwrap()
-}
 
 /// 20 Mbit/s, 40 ms, with TCP-like flows `(controller, params, start in ms)`.
 fn dumbbell(flows: &[(&str, &str, u32)], queue: &str, secs: u32) -> RunResult {
@@ -29,49 +25,15 @@ fn dumbbell(flows: &[(&str, &str, u32)], queue: &str, secs: u32) -> RunResult {
             "[[flows]]\nname = \"{controller}{i}\"\nkind = \"tcp\"\ncontroller = \"{controller}\"\nstart = \"{start}ms\"\nparams = {{ {params} }}\n"
         );
     }
-    run_toml(&toml)
-}
-
-/// Flow `i`'s bytes received in `[from_s, to_s)` as bit/s.
-fn throughput_bps(r: &RunResult, i: usize, from_s: f64, to_s: f64) -> f64 {
-    let bytes: u64 = r.flows[i]
-        .packets
-        .iter()
-        .filter(|p| {
-            p.recv
-                .is_some_and(|t| (from_s..to_s).contains(&t.as_secs_f64()))
-        })
-        .map(|p| p.size as u64)
-        .sum();
-    bytes as f64 * 8.0 / (to_s - from_s)
-}
-
-/// Mean bottleneck sojourn (ms, own serialisation included) of packets departing in the span.
-fn mean_sojourn_ms(r: &RunResult, from_s: f64, to_s: f64) -> f64 {
-    let (mut sum, mut n) = (0.0, 0usize);
-    for f in &r.flows {
-        for p in &f.packets {
-            if let Some(d) = p.depart {
-                let t = d.as_secs_f64();
-                if t >= from_s && t < to_s {
-                    sum += (d - p.enqueue).as_millis_f64();
-                    n += 1;
-                }
-            }
-        }
-    }
-    sum / n as f64
+    simulate(&toml)
 }
 
 /// Values of flow `i`'s controller signal `name` sampled in `[from_s, to_s)`.
 fn signal(r: &RunResult, i: usize, name: &str, from_s: f64, to_s: f64) -> Vec<f64> {
-    let st = &r.state;
-    (0..st.value.len())
-        .filter(|&k| {
-            let t = st.time[k].as_secs_f64();
-            st.flow[k] as usize == i && st.signal[k] == name && t >= from_s && t < to_s
-        })
-        .map(|k| st.value[k])
+    common::signal(r, i, name)
+        .into_iter()
+        .filter(|(t, _)| (from_s..to_s).contains(t))
+        .map(|(_, v)| v)
         .collect()
 }
 
@@ -283,7 +245,7 @@ fn two_rocc_flows_share_the_link() {
 
 /// A video flow on 20 → 5 → 20 Mbit/s (40 s each way of the step), 200 ms drop-tail buffer.
 fn video_on_step(controller: &str, params: &str) -> RunResult {
-    run_toml(&format!(
+    simulate(&format!(
         "duration = \"90s\"\n[path.forward]\nschedule = [[\"0s\", \"20Mbps\"], [\"40s\", \"5Mbps\"], [\"60s\", \"20Mbps\"]]\n\
          delay = \"20ms\"\nqueue = \"200ms\"\n[[flows]]\nname = \"video\"\ncontroller = \"{controller}\"\nparams = {{ {params} }}\n"
     ))
@@ -313,7 +275,7 @@ fn as_video_controllers_they_follow_the_link_within_seconds() {
 
 /// Vidaptive §2 / Fig. 1's link: 2 Mbit/s ↔ 500 kbit/s every 40 s, 50 ms RTT, no drops.
 fn backlogged_on_periodic_link(controller: &str, params: &str) -> RunResult {
-    run_toml(&format!(
+    simulate(&format!(
         "duration = \"120s\"\n[path.forward]\nschedule = [[\"0s\", \"2Mbps\"], [\"40s\", \"500kbps\"], [\"80s\", \"2Mbps\"]]\n\
          delay = \"25ms\"\nqueue = \"unlimited\"\n[[flows]]\nname = \"backlogged\"\nkind = \"tcp\"\ncontroller = \"{controller}\"\nparams = {{ {params} }}\n"
     ))

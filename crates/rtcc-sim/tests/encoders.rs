@@ -3,19 +3,14 @@
 //! keyframes end them, trace replay from a scenario, scenario errors, and every registered
 //! controller driving the `lagged` encoder.
 
+use common::{run_quiet, scenario};
 use rtcc_core::cc;
 use rtcc_core::metrics::playout::display_times;
 use rtcc_core::metrics::FrameRecord;
 use rtcc_sim::{run, RunResult, Scenario};
+
+mod common;
 use std::path::{Path, PathBuf};
-
-fn scenario(toml: &str) -> Scenario {
-    Scenario::from_toml_str(toml, Path::new("."), "test", None).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn run_ok(sc: &Scenario) -> RunResult {
-    run(sc, None, &mut |_| {}).unwrap()
-}
 
 /// `fixed` at `rate` over a constant 10 Mbit/s link with 20 ms each way, `extra` appended to the
 /// link and `flow` to the flow.
@@ -54,7 +49,7 @@ fn cv(v: &[f64]) -> f64 {
 #[test]
 fn under_fixed_on_a_constant_link_the_lagged_encoder_lags_and_is_noisy() {
     // The encoder starts at 500 kbit/s internally and is asked for 2 Mbit/s from the first frame.
-    let r = run_ok(&fixed(
+    let r = run_quiet(&fixed(
         "2Mbps",
         "20s",
         "",
@@ -104,7 +99,7 @@ fn under_fixed_on_a_constant_link_the_lagged_encoder_lags_and_is_noisy() {
     assert_eq!(f.display_freezes, 0);
 
     // The ideal encoder on the same path: exact frames, no quality model.
-    let r = run_ok(&fixed("2Mbps", "20s", "", ""));
+    let r = run_quiet(&fixed("2Mbps", "20s", "", ""));
     let sizes: Vec<f64> = r.flows[0].frames.iter().map(|f| f.size as f64).collect();
     assert!(
         cv(&sizes) < 1e-3,
@@ -142,7 +137,7 @@ fn undisplayed_runs(frames: &[FrameRecord]) -> (Vec<usize>, bool) {
 #[test]
 fn on_a_lossy_link_frames_are_undecodable_until_a_keyframe_arrives() {
     // 1 % random loss; 2 Mbit/s frames of ~7 packets, so ~7 % of frames lose a packet.
-    let lossy = |flow: &str| run_ok(&fixed("2Mbps", "30s", "loss = 0.01", flow));
+    let lossy = |flow: &str| run_quiet(&fixed("2Mbps", "30s", "loss = 0.01", flow));
 
     // Keyframe requests (the default): every break ends at a keyframe, soon.
     let r = lossy(r#"encoder = "lagged""#);
@@ -239,7 +234,7 @@ fn a_trace_encoder_replays_the_shipped_example_from_a_scenario() {
             file.display().to_string()
         ),
     );
-    let r = run_ok(&sc);
+    let r = run_quiet(&sc);
     let frames = &r.flows[0].frames;
     let text = std::fs::read_to_string(&file).unwrap();
     let recorded: Vec<u32> = text

@@ -6,25 +6,18 @@
 
 use rtcc_core::metrics::{frame_delays, percentile};
 use rtcc_core::Time;
-use rtcc_sim::{run, RunResult, Scenario};
-use std::path::Path;
+use rtcc_sim::RunResult;
 
-fn scenario(toml: &str) -> Scenario {
-    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces");
-    Scenario::from_toml_str(toml, &base, "test", None).unwrap_or_else(|e| panic!("{e}"))
-}
+mod common;
 
+/// Parse and run with file paths relative to the bundled traces.
 fn simulate(toml: &str) -> RunResult {
-    run(&scenario(toml), None, &mut |_| {}).unwrap()
+    common::simulate_in(toml, &common::repo_dir("traces"))
 }
 
 /// A controller signal of flow 0 as (seconds, value).
 fn signal(r: &RunResult, name: &str) -> Vec<(f64, f64)> {
-    let s = &r.state;
-    (0..s.time.len())
-        .filter(|&i| s.flow[i] == 0 && s.signal[i] == name)
-        .map(|i| (s.time[i].as_secs_f64(), s.value[i]))
-        .collect()
+    common::signal(r, 0, name)
 }
 
 /// Seconds from `from` until the signal first reaches `level`.

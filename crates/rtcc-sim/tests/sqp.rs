@@ -5,16 +5,17 @@
 //! Setup shared by the paper's emulations (§6.1): 60 fps, T = 0.9, m = 2, drop-tail queues of
 //! 10 packets per Mbit/s, 1500-byte packets ("15 packets ≈ 8 ms at 20 Mbps", §6.6).
 
-use rtcc_sim::{run, RunResult, Scenario};
-use std::path::Path;
+use common::{signal, throughput_bps};
+use rtcc_sim::{RunResult, Scenario};
+
+mod common;
 
 fn scenario(toml: &str) -> Scenario {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/sqp");
-    Scenario::from_toml_str(toml, &dir, "test", None).unwrap_or_else(|e| panic!("{e}"))
+    common::scenario_in(toml, &common::repo_dir("experiments/sqp"))
 }
 
 fn simulate(toml: &str) -> RunResult {
-    run(&scenario(toml), None, &mut |_| {}).unwrap()
+    common::run_quiet(&scenario(toml))
 }
 
 /// One SQP video flow at 60 fps with 1500-byte packets.
@@ -41,17 +42,6 @@ fn pct(v: &[f64], p: f64) -> f64 {
     rtcc_core::metrics::percentile(&v, p).unwrap_or(f64::NAN)
 }
 
-/// Bit/s received by flow `i` from packets arriving in `[a, b)`.
-fn throughput(r: &RunResult, i: usize, a: f64, b: f64) -> f64 {
-    let bytes: u64 = r.flows[i]
-        .packets
-        .iter()
-        .filter(|p| p.recv.is_some_and(|t| secs(t) >= a && secs(t) < b))
-        .map(|p| p.size as u64)
-        .sum();
-    bytes as f64 * 8.0 / (b - a)
-}
-
 /// Bottleneck sojourn times (ms) of all flows' packets that entered the queue in `[a, b)`.
 fn queuing_ms(r: &RunResult, a: f64, b: f64) -> Vec<f64> {
     r.flows
@@ -59,15 +49,6 @@ fn queuing_ms(r: &RunResult, a: f64, b: f64) -> Vec<f64> {
         .flat_map(|f| f.packets.iter())
         .filter(|p| secs(p.enqueue) >= a && secs(p.enqueue) < b)
         .filter_map(|p| p.depart.map(|d| (d - p.enqueue).as_millis_f64()))
-        .collect()
-}
-
-/// A controller signal of flow `i` as (time, value), in log order.
-fn signal(r: &RunResult, i: usize, name: &str) -> Vec<(f64, f64)> {
-    let s = &r.state;
-    (0..s.time.len())
-        .filter(|&k| s.flow[k] as usize == i && s.signal[k] == name)
-        .map(|k| (secs(s.time[k]), s.value[k]))
         .collect()
 }
 
@@ -99,7 +80,7 @@ fn jain_windows(r: &RunResult, from: f64, to: f64) -> Vec<(f64, f64)> {
                 let c = &r.flows[i].config;
                 secs(c.start) <= a && secs(c.stop) >= a + 0.5
             })
-            .map(|i| throughput(r, i, a, a + 0.5))
+            .map(|i| throughput_bps(r, i, a, a + 0.5))
             .collect();
         if let Some(j) = rtcc_core::metrics::jain_index(&x).filter(|_| x.len() >= 2) {
             out.push((a, j));
@@ -260,7 +241,7 @@ fn with_shallow_buffers_it_loses_nothing_from_15_packets_up_and_keeps_sending_at
         eprintln!(
             "buffer {buffer} pkts: loss {loss:.4}, ingress {:.2} Mbit/s, egress {:.2} Mbit/s",
             ingress / 1e6,
-            throughput(&r, 0, 5.0, 20.0) / 1e6
+            throughput_bps(&r, 0, 5.0, 20.0) / 1e6
         );
         if buffer >= 15 {
             assert_eq!(lost(&r), 0, "{buffer} packets: zero loss");
@@ -529,7 +510,9 @@ fn ten_flows_on_60_mbps_share_it_equally() {
     // §6.9 (Fig. 15a; 60 Mbit/s, 40 ms RTT): "SQP flows achieve equal share of the link, with
     // lower P90 one-way packet delay compared to Sprout, PCC, BBR and Cubic (75 ms)".
     let r = ten_flows("", "walk", 100);
-    let shares: Vec<f64> = (0..10).map(|i| throughput(&r, i, 20.0, 100.0)).collect();
+    let shares: Vec<f64> = (0..10)
+        .map(|i| throughput_bps(&r, i, 20.0, 100.0))
+        .collect();
     for (i, s) in shares.iter().enumerate() {
         // 6 Mbit/s each, ± 15 % over 80 s.
         assert!((s / 6e6 - 1.0).abs() < 0.15, "flow {i}: {s}");
@@ -662,7 +645,7 @@ fn flows_joining_and_leaving_converge_to_the_fair_share_within_seconds() {
         );
     }
     // Alone again after 50 s, flow 1 is back at T·C.
-    let alone = throughput(&r, 0, 55.0, 60.0);
+    let alone = throughput_bps(&r, 0, 55.0, 60.0);
     assert!(alone > 0.85 * 18e6, "flow 1 alone: {alone}");
 }
 
@@ -680,7 +663,10 @@ fn flows_with_different_rtts_share_reasonably_and_the_longer_rtt_gets_less() {
         let r = simulate(&(link("capacity = \"20Mbps\"", 10, "200pkts", 40) + &flows));
         let w: Vec<f64> = jain_windows(&r, 10.0, 40.0).iter().map(|w| w.1).collect();
         let p10 = pct(&w, 10.0);
-        let (a, b) = (throughput(&r, 0, 10.0, 40.0), throughput(&r, 1, 10.0, 40.0));
+        let (a, b) = (
+            throughput_bps(&r, 0, 10.0, 40.0),
+            throughput_bps(&r, 1, 10.0, 40.0),
+        );
         eprintln!(
             "RTT 20 vs {rtt2} ms: P10 Jain {p10:.3}, {:.2} vs {:.2} Mbit/s",
             a / 1e6,

@@ -1,13 +1,9 @@
 //! Whole-simulation checks of the TCP cross traffic: BBR v1 and Cubic behave as Linux's do.
 
-use rtcc_sim::{run, RunResult, Scenario};
-use std::path::Path;
+mod common;
 
-fn run_toml(toml: &str) -> RunResult {
-    let sc = Scenario::from_toml_str(toml, Path::new("."), "test", None)
-        .unwrap_or_else(|e| panic!("{e}"));
-    run(&sc, None, &mut |_| {}).unwrap()
-}
+use common::{mean_sojourn_ms, simulate, total_throughput_bps};
+use rtcc_sim::RunResult;
 
 /// 20 Mbit/s, 40 ms RTT (BDP = 100 kB ≈ 67 packets), `n` TCP flows of `controller`.
 fn dumbbell(controller: &str, n: usize, queue: &str, secs: u32) -> RunResult {
@@ -21,39 +17,7 @@ fn dumbbell(controller: &str, n: usize, queue: &str, secs: u32) -> RunResult {
             if controller == "bbr" { format!("params = {{ seed = {} }}\n", i + 1) } else { String::new() }
         );
     }
-    run_toml(&toml)
-}
-
-/// Mean bottleneck sojourn (ms) of packets departing in `[from_s, to_s)`.
-fn mean_queuing_ms(r: &RunResult, from_s: f64, to_s: f64) -> f64 {
-    let (mut sum, mut n) = (0.0, 0usize);
-    for f in &r.flows {
-        for p in &f.packets {
-            if let Some(d) = p.depart {
-                let t = d.as_secs_f64();
-                if t >= from_s && t < to_s {
-                    sum += (d - p.enqueue).as_millis_f64();
-                    n += 1;
-                }
-            }
-        }
-    }
-    sum / n as f64
-}
-
-/// Bytes received in `[from_s, to_s)` as bit/s.
-fn throughput_bps(r: &RunResult, from_s: f64, to_s: f64) -> f64 {
-    let bytes: u64 = r
-        .flows
-        .iter()
-        .flat_map(|f| f.packets.iter())
-        .filter(|p| {
-            p.recv
-                .is_some_and(|t| (from_s..to_s).contains(&t.as_secs_f64()))
-        })
-        .map(|p| p.size as u64)
-        .sum();
-    bytes as f64 * 8.0 / (to_s - from_s)
+    simulate(&toml)
 }
 
 /// Times (s) at which flow 0's controller signal `name` changes to `value`.
@@ -76,7 +40,7 @@ fn entries(r: &RunResult, name: &str, value: f64) -> Vec<f64> {
 fn one_bbr_flow_fills_the_link_with_a_small_standing_queue_and_probes_rtt_every_10s() {
     // Deep buffer (4 BDP): BBR, unlike loss-based TCP, should not fill it.
     let r = dumbbell("bbr", 1, "400KB", 45);
-    let tput = throughput_bps(&r, 5.0, 45.0);
+    let tput = total_throughput_bps(&r, 5.0, 45.0);
     assert!(
         tput > 0.95 * 20e6,
         "BBR reaches the bottleneck rate: {:.2} Mbit/s",
@@ -84,7 +48,7 @@ fn one_bbr_flow_fills_the_link_with_a_small_standing_queue_and_probes_rtt_every_
     );
     // The 1.25 gain phase adds about a quarter BDP (10 ms at 40 ms RTT) for one round and the
     // 0.75 phase drains it: the mean queue stays a few milliseconds.
-    let q = mean_queuing_ms(&r, 5.0, 45.0);
+    let q = mean_sojourn_ms(&r, 5.0, 45.0);
     assert!(
         q < 8.0,
         "mean standing queue {q:.1} ms, expected well under a quarter BDP-time (10 ms)"
@@ -111,32 +75,32 @@ fn several_bbr_flows_build_a_standing_queue_of_about_one_to_two_bdp() {
     // bandwidth share and the aggregate in-flight settles near 2 BDP, i.e. a standing queue of
     // about 1 BDP (Hock et al., "Experimental evaluation of BBR", ICNP 2017; Cardwell et al.'s
     // BBR v2 motivation). One BDP here is 40 ms of queue.
-    let single = mean_queuing_ms(&dumbbell("bbr", 1, "400KB", 30), 10.0, 30.0);
+    let single = mean_sojourn_ms(&dumbbell("bbr", 1, "400KB", 30), 10.0, 30.0);
     let four = dumbbell("bbr", 4, "400KB", 30);
-    let q = mean_queuing_ms(&four, 10.0, 30.0);
+    let q = mean_sojourn_ms(&four, 10.0, 30.0);
     eprintln!("BBR mean queue: 1 flow {single:.2} ms, 4 flows {q:.2} ms");
     assert!(
         q > 3.0 * single && (25.0..=90.0).contains(&q),
         "4 BBR flows: {q:.1} ms mean queue (1 flow: {single:.1} ms)"
     );
-    assert!(throughput_bps(&four, 10.0, 30.0) > 0.95 * 20e6);
+    assert!(total_throughput_bps(&four, 10.0, 30.0) > 0.95 * 20e6);
 }
 
 #[test]
 fn cubic_fills_a_drop_tail_buffer_and_saws_below_it() {
     // gcc_aqm.md C2/C3: a single Cubic flow gets ≥ 95 % of the link and its mean queuing delay
     // under DT/300 is 220–310 ms (β = 0.7 back-off: the sawtooth stays in the upper part).
-    let r = run_toml(
+    let r = simulate(
         "duration = \"120s\"\n[path.forward]\ncapacity = \"10Mbps\"\ndelay = \"25ms\"\nqueue = \"375KB\"\n\
          [[flows]]\nkind = \"tcp\"\ncontroller = \"cubic\"\n",
     );
-    let tput = throughput_bps(&r, 10.0, 120.0);
+    let tput = total_throughput_bps(&r, 10.0, 120.0);
     assert!(
         tput > 0.95 * 10e6,
         "Cubic gets {:.2} Mbit/s of 10",
         tput / 1e6
     );
-    let q = mean_queuing_ms(&r, 10.0, 120.0);
+    let q = mean_sojourn_ms(&r, 10.0, 120.0);
     eprintln!(
         "Cubic under DT/300: {:.2} Mbit/s, mean queue {q:.0} ms",
         tput / 1e6
@@ -153,7 +117,7 @@ fn cubic_fills_a_drop_tail_buffer_and_saws_below_it() {
 
 #[test]
 fn a_short_tcp_flow_completes_and_an_on_off_flow_pauses() {
-    let r = run_toml(
+    let r = simulate(
         "duration = \"10s\"\n[path.forward]\ncapacity = \"10Mbps\"\ndelay = \"20ms\"\nqueue = \"100KB\"\n\
          [[flows]]\nname = \"short\"\nkind = \"tcp\"\ncontroller = \"cubic\"\napp = { model = \"finite\", size = \"1MB\" }\n\
          [[flows]]\nname = \"onoff\"\nkind = \"tcp\"\ncontroller = \"reno\"\napp = { model = \"onoff\", on = \"1s\", off = \"1s\" }\ndelayed_ack = true\n",

@@ -8,8 +8,14 @@
 use rtcc_core::metrics::frame_delays;
 use rtcc_core::packet::PacketKind;
 use rtcc_core::Time;
-use rtcc_sim::{run, RunResult, Scenario};
-use std::path::Path;
+use rtcc_sim::RunResult;
+
+mod common;
+
+/// A controller signal of flow 0 as (seconds, value).
+fn signal(r: &RunResult, name: &str) -> Vec<(f64, f64)> {
+    common::signal(r, 0, name)
+}
 
 const LINK: &str = r#"
 duration = "120s"
@@ -25,9 +31,7 @@ fn simulate(flow: &str) -> RunResult {
 
 fn simulate_on(link: &str, flow: &str) -> RunResult {
     let toml = format!("{link}[[flows]]\n{flow}\n");
-    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces");
-    let sc = Scenario::from_toml_str(&toml, &base, "test", None).unwrap_or_else(|e| panic!("{e}"));
-    run(&sc, None, &mut |_| {}).unwrap()
+    common::simulate_in(&toml, &common::repo_dir("traces"))
 }
 
 fn vidaptive(params: &str) -> RunResult {
@@ -68,15 +72,6 @@ fn ramp(r: &RunResult, from: f64, until: f64, level: f64) -> Option<f64> {
         t += 0.1;
     }
     None
-}
-
-/// A controller signal of flow 0 as (seconds, value).
-fn signal(r: &RunResult, name: &str) -> Vec<(f64, f64)> {
-    let s = &r.state;
-    (0..s.time.len())
-        .filter(|&i| s.flow[i] == 0 && s.signal[i] == name)
-        .map(|i| (s.time[i].as_secs_f64(), s.value[i]))
-        .collect()
 }
 
 /// Largest frame delay (ms) of frames captured in `[a, b)` s.
