@@ -19,5 +19,6 @@ pub mod net;
 pub mod packet;
 pub mod tcp;
 pub mod units;
+pub mod wire;
 
 pub use units::{Bytes, Duration, Rate, Time};
