@@ -17,6 +17,7 @@ pub mod media;
 pub mod metrics;
 pub mod net;
 pub mod packet;
+pub mod rto;
 pub mod tcp;
 pub mod units;
 pub mod wire;

@@ -32,6 +32,8 @@ pub enum PacketKind {
     /// Filler bytes of a bandwidth-probe cluster (media sent inside a cluster stays `Media`; see
     /// [`crate::cc::ProbeCluster`]).
     Probe = 3,
+    /// A forward-error-correction (XOR parity) packet.
+    Fec = 4,
 }
 
 /// A packet as the sender put it on the wire.

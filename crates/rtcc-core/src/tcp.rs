@@ -24,12 +24,8 @@ use crate::cc::Controller;
 use crate::packet::{FeedbackReport, PacketKind, SendHistory, SentPacket, TransportFeedback};
 use crate::units::{Duration, Time};
 
-/// Linux `TCP_RTO_MIN`.
-pub const RTO_MIN: Duration = Duration(200_000_000);
-/// Linux `TCP_RTO_MAX`.
-pub const RTO_MAX: Duration = Duration(120_000_000_000);
-/// RFC 6298 §2.1: the RTO before any RTT sample.
-pub const RTO_INITIAL: Duration = Duration(1_000_000_000);
+pub use crate::rto::{RTO_INITIAL, RTO_MAX, RTO_MIN};
+use crate::rto::RtoTimer;
 
 /// What the application gives the sender.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -60,10 +56,7 @@ pub struct BulkSender {
     pacing_wake: Option<Time>,
     /// End of the current off period of an on/off source, while the sender waits for it.
     app_wake: Option<Time>,
-    srtt: Option<Duration>,
-    rttvar: Duration,
-    rto: Duration,
-    rto_deadline: Option<Time>,
+    rto: RtoTimer,
     /// RTO expiries, retransmitted segments.
     pub timeouts: u64,
     pub retransmissions: u64,
@@ -88,10 +81,7 @@ impl BulkSender {
             next_release: start,
             pacing_wake: None,
             app_wake: None,
-            srtt: None,
-            rttvar: Duration::ZERO,
-            rto: RTO_INITIAL,
-            rto_deadline: None,
+            rto: RtoTimer::default(),
             timeouts: 0,
             retransmissions: 0,
         }
@@ -107,11 +97,11 @@ impl BulkSender {
     }
 
     pub fn srtt(&self) -> Option<Duration> {
-        self.srtt
+        self.rto.srtt()
     }
 
     pub fn rto(&self) -> Duration {
-        self.rto
+        self.rto.rto()
     }
 
     /// Whether the application has new data at `now`.
@@ -183,9 +173,7 @@ impl BulkSender {
             kind,
             in_flight: 0,
         });
-        if self.rto_deadline.is_none() {
-            self.rto_deadline = Some(now + self.rto);
-        }
+        self.rto.on_send(now);
         self.controller.on_packet_sent(now, &pkt);
         Some(pkt)
     }
@@ -208,44 +196,27 @@ impl BulkSender {
             }
         }
         if let Some(sent) = newest_ack {
-            self.on_rtt_sample(now - sent);
+            self.rto.on_rtt_sample(now - sent);
             // RFC 6298 §5.3: restart the timer when new data is acknowledged.
-            self.rto_deadline = (self.history.in_flight() > 0).then_some(now + self.rto);
+            self.rto.restart(now, self.history.in_flight() > 0);
         }
         if self.history.in_flight() == 0 && self.retransmit_pending == 0 {
-            self.rto_deadline = None;
+            self.rto.stop();
         }
         self.controller.on_feedback(now, &self.report);
         if let App::Finite { bytes } = self.app {
             if self.completed_at.is_none() && self.acked >= bytes {
                 self.completed_at = Some(now);
-                self.rto_deadline = None;
+                self.rto.stop();
             }
         }
-    }
-
-    /// RFC 6298 §2.2–2.3.
-    fn on_rtt_sample(&mut self, r: Duration) {
-        match self.srtt {
-            None => {
-                self.srtt = Some(r);
-                self.rttvar = Duration(r.0 / 2);
-            }
-            Some(srtt) => {
-                let diff = Duration(srtt.0.abs_diff(r.0));
-                self.rttvar = Duration((3 * self.rttvar.0 + diff.0) / 4);
-                self.srtt = Some(Duration((7 * srtt.0 + r.0) / 8));
-            }
-        }
-        let rto = self.srtt.unwrap() + Duration(4 * self.rttvar.0);
-        self.rto = rto.clamp(RTO_MIN, RTO_MAX);
     }
 
     /// When to call [`BulkSender::handle_timeout`].
     pub fn poll_timeout(&self) -> Option<Time> {
         [
             self.pacing_wake,
-            self.rto_deadline,
+            self.rto.deadline(),
             self.controller.next_timeout(),
             self.app_wake,
         ]
@@ -258,14 +229,12 @@ impl BulkSender {
         if self.controller.next_timeout().is_some_and(|t| t <= now) {
             self.controller.on_timeout(now);
         }
-        if self.rto_deadline.is_some_and(|t| t <= now) {
+        if self.rto.poll_expired(now) {
             // RFC 6298 §5.4–5.6: everything outstanding is retransmitted, the timer backs off.
             self.timeouts += 1;
             let lost = self.history.in_flight().div_ceil(self.mss as u64);
             self.history.clear_in_flight();
             self.retransmit_pending += lost;
-            self.rto = Duration(self.rto.0.saturating_mul(2)).min(RTO_MAX);
-            self.rto_deadline = None;
             self.controller.on_rto(now);
         }
     }
@@ -279,10 +248,10 @@ impl BulkSender {
             out.push(("pacing_bps", p.bps()));
         }
         out.push(("in_flight_bytes", self.history.in_flight() as f64));
-        if let Some(s) = self.srtt {
+        if let Some(s) = self.rto.srtt() {
             out.push(("srtt_ms", s.as_millis_f64()));
         }
-        out.push(("rto_ms", self.rto.as_millis_f64()));
+        out.push(("rto_ms", self.rto.rto().as_millis_f64()));
         self.controller.state(out);
     }
 }

@@ -12,8 +12,13 @@
 //! padding of the cluster's size when no media waits, until the cluster is complete. Probe packets
 //! are charged to the pacing budget like any other, so media resumes at the pacing rate after the
 //! burst. The window still applies.
+//!
+//! Retransmissions and FEC packets wait in a priority lane that is served before queued media (as
+//! libwebrtc's `PacketRouter`/pacer priorities put retransmissions and FEC ahead of video); they are
+//! paced and windowed like media, so they count in the rate and the window the controller sets.
 
 use crate::cc::{Decision, ProbeCluster};
+use crate::packet::PacketKind;
 use crate::units::{Rate, Time};
 use std::collections::VecDeque;
 
@@ -25,6 +30,26 @@ pub struct QueuedPacket {
     pub index_in_frame: u16,
     pub packets_in_frame: u16,
     pub enqueued: Time,
+    /// `Media`, `Retransmission` or `Fec` (the latter two go in the priority lane).
+    pub kind: PacketKind,
+    /// For a retransmission, the RTP sequence number it repeats; for FEC, the sender's id of
+    /// the parity packet; 0 for media.
+    pub ref_id: u64,
+}
+
+impl QueuedPacket {
+    /// A media packet of `frame`.
+    pub fn media(size: u32, frame: u64, index: u16, count: u16, enqueued: Time) -> QueuedPacket {
+        QueuedPacket {
+            size,
+            frame,
+            index_in_frame: index,
+            packets_in_frame: count,
+            enqueued,
+            kind: PacketKind::Media,
+            ref_id: 0,
+        }
+    }
 }
 
 /// What the pacer says when polled.
@@ -50,6 +75,8 @@ pub enum PacerPoll {
 #[derive(Debug, Default)]
 pub struct Pacer {
     queue: VecDeque<QueuedPacket>,
+    /// Retransmissions and FEC, sent before `queue`.
+    priority: VecDeque<QueuedPacket>,
     queued_bytes: u64,
     /// Earliest time the pacing budget allows the next packet.
     next_release: Time,
@@ -78,9 +105,25 @@ impl Pacer {
         }
     }
 
+    /// Queue a packet: media at the back of the media queue, retransmissions and FEC at the
+    /// back of the priority lane.
     pub fn push(&mut self, pkt: QueuedPacket) {
         self.queued_bytes += pkt.size as u64;
-        self.queue.push_back(pkt);
+        match pkt.kind {
+            PacketKind::Retransmission | PacketKind::Fec => self.priority.push_back(pkt),
+            _ => self.queue.push_back(pkt),
+        }
+    }
+
+    /// The next packet to leave: the priority lane first.
+    fn pop_next(&mut self) -> Option<QueuedPacket> {
+        let p = self.priority.pop_front().or_else(|| self.queue.pop_front())?;
+        self.queued_bytes -= p.size as u64;
+        Some(p)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.queue.is_empty() && self.priority.is_empty()
     }
 
     pub fn queued_bytes(&self) -> u64 {
@@ -88,18 +131,19 @@ impl Pacer {
     }
 
     pub fn queued_packets(&self) -> usize {
-        self.queue.len()
+        self.queue.len() + self.priority.len()
     }
 
-    /// Time the oldest queued packet has waited.
+    /// When the oldest queued media packet was queued.
     pub fn oldest_enqueue_time(&self) -> Option<Time> {
         self.queue.front().map(|p| p.enqueued)
     }
 
     /// Drop everything queued (flow stopped, encoder reset); returns the packets dropped.
     pub fn clear(&mut self) -> usize {
-        let n = self.queue.len();
+        let n = self.queue.len() + self.priority.len();
         self.queue.clear();
+        self.priority.clear();
         self.queued_bytes = 0;
         n
     }
@@ -130,13 +174,12 @@ impl Pacer {
             }
         }
         if pacing.is_some() && now < self.next_release {
-            if self.queue.is_empty() && decision.padding_rate.bps() <= 0.0 {
+            if self.is_empty() && decision.padding_rate.bps() <= 0.0 {
                 return PacerPoll::Idle;
             }
             return PacerPoll::WaitUntil(self.next_release);
         }
-        if let Some(pkt) = self.queue.pop_front() {
-            self.queued_bytes -= pkt.size as u64;
+        if let Some(pkt) = self.pop_next() {
             self.charge(now, pkt.size, pacing);
             return PacerPoll::Media(pkt);
         }
@@ -169,12 +212,9 @@ impl Pacer {
             self.probe = Some(p);
             return PacerPoll::WaitUntil(due);
         }
-        let media = self.queue.pop_front();
+        let media = self.pop_next();
         let size = match &media {
-            Some(m) => {
-                self.queued_bytes -= m.size as u64;
-                m.size
-            }
+            Some(m) => m.size,
             None => c.padding_size.max(1),
         };
         p.bytes += size as u64;
@@ -205,13 +245,27 @@ mod tests {
     use super::*;
 
     fn pkt(size: u32) -> QueuedPacket {
-        QueuedPacket {
-            size,
-            frame: 0,
-            index_in_frame: 0,
-            packets_in_frame: 1,
-            enqueued: Time::ZERO,
-        }
+        QueuedPacket::media(size, 0, 0, 1, Time::ZERO)
+    }
+
+    #[test]
+    fn retransmissions_and_fec_go_before_queued_media() {
+        let mut p = Pacer::new(0);
+        p.push(pkt(1000));
+        let rtx = QueuedPacket {
+            kind: PacketKind::Retransmission,
+            ref_id: 7,
+            ..pkt(900)
+        };
+        p.push(rtx);
+        let d = Decision::rate_only(Rate(1e6), None);
+        assert_eq!(
+            p.poll(Time::ZERO, &d, 0),
+            PacerPoll::Media(rtx),
+            "a retransmission jumps the media queue"
+        );
+        assert_eq!(p.queued_bytes(), 1000);
+        assert!(matches!(p.poll(Time::ZERO, &d, 0), PacerPoll::Media(m) if m.size == 1000));
     }
 
     #[test]

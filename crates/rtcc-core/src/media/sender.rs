@@ -105,13 +105,8 @@ impl VideoSender {
         self.last_encoded = Some(encoded);
         let count = encoded.size.div_ceil(self.packetizer.payload.0 as u32) as u16;
         for (i, size) in self.packetizer.packet_sizes(encoded.size).enumerate() {
-            self.pacer.push(QueuedPacket {
-                size,
-                frame,
-                index_in_frame: i as u16,
-                packets_in_frame: count,
-                enqueued: now,
-            });
+            self.pacer
+                .push(QueuedPacket::media(size, frame, i as u16, count, now));
         }
         let info = FrameInfo {
             frame,
