@@ -1005,7 +1005,7 @@ mod tests {
             if t == 0.0 {
                 s.on_frame_captured(at_ms(0.0), 0);
             }
-            while let Some(p) = s.poll_transmit(at_ms(t)) {
+            while let Some(p) = s.poll_transmit(at_ms(t)).map(|o| o.packet) {
                 match p.kind {
                     PacketKind::Padding => {
                         assert_eq!(s.pacer().queued_packets(), 0, "padding with media queued");

@@ -3,6 +3,8 @@
 //! the receiver's playout (decodability and display).
 
 pub mod encoder;
+pub mod jitter_buffer;
+pub mod nack;
 pub mod pacer;
 pub mod packetizer;
 pub mod playout;
@@ -16,6 +18,6 @@ pub use pacer::Pacer;
 pub use packetizer::Packetizer;
 pub use playout::Playout;
 pub use quality::Resolution;
-pub use receiver::{ArrivedPacket, Receiver};
-pub use sender::VideoSender;
+pub use receiver::ArrivalRecorder;
+pub use sender::{Outgoing, VideoSender};
 pub use source::FrameSource;

@@ -15,7 +15,23 @@
 //! from a keyframe) and [`VideoSender::set_resolution`]; a target of 0 skips a frame (pause).
 //! [`VideoSender::last_encoded`] has the encoder's view of the latest frame (PSNR, resolution).
 //!
-//! The simulator, a live transport and a user's own stack all drive the same object.
+//! Around the controller it keeps the transport's safety nets, each switchable:
+//! - **Retransmissions and FEC** ([`VideoSender::queue_retransmission`],
+//!   [`VideoSender::queue_fec`]) go through the pacer's priority lane, so they are paced, count
+//!   in bytes in flight and reach the controller through `on_packet_sent` like media. With FEC on,
+//!   the encoder's target is the controller's target less the protection overhead
+//!   ([`VideoSender::set_protection_overhead`]), so media and parity together stay at the target.
+//! - **A retransmission timeout** (RFC 6298, [`crate::rto::RtoTimer`]) for window-based
+//!   controllers (a `cwnd` in their decision): if nothing is acknowledged for an RTO while bytes
+//!   are in flight, everything in flight is declared lost and forgotten, the controller's
+//!   `on_rto` runs (it collapses its window) and the timer backs off. Without it a window that
+//!   is full of packets lost in an outage never opens again: no feedback comes back for them.
+//! - **A minimum send rate** for rate-based controllers (no `cwnd`): target and pacing rate are
+//!   never below [`VideoSender::set_min_rate`] (30 kbit/s by default, libwebrtc's minimum video
+//!   bitrate), so a sender keeps probing the path even when no feedback arrives.
+//!
+//! The simulator, a live transport and a user's own stack all drive the same object (through
+//! [`crate::endpoint::VideoSendEndpoint`], which adds the wire formats).
 
 use super::encoder::{EncodedFrame, Encoder};
 use super::pacer::{Pacer, PacerPoll, QueuedPacket};
@@ -24,7 +40,29 @@ use super::quality::Resolution;
 use crate::cc::{Controller, Decision, EncodeAction, FrameView};
 use crate::packet::TransportFeedback;
 use crate::packet::{FeedbackReport, FrameAck, FrameInfo, PacketKind, SendHistory, SentPacket};
+use crate::rto::RtoTimer;
 use crate::units::{Rate, Time};
+
+/// libwebrtc's default minimum video bitrate (`kDefaultMinVideoBitrateBps`, 30 kbit/s): the
+/// floor of a rate-based controller's target and pacing rate.
+pub const DEFAULT_MIN_RATE: Rate = Rate(30_000.0);
+
+/// A packet the sender releases, with what the wire layer needs to build it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Outgoing {
+    pub packet: SentPacket,
+    /// For a retransmission, the RTP sequence number it repeats; for FEC, the parity packet's
+    /// id given to [`VideoSender::queue_fec`]; 0 otherwise.
+    pub ref_id: u64,
+}
+
+/// Counters of the sender's safety nets.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SenderStats {
+    pub retransmissions: u64,
+    pub fec_packets: u64,
+    pub rto_expiries: u64,
+}
 
 pub struct VideoSender {
     controller: Box<dyn Controller>,
@@ -38,6 +76,12 @@ pub struct VideoSender {
     pacer_wake: Option<Time>,
     /// The encoder's output for the latest captured frame.
     last_encoded: Option<EncodedFrame>,
+    /// Retransmission timer for window-based controllers (`None`: switched off).
+    rto: Option<RtoTimer>,
+    min_rate: Rate,
+    /// Parity bytes per media byte (0 without FEC).
+    protection_overhead: f64,
+    stats: SenderStats,
 }
 
 impl VideoSender {
@@ -61,15 +105,54 @@ impl VideoSender {
             report: FeedbackReport::default(),
             pacer_wake: None,
             last_encoded: None,
+            rto: Some(RtoTimer::default()),
+            min_rate: DEFAULT_MIN_RATE,
+            protection_overhead: 0.0,
+            stats: SenderStats::default(),
         }
+    }
+
+    /// Switch the retransmission timeout on (the default) or off.
+    pub fn set_rto_enabled(&mut self, on: bool) {
+        self.rto = on.then(RtoTimer::default);
+    }
+
+    /// Floor of a rate-based controller's target and pacing rate (0 for none).
+    pub fn set_min_rate(&mut self, rate: Rate) {
+        self.min_rate = rate;
+    }
+
+    /// Parity bytes sent per media byte; the encoder's target shrinks by `1 / (1 + overhead)`.
+    pub fn set_protection_overhead(&mut self, overhead: f64) {
+        self.protection_overhead = overhead.max(0.0);
+    }
+
+    pub fn stats(&self) -> SenderStats {
+        self.stats
+    }
+
+    /// The controller's decision with the rate floor applied to rate-based controllers.
+    fn effective_decision(&self) -> Decision {
+        let mut d = self.controller.decision();
+        if d.cwnd.is_none() && self.min_rate.bps() > 0.0 {
+            d.target_bitrate = Rate(d.target_bitrate.bps().max(self.min_rate.bps()));
+            d.pacing_rate = d.pacing_rate.map(|p| Rate(p.bps().max(self.min_rate.bps())));
+        }
+        d
+    }
+
+    /// Whether the controller limits bytes in flight (the retransmission timer applies).
+    fn window_based(&self) -> bool {
+        self.controller.decision().cwnd.is_some()
     }
 
     pub fn controller(&self) -> &dyn Controller {
         self.controller.as_ref()
     }
 
+    /// The decision the sender acts on (the controller's, with the rate floor).
     pub fn decision(&self) -> Decision {
-        self.controller.decision()
+        self.effective_decision()
     }
 
     pub fn pacer(&self) -> &Pacer {
@@ -99,7 +182,8 @@ impl VideoSender {
         let target = if action.encode == EncodeAction::Skip {
             Rate::ZERO
         } else {
-            self.controller.decision().target_bitrate
+            let t = self.effective_decision().target_bitrate;
+            Rate(t.bps() / (1.0 + self.protection_overhead))
         };
         let encoded = self.encoder.encode(now, target, self.fps);
         self.last_encoded = Some(encoded);
@@ -150,49 +234,77 @@ impl VideoSender {
         self.encoder.set_resolution(res)
     }
 
+    /// Queue a retransmission of the media packet sent as RTP sequence number `rtp_seq`.
+    pub fn queue_retransmission(&mut self, now: Time, original: &SentPacket, rtp_seq: u64) {
+        self.pacer.push(QueuedPacket {
+            kind: PacketKind::Retransmission,
+            ref_id: rtp_seq,
+            ..QueuedPacket::media(
+                original.size,
+                original.frame.unwrap_or(0),
+                original.index_in_frame,
+                original.packets_in_frame,
+                now,
+            )
+        });
+        self.pacer_wake = None;
+    }
+
+    /// Queue a parity packet of `size` bytes on the wire, known to the caller as `id`.
+    pub fn queue_fec(&mut self, now: Time, size: u32, id: u64) {
+        self.pacer.push(QueuedPacket {
+            kind: PacketKind::Fec,
+            ref_id: id,
+            ..QueuedPacket::media(size, 0, 0, 0, now)
+        });
+        self.pacer_wake = None;
+    }
+
     /// The next packet to put on the wire at `now`, if any.
-    pub fn poll_transmit(&mut self, now: Time) -> Option<SentPacket> {
-        let decision = self.controller.decision();
+    pub fn poll_transmit(&mut self, now: Time) -> Option<Outgoing> {
+        let decision = self.effective_decision();
         let probe = self.controller.probe();
         let in_flight = self.history.in_flight();
-        let mut pkt = match self
+        let blank = SentPacket {
+            seq: 0,
+            size: 0,
+            send_time: now,
+            frame: None,
+            index_in_frame: 0,
+            packets_in_frame: 0,
+            kind: PacketKind::Padding,
+            in_flight: 0,
+        };
+        let queued = |q: QueuedPacket| {
+            let packet = SentPacket {
+                size: q.size,
+                frame: (q.kind != PacketKind::Fec).then_some(q.frame),
+                index_in_frame: q.index_in_frame,
+                packets_in_frame: q.packets_in_frame,
+                kind: q.kind,
+                ..blank
+            };
+            (packet, q.ref_id)
+        };
+        let (mut pkt, ref_id) = match self
             .pacer
             .poll_with_probe(now, &decision, probe.as_ref(), in_flight)
         {
-            PacerPoll::Media(q) => SentPacket {
-                seq: 0,
-                size: q.size,
-                send_time: now,
-                frame: Some(q.frame),
-                index_in_frame: q.index_in_frame,
-                packets_in_frame: q.packets_in_frame,
-                kind: PacketKind::Media,
-                in_flight: 0,
-            },
-            PacerPoll::Padding(size) => SentPacket {
-                seq: 0,
-                size,
-                send_time: now,
-                frame: None,
-                index_in_frame: 0,
-                packets_in_frame: 0,
-                kind: PacketKind::Padding,
-                in_flight: 0,
-            },
-            PacerPoll::Probe { media, size, .. } => SentPacket {
-                seq: 0,
-                size,
-                send_time: now,
-                frame: media.map(|q| q.frame),
-                index_in_frame: media.map_or(0, |q| q.index_in_frame),
-                packets_in_frame: media.map_or(0, |q| q.packets_in_frame),
-                kind: if media.is_some() {
-                    PacketKind::Media
-                } else {
-                    PacketKind::Probe
+            PacerPoll::Media(q) => queued(q),
+            PacerPoll::Padding(size) => (SentPacket { size, ..blank }, 0),
+            PacerPoll::Probe {
+                media: Some(q), ..
+            } => queued(q),
+            PacerPoll::Probe {
+                media: None, size, ..
+            } => (
+                SentPacket {
+                    size,
+                    kind: PacketKind::Probe,
+                    ..blank
                 },
-                in_flight: 0,
-            },
+                0,
+            ),
             PacerPoll::WaitUntil(t) => {
                 self.pacer_wake = Some(t);
                 return None;
@@ -203,17 +315,40 @@ impl VideoSender {
             }
         };
         pkt = self.history.on_sent(pkt);
+        match pkt.kind {
+            PacketKind::Retransmission => self.stats.retransmissions += 1,
+            PacketKind::Fec => self.stats.fec_packets += 1,
+            _ => {}
+        }
+        if self.window_based() {
+            if let Some(rto) = &mut self.rto {
+                rto.on_send(now);
+            }
+        }
         self.controller.on_packet_sent(now, &pkt);
-        Some(pkt)
+        Some(Outgoing {
+            packet: pkt,
+            ref_id,
+        })
     }
 
     /// Feedback from the receiver arrived at `now`.
     pub fn on_feedback(&mut self, now: Time, fb: &TransportFeedback) {
         self.history.on_feedback(now, fb, &mut self.report);
         if !self.report.packets.is_empty() {
+            let outstanding = self.window_based() && self.history.in_flight() > 0;
+            if let (Some(rto), Some(rtt)) = (&mut self.rto, self.report.latest_rtt()) {
+                rto.on_rtt_sample(rtt);
+                rto.restart(now, outstanding);
+            }
             self.controller.on_feedback(now, &self.report);
         }
         self.pacer_wake = None;
+    }
+
+    /// The smoothed round-trip time, once feedback has given a sample.
+    pub fn srtt(&self) -> Option<crate::units::Duration> {
+        self.rto.and_then(|r| r.srtt())
     }
 
     /// The last joined feedback report (for logging).
@@ -228,15 +363,41 @@ impl VideoSender {
 
     /// When to call [`VideoSender::handle_timeout`] (pacer release or controller timer).
     pub fn poll_timeout(&self) -> Option<Time> {
-        match (self.pacer_wake, self.controller.next_timeout()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [
+            self.pacer_wake,
+            self.controller.next_timeout(),
+            self.rto.and_then(|r| r.deadline()),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// When the controller's own timer or the retransmission timer fires next (a change of
+    /// controller state worth logging).
+    pub fn controller_timeout(&self) -> Option<Time> {
+        [
+            self.controller.next_timeout(),
+            self.rto.and_then(|r| r.deadline()),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     pub fn handle_timeout(&mut self, now: Time) {
         if self.controller.next_timeout().is_some_and(|t| t <= now) {
             self.controller.on_timeout(now);
+        }
+        if let Some(rto) = &mut self.rto {
+            if rto.poll_expired(now) {
+                // RFC 6298 §5.4–5.6: what is in flight is presumed lost (the receiver NACKs the
+                // media it misses); the controller restarts from a small window.
+                self.stats.rto_expiries += 1;
+                self.history.clear_in_flight();
+                self.controller.on_rto(now);
+                self.pacer_wake = None;
+            }
         }
         if self.pacer_wake.is_some_and(|t| t <= now) {
             self.pacer_wake = None;
@@ -251,7 +412,7 @@ impl VideoSender {
 
     /// Append the controller's decision and internal signals to `out`.
     pub fn state(&self, out: &mut Vec<(&'static str, f64)>) {
-        let d = self.controller.decision();
+        let d = self.effective_decision();
         out.push(("target_bps", d.target_bitrate.bps()));
         if let Some(p) = d.pacing_rate {
             out.push(("pacing_bps", p.bps()));

@@ -1,0 +1,201 @@
+//! The receiver's NACK requester: which media packets to ask the sender to retransmit, and when.
+//!
+//! Timing follows libwebrtc's `modules/video_coding/nack_requester.cc`:
+//!
+//! - a packet is **missing** when a later sequence number arrives first (inside one stream packets
+//!   are not reordered by rtcc's links, so every gap is a loss); it is requested at once
+//!   (`send_nack_delay` 0 ms, the default);
+//! - a request is **repeated** every round-trip time while the packet stays missing
+//!   (libwebrtc's `kDefaultRttMs` = 100 ms until an RTT is known), at most
+//!   [`MAX_NACK_RETRIES`] = 10 times (`kMaxNackRetries`), then the requester gives up;
+//! - at most [`MAX_NACK_PACKETS`] = 1000 packets are tracked (`kMaxNackPackets`); beyond that the
+//!   oldest are dropped and the caller is told to ask for a keyframe;
+//! - packets of frames the receiver no longer wants (it gave up on them, or a keyframe made them
+//!   useless) are removed with [`NackRequester::clear_up_to`].
+//!
+//! The RTT comes from the requester itself (our judgment call; libwebrtc takes it from RTCP): a
+//! packet that arrives after it was requested gives a sample `arrival − last request`, smoothed
+//! with gain 1/8 as RFC 6298 smooths RTT. That sample includes the sender's pacing delay, which is
+//! what a repeated request should wait for anyway.
+
+use crate::units::{Duration, Time};
+use std::collections::BTreeMap;
+
+/// libwebrtc `kMaxNackRetries`.
+pub const MAX_NACK_RETRIES: u32 = 10;
+/// libwebrtc `kMaxNackPackets`.
+pub const MAX_NACK_PACKETS: usize = 1000;
+/// libwebrtc `kDefaultRttMs`: the RTT assumed before a sample.
+pub const DEFAULT_RTT: Duration = Duration(100_000_000);
+
+#[derive(Debug, Clone, Copy)]
+struct Missing {
+    /// When the last request for it was sent (`None`: not yet).
+    requested_at: Option<Time>,
+    retries: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct NackRequester {
+    newest: Option<u64>,
+    missing: BTreeMap<u64, Missing>,
+    rtt: Duration,
+    /// Packets given up on (retries exhausted or list overflow) since the last call to
+    /// [`NackRequester::take_given_up`].
+    given_up: u64,
+    keyframe_needed: bool,
+}
+
+impl Default for NackRequester {
+    fn default() -> Self {
+        NackRequester {
+            newest: None,
+            missing: BTreeMap::new(),
+            rtt: DEFAULT_RTT,
+            given_up: 0,
+            keyframe_needed: false,
+        }
+    }
+}
+
+impl NackRequester {
+    /// The round-trip time repeated requests wait for.
+    pub fn rtt(&self) -> Duration {
+        self.rtt
+    }
+
+    /// Packets still missing.
+    pub fn missing(&self) -> usize {
+        self.missing.len()
+    }
+
+    /// Media packet `seq` (unwrapped RTP sequence number) arrived at `now`.
+    pub fn on_packet(&mut self, now: Time, seq: u64) {
+        let Some(newest) = self.newest else {
+            self.newest = Some(seq);
+            return;
+        };
+        if seq > newest {
+            for s in newest + 1..seq {
+                self.missing.insert(
+                    s,
+                    Missing {
+                        requested_at: None,
+                        retries: 0,
+                    },
+                );
+            }
+            self.newest = Some(seq);
+            if self.missing.len() > MAX_NACK_PACKETS {
+                let excess = self.missing.len() - MAX_NACK_PACKETS;
+                let drop: Vec<u64> = self.missing.keys().take(excess).copied().collect();
+                for s in drop {
+                    self.missing.remove(&s);
+                }
+                self.given_up += excess as u64;
+                self.keyframe_needed = true;
+            }
+        } else if let Some(m) = self.missing.remove(&seq) {
+            if let Some(at) = m.requested_at {
+                let sample = now.saturating_since(at);
+                self.rtt = Duration((7 * self.rtt.0 + sample.0) / 8);
+            }
+        }
+    }
+
+    /// Forget missing packets below `seq` (their frames are no longer wanted).
+    pub fn clear_up_to(&mut self, seq: u64) {
+        self.missing = self.missing.split_off(&seq);
+    }
+
+    /// The sequence numbers to request at `now`; each counts as requested.
+    pub fn poll_requests(&mut self, now: Time, out: &mut Vec<u64>) {
+        out.clear();
+        let rtt = self.rtt;
+        let mut exhausted = Vec::new();
+        for (&seq, m) in self.missing.iter_mut() {
+            if m.requested_at.is_some_and(|t| now < t + rtt) {
+                continue;
+            }
+            if m.retries >= MAX_NACK_RETRIES {
+                exhausted.push(seq);
+                continue;
+            }
+            m.retries += 1;
+            m.requested_at = Some(now);
+            out.push(seq);
+        }
+        for seq in exhausted {
+            self.missing.remove(&seq);
+            self.given_up += 1;
+        }
+    }
+
+    /// When a request is next due.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        self.missing
+            .values()
+            .map(|m| m.requested_at.map_or(Time::ZERO, |t| t + self.rtt))
+            .min()
+    }
+
+    /// Packets given up on since the last call.
+    pub fn take_given_up(&mut self) -> u64 {
+        std::mem::take(&mut self.given_up)
+    }
+
+    /// Whether the list overflowed since the last call (the receiver should ask for a keyframe).
+    pub fn take_keyframe_needed(&mut self) -> bool {
+        std::mem::take(&mut self.keyframe_needed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(v: u64) -> Time {
+        Time::from_millis(v)
+    }
+
+    #[test]
+    fn requests_a_gap_at_once_then_every_rtt_and_gives_up_after_ten_tries() {
+        let mut n = NackRequester::default();
+        let mut out = Vec::new();
+        n.on_packet(ms(0), 10);
+        n.on_packet(ms(1), 13);
+        n.poll_requests(ms(1), &mut out);
+        assert_eq!(out, vec![11, 12], "a gap is requested at once");
+        n.poll_requests(ms(50), &mut out);
+        assert!(out.is_empty(), "not again within the 100 ms default RTT");
+        assert_eq!(n.poll_timeout(), Some(ms(101)));
+        n.on_packet(ms(60), 11);
+        assert_eq!(n.missing(), 1, "11 arrived (retransmitted)");
+        assert!(n.rtt() < DEFAULT_RTT, "a 59 ms sample pulls the RTT down");
+        let mut t = 1;
+        let mut requests = 1;
+        loop {
+            t += 200;
+            n.poll_requests(ms(t), &mut out);
+            if out.is_empty() {
+                break;
+            }
+            requests += 1;
+        }
+        assert_eq!(requests, MAX_NACK_RETRIES, "ten requests, then none");
+        assert_eq!(n.take_given_up(), 1);
+        assert_eq!(n.missing(), 0);
+    }
+
+    #[test]
+    fn overflow_drops_the_oldest_and_asks_for_a_keyframe() {
+        let mut n = NackRequester::default();
+        n.on_packet(ms(0), 0);
+        n.on_packet(ms(1), MAX_NACK_PACKETS as u64 + 11);
+        assert_eq!(n.missing(), MAX_NACK_PACKETS);
+        assert!(n.take_keyframe_needed());
+        assert_eq!(n.take_given_up(), 10);
+        n.clear_up_to(MAX_NACK_PACKETS as u64 + 1);
+        assert_eq!(n.missing(), 10, "only the newest ten are still wanted");
+    }
+}
