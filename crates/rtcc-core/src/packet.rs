@@ -34,6 +34,8 @@ pub enum PacketKind {
     Probe = 3,
     /// A forward-error-correction (XOR parity) packet.
     Fec = 4,
+    /// Feedback and control (RTCP, TCP acknowledgements).
+    Control = 5,
 }
 
 /// A packet as the sender put it on the wire.

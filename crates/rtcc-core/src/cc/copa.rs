@@ -504,6 +504,7 @@ impl Controller for Copa {
 pub(crate) const WINDOW_FEEDBACK: FeedbackPolicy = FeedbackPolicy {
     interval: Some(Duration(10_000_000)),
     per_frame: true,
+    frame_acks: false,
 };
 
 pub const INFO: ControllerInfo = ControllerInfo {

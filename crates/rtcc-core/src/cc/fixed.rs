@@ -75,6 +75,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
     feedback: FeedbackPolicy {
         interval: Some(crate::units::Duration(50_000_000)),
         per_frame: false,
+        frame_acks: false,
     },
     build,
 };

@@ -121,6 +121,10 @@ pub struct FeedbackPolicy {
     /// Send a report as soon as the last packet of a frame arrives.
     #[serde(default)]
     pub per_frame: bool,
+    /// Send a per-frame acknowledgement when a frame is complete (for controllers with
+    /// frame-level hooks).
+    #[serde(default)]
+    pub frame_acks: bool,
 }
 
 impl Default for FeedbackPolicy {
@@ -129,6 +133,7 @@ impl Default for FeedbackPolicy {
         FeedbackPolicy {
             interval: Some(Duration::from_millis(50)),
             per_frame: false,
+            frame_acks: false,
         }
     }
 }

@@ -139,6 +139,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
     feedback: FeedbackPolicy {
         interval: Some(Duration(50_000_000)),
         per_frame: false,
+        frame_acks: false,
     },
     build,
 };

@@ -431,6 +431,7 @@ pub(crate) const PACING_DOC: ParamDoc = ParamDoc {
 pub(crate) const TCP_FEEDBACK: FeedbackPolicy = FeedbackPolicy {
     interval: Some(Duration(20_000_000)),
     per_frame: true,
+    frame_acks: false,
 };
 
 pub const INFO: ControllerInfo = ControllerInfo {

@@ -33,7 +33,7 @@
 
 use super::{
     copa, parse_config, rocc, Controller, ControllerContext, ControllerError, ControllerInfo,
-    Decision, EncodeAction, FrameAction, FrameView, ParamDoc, Params,
+    Decision, EncodeAction, FeedbackPolicy, FrameAction, FrameView, ParamDoc, Params,
 };
 use crate::packet::{FeedbackReport, FrameAck, FrameInfo, PacketKind, SentPacket};
 use crate::units::{Bytes, Duration, Rate, Time};
@@ -709,7 +709,10 @@ pub const INFO: ControllerInfo = ControllerInfo {
             doc: "step the encoder's resolution ladder (Algorithm 2)",
         },
     ],
-    feedback: copa::WINDOW_FEEDBACK,
+    feedback: FeedbackPolicy {
+        frame_acks: true,
+        ..copa::WINDOW_FEEDBACK
+    },
     build,
 };
 

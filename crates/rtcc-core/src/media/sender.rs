@@ -163,6 +163,11 @@ impl VideoSender {
         self.history.in_flight()
     }
 
+    /// The transport-wide sequence number the next packet gets.
+    pub fn next_transport_seq(&self) -> u64 {
+        self.history.next_seq()
+    }
+
     /// Encode and packetise the frame captured at `now`.
     pub fn on_frame_captured(&mut self, now: Time, frame: u64) -> FrameInfo {
         let view = FrameView {

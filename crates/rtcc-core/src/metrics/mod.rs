@@ -48,6 +48,12 @@ pub struct FrameRecord {
     pub psnr_db: Option<f64>,
     /// Resolution the frame was coded at (`None` for models without one).
     pub resolution: Option<crate::media::quality::Resolution>,
+    /// When the receiver showed it (`None`: never shown).
+    pub display: Option<Time>,
+    /// Completed thanks to a retransmission or FEC.
+    pub recovered: bool,
+    /// The receiver gave up on it (never complete) or could not decode it.
+    pub unrecoverable: bool,
 }
 
 /// P50/P95/P99 of a sample, `None` when empty.
@@ -408,6 +414,9 @@ mod tests {
             keyframe: i == 0,
             psnr_db: None,
             resolution: None,
+            display: None,
+            recovered: false,
+            unrecoverable: false,
         }
     }
 

@@ -232,6 +232,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
     feedback: FeedbackPolicy {
         interval: Some(Duration(50_000_000)),
         per_frame: true,
+        frame_acks: false,
     },
     build,
 };

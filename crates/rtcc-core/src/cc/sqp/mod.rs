@@ -388,6 +388,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
     feedback: FeedbackPolicy {
         interval: Some(FEEDBACK_INTERVAL),
         per_frame: true,
+        frame_acks: false,
     },
     build,
 };
