@@ -10,6 +10,7 @@
 //! Parsers never panic on input from the network: every malformed datagram gives a [`WireError`]
 //! that names what was wrong.
 
+pub mod rtp;
 pub mod seq;
 
 pub use seq::SeqUnwrapper;
@@ -29,15 +30,9 @@ pub enum WireError {
     #[error("{what}: version {version}, expected 2")]
     BadVersion { what: &'static str, version: u8 },
     #[error("{what}: {detail}")]
-    Inconsistent {
-        what: &'static str,
-        detail: String,
-    },
+    Inconsistent { what: &'static str, detail: String },
     #[error("{what}: unsupported {detail}")]
-    Unsupported {
-        what: &'static str,
-        detail: String,
-    },
+    Unsupported { what: &'static str, detail: String },
 }
 
 /// Fail with [`WireError::Truncated`] unless `buf` has at least `need` bytes.
