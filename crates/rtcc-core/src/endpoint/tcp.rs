@@ -158,7 +158,8 @@ impl TcpRecvEndpoint {
             4096,
         ) {
             self.feedback_count = self.feedback_count.wrapping_add(1);
-            RtcpPacket::TransportCc(m).encode(&mut bytes);
+            let encoded = RtcpPacket::TransportCc(m).encode(&mut bytes);
+            debug_assert!(encoded.is_ok(), "feedback built to fit: {encoded:?}");
         }
         self.out = Some(bytes);
     }

@@ -301,7 +301,7 @@ impl VideoRecvEndpoint {
         }
         if let Some(n) = &mut self.nack {
             // Frames wait for repairs a few round trips (two or three NACK rounds).
-            let wait = Duration(4 * n.rtt().0).clamp(Duration::from_millis(100), Duration::from_secs(1));
+            let wait = Duration(4 * n.rtt().0).clamp(Duration::from_millis(100), Duration::from_millis(1000));
             self.jitter.set_max_wait(wait);
             n.poll_requests(now, &mut self.nack_scratch);
             if !self.nack_scratch.is_empty() {
@@ -328,7 +328,9 @@ impl VideoRecvEndpoint {
         if !self.pending.is_empty() {
             let mut bytes = Vec::new();
             for p in self.pending.drain(..) {
-                p.encode(&mut bytes);
+                // Only messages this endpoint built itself are encoded: they always fit.
+                let encoded = p.encode(&mut bytes);
+                debug_assert!(encoded.is_ok(), "{p:?} does not encode: {encoded:?}");
             }
             self.out.push_back(bytes);
         }

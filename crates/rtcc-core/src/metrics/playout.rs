@@ -177,6 +177,9 @@ mod tests {
         for (f, psnr) in log.iter_mut().zip([30.0, 31.0, 50.0, 34.0, 36.0]) {
             f.psnr_db = Some(psnr);
         }
+        for (f, shown) in log.clone().iter().zip(replay_display_times(&log)) {
+            log[f.frame as usize].display = shown;
+        }
         let s = summarize_flow(
             &FlowLog {
                 name: "f",
@@ -185,6 +188,8 @@ mod tests {
                 stop: Time::from_millis(1000),
                 packets: &[],
                 frames: &log,
+                feedback_bytes: 0,
+                feedback_capacity_bytes: f64::INFINITY,
             },
             Time::from_millis(1000),
             &|_, _| f64::INFINITY,
