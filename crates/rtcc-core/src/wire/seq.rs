@@ -54,9 +54,17 @@ mod tests {
         let mut u = SeqUnwrapper::new();
         assert_eq!(u.unwrap(65534), 65534);
         assert_eq!(u.unwrap(65535), 65535);
-        assert_eq!(u.unwrap(0), 65536, "0 after 65535 is the next number, not a restart");
+        assert_eq!(
+            u.unwrap(0),
+            65536,
+            "0 after 65535 is the next number, not a restart"
+        );
         assert_eq!(u.unwrap(3), 65539);
-        assert_eq!(u.peek(65535), 65535, "a late packet from before the wrap stays before it");
+        assert_eq!(
+            u.peek(65535),
+            65535,
+            "a late packet from before the wrap stays before it"
+        );
         assert_eq!(u.unwrap(65535), 65535);
     }
 
@@ -64,7 +72,11 @@ mod tests {
     fn never_goes_below_zero() {
         let mut u = SeqUnwrapper::new();
         assert_eq!(u.unwrap(2), 2);
-        assert_eq!(u.unwrap(65535), 65535, "no negative numbers: placed forward instead");
+        assert_eq!(
+            u.unwrap(65535),
+            65535,
+            "no negative numbers: placed forward instead"
+        );
     }
 
     #[test]
