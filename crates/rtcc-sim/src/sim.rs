@@ -290,14 +290,19 @@ impl Simulation {
     /// Build the simulation. Fails only if a controller cannot be created (the scenario was
     /// validated, so this is a programming error or a non-validated scenario).
     pub fn new(sc: &Scenario) -> Result<Simulation, String> {
+        Self::with_registry(sc, cc::registry())
+    }
+
+    /// [`Simulation::new`] with the controllers of `registry`.
+    pub fn with_registry(sc: &Scenario, registry: &cc::Registry) -> Result<Simulation, String> {
         let capacity: Arc<dyn CapacityView> = Arc::new(sc.forward.capacity.clone());
         let mut flows = Vec::new();
         for (i, f) in sc.flows.iter().enumerate() {
             let endpoint = match f.kind {
                 FlowKind::Video => {
-                    let controller =
-                        cc::create(&f.controller, &f.params, &f.context(Some(capacity.clone())))
-                            .map_err(|e| format!("flows[{i}]: {e}"))?;
+                    let controller = registry
+                        .create(&f.controller, &f.params, &f.context(Some(capacity.clone())))
+                        .map_err(|e| format!("flows[{i}]: {e}"))?;
                     // Seed stream 3 << 32 | i: the encoder's randomness is independent of the
                     // frame source's (stream i) and of the links' (1 << 32, 2 << 32).
                     let enc = f.encoder.build(derive_seed(sc.seed, (3 << 32) | i as u64));
@@ -331,9 +336,9 @@ impl Simulation {
                     delayed_ack,
                     mss,
                 } => {
-                    let controller =
-                        cc::create(&f.controller, &f.params, &f.context(Some(capacity.clone())))
-                            .map_err(|e| format!("flows[{i}]: {e}"))?;
+                    let controller = registry
+                        .create(&f.controller, &f.params, &f.context(Some(capacity.clone())))
+                        .map_err(|e| format!("flows[{i}]: {e}"))?;
                     Endpoint::Tcp {
                         sender: Box::new(BulkSender::new(controller, mss.0 as u32, app, f.start)),
                         receiver: Receiver::new(f.clock_offset),
@@ -760,6 +765,7 @@ impl Simulation {
                 && fl.logs.config.keyframe_requests
                 && playout.poll_keyframe_request(now);
         }
+        let ack = ack.filter(|_| fl.logs.config.feedback.frame_acks);
         let last_of_frame = frame.is_some() && p.index_in_frame + 1 == p.packets_in_frame;
         let feedback = if fl.logs.config.feedback.per_frame && last_of_frame {
             receiver.build_feedback()
