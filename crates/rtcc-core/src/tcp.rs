@@ -273,10 +273,8 @@ mod tests {
         fn on_feedback(&mut self, _now: Time, _r: &FeedbackReport) {}
         fn decision(&self) -> Decision {
             Decision {
-                target_bitrate: Rate::ZERO,
-                pacing_rate: None,
                 cwnd: Some(self.0 * 1500),
-                padding_rate: Rate::ZERO,
+                ..Decision::rate_only(Rate::ZERO, None)
             }
         }
     }

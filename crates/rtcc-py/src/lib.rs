@@ -200,14 +200,14 @@ fn controllers(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     let list = PyList::empty(py);
     for info in cc::registry() {
         let d = PyDict::new(py);
-        d.set_item("name", info.name)?;
-        d.set_item("summary", info.summary)?;
+        d.set_item("name", &info.name)?;
+        d.set_item("summary", &info.summary)?;
         let params = PyList::empty(py);
-        for p in info.params {
+        for p in &info.params {
             let pd = PyDict::new(py);
-            pd.set_item("name", p.name)?;
-            pd.set_item("default", p.default)?;
-            pd.set_item("doc", p.doc)?;
+            pd.set_item("name", p.name.as_ref())?;
+            pd.set_item("default", p.default.as_ref())?;
+            pd.set_item("doc", p.doc.as_ref())?;
             params.append(pd)?;
         }
         d.set_item("params", params)?;

@@ -11,5 +11,5 @@ pub mod run;
 pub mod scenario;
 pub mod sim;
 
-pub use run::{run, RunResult, Summary};
+pub use run::{run, run_with_registry, RunResult, Summary};
 pub use scenario::{Scenario, ScenarioError};

@@ -2,6 +2,7 @@
 
 use crate::scenario::{FlowKind, Scenario};
 use crate::sim::{capacity_fn, FlowLogs, SimOutput, Simulation, StateLog};
+use rtcc_core::cc::{self, Registry};
 use rtcc_core::metrics::{self, sqp_frame_delay, FlowLog, FlowSummary, TotalSummary};
 use rtcc_core::net::Capacity;
 use rtcc_core::{Duration, Time};
@@ -57,11 +58,21 @@ pub fn run(
     seed: Option<u64>,
     progress: &mut dyn FnMut(f64),
 ) -> Result<RunResult, String> {
+    run_with_registry(scenario, seed, progress, cc::registry())
+}
+
+/// [`run`] with the controllers of `registry` (a scenario validated against the same registry).
+pub fn run_with_registry(
+    scenario: &Scenario,
+    seed: Option<u64>,
+    progress: &mut dyn FnMut(f64),
+    registry: &Registry,
+) -> Result<RunResult, String> {
     let mut sc = scenario.clone();
     if let Some(s) = seed {
         sc.seed = s;
     }
-    let sim = Simulation::new(&sc)?;
+    let sim = Simulation::with_registry(&sc, registry)?;
     let SimOutput {
         flows,
         state,

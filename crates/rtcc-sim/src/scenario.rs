@@ -7,7 +7,7 @@
 //! [`Scenario`]. Every error names the field, the bad value and what is allowed.
 //! `docs/scenarios.md` is the reference for users.
 
-use rtcc_core::cc::{self, ControllerContext, FeedbackPolicy, Params};
+use rtcc_core::cc::{self, ControllerContext, FeedbackPolicy, Params, Registry};
 use rtcc_core::endpoint::Recovery;
 use rtcc_core::media::encoder::EncoderConfig;
 use rtcc_core::media::source::JitterModel;
@@ -234,6 +234,17 @@ impl Scenario {
         source_name: &str,
         default_name: Option<String>,
     ) -> Result<Scenario, ScenarioError> {
+        Self::from_toml_str_with_registry(text, base_dir, source_name, default_name, cc::registry())
+    }
+
+    /// [`Scenario::from_toml_str`], with controllers looked up in `registry`.
+    pub fn from_toml_str_with_registry(
+        text: &str,
+        base_dir: &Path,
+        source_name: &str,
+        default_name: Option<String>,
+        registry: &Registry,
+    ) -> Result<Scenario, ScenarioError> {
         let value: toml::Value = toml::from_str(text).map_err(|e| ScenarioError {
             source_name: source_name.into(),
             field: String::new(),
@@ -244,7 +255,7 @@ impl Scenario {
             field: String::new(),
             message: e.to_string(),
         })?;
-        Self::from_json_value(json, base_dir, source_name, default_name)
+        Self::from_json_value(json, base_dir, source_name, default_name, registry)
     }
 
     pub fn from_json_str(
@@ -252,12 +263,22 @@ impl Scenario {
         base_dir: &Path,
         source_name: &str,
     ) -> Result<Scenario, ScenarioError> {
+        Self::from_json_str_with_registry(text, base_dir, source_name, cc::registry())
+    }
+
+    /// [`Scenario::from_json_str`], with controllers looked up in `registry`.
+    pub fn from_json_str_with_registry(
+        text: &str,
+        base_dir: &Path,
+        source_name: &str,
+        registry: &Registry,
+    ) -> Result<Scenario, ScenarioError> {
         let json: serde_json::Value = serde_json::from_str(text).map_err(|e| ScenarioError {
             source_name: source_name.into(),
             field: String::new(),
             message: format!("invalid JSON: {e}"),
         })?;
-        Self::from_json_value(json, base_dir, source_name, None)
+        Self::from_json_value(json, base_dir, source_name, None, registry)
     }
 
     fn from_json_value(
@@ -265,6 +286,7 @@ impl Scenario {
         base_dir: &Path,
         source_name: &str,
         default_name: Option<String>,
+        registry: &Registry,
     ) -> Result<Scenario, ScenarioError> {
         let spec: ScenarioSpec = serde_path_to_error::deserialize(json).map_err(|e| {
             let field = e.path().to_string();
@@ -274,7 +296,7 @@ impl Scenario {
                 message: e.into_inner().to_string(),
             }
         })?;
-        Self::from_spec(spec, base_dir, source_name, default_name)
+        Self::from_spec_with_registry(spec, base_dir, source_name, default_name, registry)
     }
 
     /// Check every value and resolve files.
@@ -283,6 +305,17 @@ impl Scenario {
         base_dir: &Path,
         source_name: &str,
         default_name: Option<String>,
+    ) -> Result<Scenario, ScenarioError> {
+        Self::from_spec_with_registry(spec, base_dir, source_name, default_name, cc::registry())
+    }
+
+    /// [`Scenario::from_spec`], with controllers looked up in `registry`.
+    pub fn from_spec_with_registry(
+        spec: ScenarioSpec,
+        base_dir: &Path,
+        source_name: &str,
+        default_name: Option<String>,
+        registry: &Registry,
     ) -> Result<Scenario, ScenarioError> {
         let err = |field: &str, message: String| ScenarioError {
             source_name: source_name.into(),
@@ -423,14 +456,15 @@ impl Scenario {
                         &at("controller"),
                         format!(
                             "a video or tcp flow needs a controller; valid controllers: {}",
-                            controller_names()
+                            registry.names().collect::<Vec<_>>().join(", ")
                         ),
                     ));
                 }
             };
             let preferred = match kind {
                 FlowKind::Video | FlowKind::Tcp { .. } => {
-                    cc::lookup(&controller)
+                    registry
+                        .lookup(&controller)
                         .map_err(|e| err(&at("controller"), e.to_string()))?
                         .feedback
                 }
@@ -503,20 +537,21 @@ impl Scenario {
             };
             // Build the controller once now so that bad parameters fail before the run.
             if !matches!(kind, FlowKind::Cbr { .. }) {
-                cc::create(
-                    &flow.controller,
-                    &flow.params,
-                    &flow.context(Some(capacity_view.clone())),
-                )
-                .map_err(|e| {
-                    let field = match &e {
-                        cc::ControllerError::UnknownParam { param, .. } => {
-                            at(&format!("params.{param}"))
-                        }
-                        _ => at("params"),
-                    };
-                    err(&field, e.to_string())
-                })?;
+                registry
+                    .create(
+                        &flow.controller,
+                        &flow.params,
+                        &flow.context(Some(capacity_view.clone())),
+                    )
+                    .map_err(|e| {
+                        let field = match &e {
+                            cc::ControllerError::UnknownParam { param, .. } => {
+                                at(&format!("params.{param}"))
+                            }
+                            _ => at("params"),
+                        };
+                        err(&field, e.to_string())
+                    })?;
             }
             flows.push(flow);
         }
@@ -692,14 +727,6 @@ fn resolve_app(v: Option<&serde_json::Value>) -> Result<App, String> {
         }
         _ => Err(ALLOWED.into()),
     }
-}
-
-fn controller_names() -> String {
-    cc::registry()
-        .iter()
-        .map(|c| c.name)
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 fn resolve_link(

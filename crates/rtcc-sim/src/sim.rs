@@ -199,10 +199,12 @@ fn endpoints(
     i: usize,
     f: &FlowConfig,
     capacity: &Arc<dyn CapacityView>,
+    registry: &cc::Registry,
 ) -> Result<[Box<dyn Endpoint>; 2], String> {
     let ssrcs = Ssrcs::for_flow(i as u32);
     let controller = || {
-        cc::create(&f.controller, &f.params, &f.context(Some(capacity.clone())))
+        registry
+            .create(&f.controller, &f.params, &f.context(Some(capacity.clone())))
             .map_err(|e| format!("flows[{i}]: {e}"))
     };
     // B's clock at the flow's start.
@@ -251,11 +253,16 @@ impl Simulation {
     /// Build the simulation. Fails only if a controller cannot be created (the scenario was
     /// validated, so this is a programming error or a non-validated scenario).
     pub fn new(sc: &Scenario) -> Result<Simulation, String> {
+        Self::with_registry(sc, cc::registry())
+    }
+
+    /// [`Simulation::new`] with the controllers of `registry`.
+    pub fn with_registry(sc: &Scenario, registry: &cc::Registry) -> Result<Simulation, String> {
         let capacity: Arc<dyn CapacityView> = Arc::new(sc.forward.capacity.clone());
         let mut flows = Vec::new();
         for (i, f) in sc.flows.iter().enumerate() {
             flows.push(FlowState {
-                ends: endpoints(sc, i, f, &capacity)?,
+                ends: endpoints(sc, i, f, &capacity, registry)?,
                 logs: FlowLogs {
                     config: f.clone(),
                     packets: Vec::new(),

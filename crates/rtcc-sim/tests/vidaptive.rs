@@ -242,3 +242,26 @@ fn e1_the_rocc_variant_also_follows_the_link() {
     assert!(up <= 3.0, "ramp {up:.1} s");
     assert!(t >= 0.9 * 2e6, "{t}");
 }
+
+#[test]
+fn over_bbr_by_name_it_delivers_video() {
+    // `cc` names any registered window controller; BBR with its defaults, on a 2 Mbit/s link.
+    let link = "duration = \"20s\"\n[path.forward]\ncapacity = \"2Mbps\"\ndelay = \"25ms\"\n";
+    let v = simulate_on(
+        link,
+        "controller = \"vidaptive\"\nencoder = \"lagged\"\nparams = { cc = \"bbr\" }",
+    );
+    let (t, m) = (total(&v, 10.0, 20.0), video(&v, 10.0, 20.0));
+    let delivered = v.flows[0]
+        .frames
+        .iter()
+        .filter(|f| f.complete.is_some())
+        .count();
+    eprintln!(
+        "vidaptive over bbr [10, 20) s: {:.3} Mbit/s ({:.3} video), {delivered} frames whole",
+        t / 1e6,
+        m / 1e6
+    );
+    assert!(m >= 0.5 * 2e6, "video {m}");
+    assert!(delivered >= 450, "{delivered} of 600 frames");
+}

@@ -63,7 +63,9 @@
 use super::delivery_rate::{AckSummary, DeliveryRateEstimator, SendLimits};
 use super::reno::{check_window, default_initial_cwnd, default_mss, CaState, Episodes, Rtt};
 use super::reno::{INITIAL_CWND_DOC, MSS_DOC, TCP_FEEDBACK};
-use super::{boxed, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo};
+use super::{
+    boxed, build_fn, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo,
+};
 use super::{Decision, ParamDoc, Params};
 use crate::packet::{FeedbackReport, SentPacket};
 use crate::units::{Bytes, Duration, Rate, Time};
@@ -634,21 +636,24 @@ impl Controller for Bbr {
     }
 }
 
-pub const INFO: ControllerInfo = ControllerInfo {
-    name: "bbr",
-    summary: "BBR v1 as in Linux tcp_bbr.c (model-based: bottleneck bandwidth and min RTT).",
-    params: &[
-        MSS_DOC,
-        INITIAL_CWND_DOC,
-        ParamDoc {
-            name: "seed",
-            default: "1",
-            doc: "seed of the random gain-cycle start phase (mixed with the start time)",
-        },
-    ],
-    feedback: TCP_FEEDBACK,
-    build,
-};
+pub fn info() -> ControllerInfo {
+    ControllerInfo {
+        name: "bbr".into(),
+        summary: "BBR v1 as in Linux tcp_bbr.c (model-based: bottleneck bandwidth and min RTT)."
+            .into(),
+        params: vec![
+            MSS_DOC,
+            INITIAL_CWND_DOC,
+            ParamDoc::new(
+                "seed",
+                "1",
+                "seed of the random gain-cycle start phase (mixed with the start time)",
+            ),
+        ],
+        feedback: TCP_FEEDBACK,
+        build: build_fn(build),
+    }
+}
 
 fn build(params: &Params, ctx: &ControllerContext) -> Result<Box<dyn Controller>, ControllerError> {
     let config: BbrConfig = parse_config("bbr", params)?;

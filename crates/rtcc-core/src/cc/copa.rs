@@ -91,7 +91,9 @@
 use super::reno::{check_window, default_initial_cwnd, default_mss, Rtt};
 use super::reno::{INITIAL_CWND_DOC, MSS_DOC};
 use super::rtt_window::{mean_held, rtt_samples, RttSample, WindowedExtreme};
-use super::{boxed, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo};
+use super::{
+    boxed, build_fn, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo,
+};
 use super::{Decision, FeedbackPolicy, ParamDoc, Params};
 use crate::packet::{FeedbackReport, SentPacket};
 use crate::units::{Bytes, Duration, Rate, Time};
@@ -507,26 +509,33 @@ pub(crate) const WINDOW_FEEDBACK: FeedbackPolicy = FeedbackPolicy {
     frame_acks: false,
 };
 
-pub const INFO: ControllerInfo = ControllerInfo {
-    name: "copa",
-    summary: "Copa (NSDI 2018): window toward 1/(delta*dq) with velocity; mode=auto competes with TCP.",
-    params: &[
-        ParamDoc {
-            name: "delta",
-            default: "0.5",
-            doc: "delta: target rate 1/(delta*queueing delay), about 1/delta packets queued per flow",
-        },
-        ParamDoc {
-            name: "mode",
-            default: "constant",
-            doc: "\"constant\" delta, or \"auto\": competitive mode (AIMD on 1/delta) when the queue never drains",
-        },
-        MSS_DOC,
-        INITIAL_CWND_DOC,
-    ],
-    feedback: WINDOW_FEEDBACK,
-    build,
-};
+pub fn info() -> ControllerInfo {
+    ControllerInfo {
+        name: "copa".into(),
+        summary:
+            "Copa (NSDI 2018): window toward 1/(delta*dq) with velocity; mode=auto competes with \
+             TCP."
+                .into(),
+        params: vec![
+            ParamDoc::new(
+                "delta",
+                "0.5",
+                "delta: target rate 1/(delta*queueing delay), about 1/delta packets queued per \
+                 flow",
+            ),
+            ParamDoc::new(
+                "mode",
+                "constant",
+                "\"constant\" delta, or \"auto\": competitive mode (AIMD on 1/delta) when the \
+                 queue never drains",
+            ),
+            MSS_DOC,
+            INITIAL_CWND_DOC,
+        ],
+        feedback: WINDOW_FEEDBACK,
+        build: build_fn(build),
+    }
+}
 
 fn build(params: &Params, ctx: &ControllerContext) -> Result<Box<dyn Controller>, ControllerError> {
     let config: CopaConfig = parse_config("copa", params)?;

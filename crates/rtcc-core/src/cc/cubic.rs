@@ -60,7 +60,9 @@
 
 use super::reno::{check_window, default_initial_cwnd, default_mss, Window, TCP_FEEDBACK};
 use super::reno::{INITIAL_CWND_DOC, MSS_DOC, PACING_DOC};
-use super::{boxed, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo};
+use super::{
+    boxed, build_fn, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo,
+};
 use super::{Decision, ParamDoc, Params};
 use crate::packet::{FeedbackReport, SentPacket};
 use crate::units::{Bytes, Duration, Time};
@@ -369,42 +371,44 @@ impl Controller for Cubic {
     }
 }
 
-pub const INFO: ControllerInfo = ControllerInfo {
-    name: "cubic",
-    summary: "TCP CUBIC (RFC 9438) with HyStart and Linux's defaults.",
-    params: &[
-        MSS_DOC,
-        INITIAL_CWND_DOC,
-        PACING_DOC,
-        ParamDoc {
-            name: "hystart",
-            default: "true",
-            doc: "HyStart slow-start exit (ACK train and delay increase)",
-        },
-        ParamDoc {
-            name: "fast_convergence",
-            default: "true",
-            doc: "lower W_max faster when the window shrinks (RFC 9438 4.7)",
-        },
-        ParamDoc {
-            name: "reno_friendly",
-            default: "true",
-            doc: "never grow slower than Reno with the same beta (RFC 9438 4.3)",
-        },
-        ParamDoc {
-            name: "beta",
-            default: "0.7",
-            doc: "multiplicative decrease factor (RFC 9438 4.6)",
-        },
-        ParamDoc {
-            name: "c",
-            default: "0.4",
-            doc: "cubic scaling constant, segments per second cubed (RFC 9438 5)",
-        },
-    ],
-    feedback: TCP_FEEDBACK,
-    build,
-};
+pub fn info() -> ControllerInfo {
+    ControllerInfo {
+        name: "cubic".into(),
+        summary: "TCP CUBIC (RFC 9438) with HyStart and Linux's defaults.".into(),
+        params: vec![
+            MSS_DOC,
+            INITIAL_CWND_DOC,
+            PACING_DOC,
+            ParamDoc::new(
+                "hystart",
+                "true",
+                "HyStart slow-start exit (ACK train and delay increase)",
+            ),
+            ParamDoc::new(
+                "fast_convergence",
+                "true",
+                "lower W_max faster when the window shrinks (RFC 9438 4.7)",
+            ),
+            ParamDoc::new(
+                "reno_friendly",
+                "true",
+                "never grow slower than Reno with the same beta (RFC 9438 4.3)",
+            ),
+            ParamDoc::new(
+                "beta",
+                "0.7",
+                "multiplicative decrease factor (RFC 9438 4.6)",
+            ),
+            ParamDoc::new(
+                "c",
+                "0.4",
+                "cubic scaling constant, segments per second cubed (RFC 9438 5)",
+            ),
+        ],
+        feedback: TCP_FEEDBACK,
+        build: build_fn(build),
+    }
+}
 
 fn build(params: &Params, ctx: &ControllerContext) -> Result<Box<dyn Controller>, ControllerError> {
     let config: CubicConfig = parse_config("cubic", params)?;

@@ -6,7 +6,9 @@
 //! that shows what the path alone does to a video flow (a rate below capacity sees only
 //! propagation and serialisation; a rate above it fills the queue and loses the excess).
 
-use super::{boxed, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo};
+use super::{
+    boxed, build_fn, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo,
+};
 use super::{Decision, FeedbackPolicy, ParamDoc, Params};
 use crate::packet::FeedbackReport;
 use crate::units::{Rate, Time};
@@ -57,28 +59,26 @@ impl Controller for Fixed {
     }
 }
 
-pub const INFO: ControllerInfo = ControllerInfo {
-    name: "fixed",
-    summary: "Constant target bitrate, whatever the network does (baseline).",
-    params: &[
-        ParamDoc {
-            name: "rate",
-            default: "",
-            doc: "target bitrate, e.g. \"5Mbps\" (required)",
+pub fn info() -> ControllerInfo {
+    ControllerInfo {
+        name: "fixed".into(),
+        summary: "Constant target bitrate, whatever the network does (baseline).".into(),
+        params: vec![
+            ParamDoc::new("rate", "", "target bitrate, e.g. \"5Mbps\" (required)"),
+            ParamDoc::new(
+                "pacing_factor",
+                "2.5",
+                "pacing rate as a multiple of the target; 0 sends each frame at once",
+            ),
+        ],
+        feedback: FeedbackPolicy {
+            interval: Some(crate::units::Duration(50_000_000)),
+            per_frame: false,
+            frame_acks: false,
         },
-        ParamDoc {
-            name: "pacing_factor",
-            default: "2.5",
-            doc: "pacing rate as a multiple of the target; 0 sends each frame at once",
-        },
-    ],
-    feedback: FeedbackPolicy {
-        interval: Some(crate::units::Duration(50_000_000)),
-        per_frame: false,
-        frame_acks: false,
-    },
-    build,
-};
+        build: build_fn(build),
+    }
+}
 
 fn build(
     params: &Params,

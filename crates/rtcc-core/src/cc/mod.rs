@@ -1,14 +1,16 @@
 //! Rate and congestion controllers behind one trait, and a registry that builds them by name.
 //!
 //! A [`Controller`] is sans-IO: it is told what happened (a packet was sent, feedback arrived,
-//! a frame was acknowledged, a timer fired), always with the current time, and it answers with a
-//! [`Decision`]: the encoder's target bitrate, the pacing rate, an optional congestion window and
-//! a padding rate. The same controller object therefore runs in the simulator, in a live
+//! a timer fired), always with the current time, and it answers with a [`Decision`]: the
+//! encoder's target bitrate, the pacing rate, an optional congestion window, a padding rate and
+//! size, and an optional bandwidth probe. Controllers that act on video frames also implement
+//! [`FrameController`]. The same controller object therefore runs in the simulator, in a live
 //! transport or in a user's own media stack.
 //!
-//! Controllers are created from a name and a table of parameters by [`create`]. Each controller
-//! has a `Config` struct whose fields are its parameters (with documented defaults); unknown
-//! names and unknown parameters are rejected with the list of valid ones.
+//! Controllers are created from a name and a table of parameters by a [`Registry`]
+//! ([`Registry::builtin`] has rtcc's own; users register more). Each controller has a `Config`
+//! struct whose fields are its parameters (with documented defaults); unknown names and unknown
+//! parameters are rejected with the list of valid ones.
 
 use crate::media::quality::Resolution;
 use crate::packet::{FeedbackReport, FrameAck, FrameInfo, SentPacket};
@@ -23,11 +25,17 @@ pub mod delivery_rate;
 pub mod fixed;
 pub mod gcc;
 pub mod oracle;
+mod registry;
 pub mod reno;
 pub mod rocc;
 pub(crate) mod rtt_window;
 pub mod sqp;
 pub mod vidaptive;
+
+pub use registry::{
+    build_fn, check_params, create, lookup, registry, BuildFn, ControllerError, ControllerInfo,
+    ParamDoc, Registry,
+};
 
 /// What the controller asks of the sender right now.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -40,6 +48,11 @@ pub struct Decision {
     pub cwnd: Option<u64>,
     /// Rate of padding to send when no media is waiting (0 for none).
     pub padding_rate: Rate,
+    /// A bandwidth-probe cluster to send now, if any (see [`ProbeCluster`]).
+    pub probe: Option<ProbeCluster>,
+    /// Largest padding packet the controller wants (the sender uses the smaller of this and the
+    /// flow's padding size); `None` keeps the flow's. The sender reads it once, when it is built.
+    pub padding_size: Option<u32>,
 }
 
 impl Decision {
@@ -49,6 +62,8 @@ impl Decision {
             pacing_rate: pacing,
             cwnd: None,
             padding_rate: Rate::ZERO,
+            probe: None,
+            padding_size: None,
         }
     }
 }
@@ -56,7 +71,7 @@ impl Decision {
 /// A request to send a bandwidth probe: a short cluster of packets at `rate`, faster than the
 /// pacing rate, whose arrival spacing tells the controller whether the path carries that rate
 /// (libwebrtc's `ProbeClusterConfig`, sent by its `BitrateProber`). A controller asks for one
-/// through [`Controller::probe`].
+/// through [`Decision::probe`].
 ///
 /// The pacer sends the cluster's packets `rate` apart (by size) from its first one, taking queued
 /// media first and padding of `padding_size` bytes (kind `Probe`) when no media waits, until both
@@ -83,7 +98,7 @@ impl ProbeCluster {
 }
 
 /// What the sender shows a controller when a frame has just been captured
-/// ([`Controller::frame_action`]).
+/// ([`FrameController::frame_action`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FrameView {
     /// When the oldest media packet still in the pacer queue was queued (`None`: empty queue).
@@ -104,7 +119,7 @@ pub enum EncodeAction {
     Reset,
 }
 
-/// A controller's answer to [`Controller::frame_action`].
+/// A controller's answer to [`FrameController::frame_action`].
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct FrameAction {
     pub encode: EncodeAction,
@@ -121,8 +136,8 @@ pub struct FeedbackPolicy {
     /// Send a report as soon as the last packet of a frame arrives.
     #[serde(default)]
     pub per_frame: bool,
-    /// Send a per-frame acknowledgement when a frame is complete (for controllers with
-    /// frame-level hooks).
+    /// Send a per-frame acknowledgement ([`FrameController::on_frame_ack`]) when the receiver has
+    /// a frame whole. Only controllers that use them ask for them.
     #[serde(default)]
     pub frame_acks: bool,
 }
@@ -144,10 +159,6 @@ pub trait Controller: Send {
     fn on_packet_sent(&mut self, _now: Time, _pkt: &SentPacket) {}
     /// Feedback arrived: per-packet receive times (receiver clock) or losses.
     fn on_feedback(&mut self, now: Time, report: &FeedbackReport);
-    /// The receiver has a frame whole.
-    fn on_frame_ack(&mut self, _now: Time, _ack: &FrameAck) {}
-    /// The encoder produced a frame (before it is packetised).
-    fn on_frame_encoded(&mut self, _now: Time, _frame: &FrameInfo) {}
     /// A retransmission timeout fired at the sender: everything in flight is presumed lost and
     /// has been forgotten (RFC 6298 §5); window-based controllers collapse their window
     /// (RFC 5681 §3.1). The losses are not reported again through `on_feedback`.
@@ -160,22 +171,26 @@ pub trait Controller: Send {
     }
     /// What the sender should do now.
     fn decision(&self) -> Decision;
-    /// A bandwidth-probe cluster to send now, if any (see [`ProbeCluster`]).
-    fn probe(&self) -> Option<ProbeCluster> {
+    /// The frame-level hooks, for controllers that act on video frames (`None`: it does not).
+    fn frame_controller(&mut self) -> Option<&mut dyn FrameController> {
         None
     }
+    /// Internal signals for logs and plots (name, value), e.g. `("trend", 0.3)`.
+    fn state(&self, _out: &mut Vec<(&'static str, f64)>) {}
+}
+
+/// The optional frame-level side of a [`Controller`], reached through
+/// [`Controller::frame_controller`]: a video sender calls it, a bulk (TCP) sender never does.
+pub trait FrameController {
+    /// The receiver has a frame whole (sent only if [`FeedbackPolicy::frame_acks`] is set).
+    fn on_frame_ack(&mut self, _now: Time, _ack: &FrameAck) {}
+    /// The encoder produced a frame (before it is packetised).
+    fn on_frame_encoded(&mut self, _now: Time, _frame: &FrameInfo) {}
     /// A frame was captured at `now` and is about to be encoded: the controller may skip it,
     /// reset the encoder first or change the resolution. The default encodes it unchanged.
     fn frame_action(&mut self, _now: Time, _view: &FrameView) -> FrameAction {
         FrameAction::default()
     }
-    /// Largest padding packet the controller wants (the sender uses the smaller of this and the
-    /// flow's padding size); `None` keeps the flow's.
-    fn padding_size(&self) -> Option<u32> {
-        None
-    }
-    /// Internal signals for logs and plots (name, value), e.g. `("trend", 0.3)`.
-    fn state(&self, _out: &mut Vec<(&'static str, f64)>) {}
 }
 
 /// A view of the bottleneck's capacity, for reference controllers that are allowed to know it.
@@ -199,107 +214,6 @@ pub struct ControllerContext {
 
 /// Parameters as written in a scenario (`params = { rate = "5Mbps" }`).
 pub type Params = toml::Table;
-
-/// A registry error that says what is valid.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ControllerError {
-    #[error("unknown controller {name:?}; valid controllers: {valid}")]
-    UnknownController { name: String, valid: String },
-    #[error("controller {controller:?} has no parameter {param:?}; valid parameters: {valid}")]
-    UnknownParam {
-        controller: String,
-        param: String,
-        valid: String,
-    },
-    #[error("controller {controller:?}: {message}")]
-    BadParams { controller: String, message: String },
-}
-
-/// A parameter's documentation for `rtcc controllers` and the docs.
-#[derive(Debug, Clone, Copy)]
-pub struct ParamDoc {
-    pub name: &'static str,
-    /// Default as it would be written in a scenario; empty if the parameter is required.
-    pub default: &'static str,
-    pub doc: &'static str,
-}
-
-/// Creates a controller from its parameters.
-pub type BuildFn = fn(&Params, &ControllerContext) -> Result<Box<dyn Controller>, ControllerError>;
-
-/// A registered controller.
-pub struct ControllerInfo {
-    pub name: &'static str,
-    pub summary: &'static str,
-    pub params: &'static [ParamDoc],
-    pub feedback: FeedbackPolicy,
-    pub build: BuildFn,
-}
-
-/// Every controller rtcc knows, in the order they appear in comparisons.
-pub fn registry() -> &'static [ControllerInfo] {
-    static REGISTRY: &[ControllerInfo] = &[
-        fixed::INFO,
-        oracle::INFO,
-        gcc::INFO,
-        sqp::INFO,
-        reno::INFO,
-        cubic::INFO,
-        bbr::INFO,
-        copa::INFO,
-        rocc::INFO,
-        vidaptive::INFO,
-    ];
-    REGISTRY
-}
-
-pub fn lookup(name: &str) -> Result<&'static ControllerInfo, ControllerError> {
-    registry()
-        .iter()
-        .find(|c| c.name == name)
-        .ok_or_else(|| ControllerError::UnknownController {
-            name: name.to_string(),
-            valid: registry()
-                .iter()
-                .map(|c| c.name)
-                .collect::<Vec<_>>()
-                .join(", "),
-        })
-}
-
-/// Build a controller from its registered name and parameters.
-pub fn create(
-    name: &str,
-    params: &Params,
-    ctx: &ControllerContext,
-) -> Result<Box<dyn Controller>, ControllerError> {
-    let info = lookup(name)?;
-    check_params(info, params)?;
-    (info.build)(params, ctx)
-}
-
-/// Reject parameters the controller does not have (before deserialising, so the message lists
-/// the valid names even for controllers with many fields).
-pub fn check_params(info: &ControllerInfo, params: &Params) -> Result<(), ControllerError> {
-    for key in params.keys() {
-        if !info.params.iter().any(|p| p.name == key) {
-            return Err(ControllerError::UnknownParam {
-                controller: info.name.to_string(),
-                param: key.clone(),
-                valid: if info.params.is_empty() {
-                    "(none)".to_string()
-                } else {
-                    info.params
-                        .iter()
-                        .map(|p| p.name)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                },
-            });
-        }
-    }
-    Ok(())
-}
 
 /// Box a controller for the registry, turning its constructor's message into a registry error.
 pub fn boxed<C: Controller + 'static>(
@@ -325,68 +239,4 @@ pub fn parse_config<C: DeserializeOwned>(
             controller: controller.to_string(),
             message: e.message().trim().to_string(),
         })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    struct TenMbps;
-    impl CapacityView for TenMbps {
-        fn bytes_between(&self, from: Time, to: Time) -> f64 {
-            Rate::from_mbps(10.0).bytes_in(to - from)
-        }
-    }
-
-    fn ctx() -> ControllerContext {
-        ControllerContext {
-            now: Time::ZERO,
-            fps: 30.0,
-            max_payload: Bytes(1200),
-            capacity: Some(Arc::new(TenMbps)),
-        }
-    }
-
-    #[test]
-    fn unknown_controller_lists_valid_names() {
-        let e = create("nosuch", &Params::new(), &ctx()).err().unwrap();
-        let msg = e.to_string();
-        assert!(msg.contains("fixed") && msg.contains("oracle"), "{msg}");
-    }
-
-    #[test]
-    fn unknown_param_lists_valid_params() {
-        let params: Params = toml::from_str("rat = \"1Mbps\"").unwrap();
-        let e = create("fixed", &params, &ctx()).err().unwrap().to_string();
-        assert!(e.contains("\"rat\"") && e.contains("rate"), "{e}");
-    }
-
-    #[test]
-    fn bad_value_names_the_problem() {
-        let params: Params = toml::from_str("rate = 5").unwrap();
-        let e = create("fixed", &params, &ctx()).err().unwrap().to_string();
-        assert!(e.contains("has no unit"), "{e}");
-        let e = create("fixed", &Params::new(), &ctx())
-            .err()
-            .unwrap()
-            .to_string();
-        assert!(
-            e.contains("rate"),
-            "a missing required parameter is named: {e}"
-        );
-    }
-
-    #[test]
-    fn every_registered_controller_builds_with_documented_defaults() {
-        for info in registry() {
-            let mut params = Params::new();
-            for p in info.params {
-                if p.default.is_empty() {
-                    params.insert(p.name.into(), toml::Value::String("1Mbps".into()));
-                }
-            }
-            let c = (info.build)(&params, &ctx());
-            assert!(c.is_ok(), "{} failed to build: {:?}", info.name, c.err());
-        }
-    }
 }

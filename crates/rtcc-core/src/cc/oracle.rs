@@ -10,8 +10,8 @@
 //! ask for empty frames); it is not shared among flows (each oracle flow targets the fraction of
 //! the whole link).
 
+use super::{build_fn, ControllerInfo, Decision, FeedbackPolicy, ParamDoc, Params};
 use super::{parse_config, CapacityView, Controller, ControllerContext, ControllerError};
-use super::{ControllerInfo, Decision, FeedbackPolicy, ParamDoc, Params};
 use crate::packet::FeedbackReport;
 use crate::units::{Duration, Rate, Time};
 use serde::Deserialize;
@@ -111,38 +111,33 @@ impl Controller for Oracle {
     }
 }
 
-pub const INFO: ControllerInfo = ControllerInfo {
-    name: "oracle",
-    summary: "Knows the link's capacity and targets a fraction of it (upper reference line).",
-    params: &[
-        ParamDoc {
-            name: "fraction",
-            default: "0.9",
-            doc: "fraction of the capacity to target",
+pub fn info() -> ControllerInfo {
+    ControllerInfo {
+        name: "oracle".into(),
+        summary: "Knows the link's capacity and targets a fraction of it (upper reference line)."
+            .into(),
+        params: vec![
+            ParamDoc::new("fraction", "0.9", "fraction of the capacity to target"),
+            ParamDoc::new(
+                "window",
+                "100ms",
+                "look-ahead averaging window and update period",
+            ),
+            ParamDoc::new("min_rate", "50kbps", "lowest target (during outages)"),
+            ParamDoc::new(
+                "pacing_factor",
+                "2.5",
+                "pacing rate as a multiple of the target; 0 disables pacing",
+            ),
+        ],
+        feedback: FeedbackPolicy {
+            interval: Some(Duration(50_000_000)),
+            per_frame: false,
+            frame_acks: false,
         },
-        ParamDoc {
-            name: "window",
-            default: "100ms",
-            doc: "look-ahead averaging window and update period",
-        },
-        ParamDoc {
-            name: "min_rate",
-            default: "50kbps",
-            doc: "lowest target (during outages)",
-        },
-        ParamDoc {
-            name: "pacing_factor",
-            default: "2.5",
-            doc: "pacing rate as a multiple of the target; 0 disables pacing",
-        },
-    ],
-    feedback: FeedbackPolicy {
-        interval: Some(Duration(50_000_000)),
-        per_frame: false,
-        frame_acks: false,
-    },
-    build,
-};
+        build: build_fn(build),
+    }
+}
 
 fn build(params: &Params, ctx: &ControllerContext) -> Result<Box<dyn Controller>, ControllerError> {
     let bad = |message: String| ControllerError::BadParams {

@@ -40,7 +40,9 @@
 //! (`tcp_pacing_ca_ratio` = 120 %). The encoder target is `cwnd / srtt`, with srtt from RFC 6298
 //! §2 (α = 1/8), and RFC 9002 §6.2.2's initial 333 ms before the first sample.
 
-use super::{boxed, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo};
+use super::{
+    boxed, build_fn, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo,
+};
 use super::{Decision, FeedbackPolicy, ParamDoc, Params};
 use crate::packet::{FeedbackReport, SentPacket};
 use crate::units::{Bytes, Duration, Rate, Time};
@@ -412,21 +414,21 @@ impl Controller for Reno {
     }
 }
 
-pub(crate) const MSS_DOC: ParamDoc = ParamDoc {
-    name: "mss",
-    default: "1500B",
-    doc: "segment size on the wire (cwnd is counted in bytes of these)",
-};
-pub(crate) const INITIAL_CWND_DOC: ParamDoc = ParamDoc {
-    name: "initial_cwnd",
-    default: "10",
-    doc: "initial window in segments (RFC 6928, Linux TCP_INIT_CWND)",
-};
-pub(crate) const PACING_DOC: ParamDoc = ParamDoc {
-    name: "pacing",
-    default: "false",
-    doc: "pace at 2 x cwnd/srtt in slow start and 1.2 x in congestion avoidance (Linux with fq)",
-};
+pub(crate) const MSS_DOC: ParamDoc = ParamDoc::new(
+    "mss",
+    "1500B",
+    "segment size on the wire (cwnd is counted in bytes of these)",
+);
+pub(crate) const INITIAL_CWND_DOC: ParamDoc = ParamDoc::new(
+    "initial_cwnd",
+    "10",
+    "initial window in segments (RFC 6928, Linux TCP_INIT_CWND)",
+);
+pub(crate) const PACING_DOC: ParamDoc = ParamDoc::new(
+    "pacing",
+    "false",
+    "pace at 2 x cwnd/srtt in slow start and 1.2 x in congestion avoidance (Linux with fq)",
+);
 /// Feedback for video use; the TCP endpoint acknowledges every packet regardless.
 pub(crate) const TCP_FEEDBACK: FeedbackPolicy = FeedbackPolicy {
     interval: Some(Duration(20_000_000)),
@@ -434,22 +436,24 @@ pub(crate) const TCP_FEEDBACK: FeedbackPolicy = FeedbackPolicy {
     frame_acks: false,
 };
 
-pub const INFO: ControllerInfo = ControllerInfo {
-    name: "reno",
-    summary: "TCP Reno (RFC 5681, RFC 3465 byte counting).",
-    params: &[
-        MSS_DOC,
-        INITIAL_CWND_DOC,
-        PACING_DOC,
-        ParamDoc {
-            name: "abc_l",
-            default: "2",
-            doc: "RFC 3465 slow-start limit per acknowledgement (report), segments; 0 = none",
-        },
-    ],
-    feedback: TCP_FEEDBACK,
-    build,
-};
+pub fn info() -> ControllerInfo {
+    ControllerInfo {
+        name: "reno".into(),
+        summary: "TCP Reno (RFC 5681, RFC 3465 byte counting).".into(),
+        params: vec![
+            MSS_DOC,
+            INITIAL_CWND_DOC,
+            PACING_DOC,
+            ParamDoc::new(
+                "abc_l",
+                "2",
+                "RFC 3465 slow-start limit per acknowledgement (report), segments; 0 = none",
+            ),
+        ],
+        feedback: TCP_FEEDBACK,
+        build: build_fn(build),
+    }
+}
 
 fn build(
     params: &Params,

@@ -63,7 +63,9 @@ use super::copa::WINDOW_FEEDBACK;
 use super::reno::{check_window, default_initial_cwnd, default_mss, Rtt};
 use super::reno::{INITIAL_CWND_DOC, MSS_DOC};
 use super::rtt_window::{mean_held, rtt_samples, RttSample};
-use super::{boxed, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo};
+use super::{
+    boxed, build_fn, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo,
+};
 use super::{Decision, ParamDoc, Params};
 use crate::packet::{FeedbackReport, SentPacket};
 use crate::units::{Bytes, Duration, Rate, Time};
@@ -254,26 +256,26 @@ impl Controller for Rocc {
     }
 }
 
-pub const INFO: ControllerInfo = ControllerInfo {
-    name: "rocc",
-    summary: "RoCC (CCmatic, as in Vidaptive): cwnd = bytes delivered in the last (1+gamma)*RTTmin + alpha.",
-    params: &[
-        ParamDoc {
-            name: "gamma",
-            default: "0.5",
-            doc: "interval (1+gamma)*RTTmin; the queueing delay settles near gamma*RTTmin",
-        },
-        ParamDoc {
-            name: "alpha",
-            default: "2",
-            doc: "packets added to the delivered bytes",
-        },
-        MSS_DOC,
-        INITIAL_CWND_DOC,
-    ],
-    feedback: WINDOW_FEEDBACK,
-    build,
-};
+pub fn info() -> ControllerInfo {
+    ControllerInfo {
+        name: "rocc".into(),
+        summary: "RoCC (CCmatic, as in Vidaptive): cwnd = bytes delivered in the last \
+                  (1+gamma)*RTTmin + alpha."
+            .into(),
+        params: vec![
+            ParamDoc::new(
+                "gamma",
+                "0.5",
+                "interval (1+gamma)*RTTmin; the queueing delay settles near gamma*RTTmin",
+            ),
+            ParamDoc::new("alpha", "2", "packets added to the delivered bytes"),
+            MSS_DOC,
+            INITIAL_CWND_DOC,
+        ],
+        feedback: WINDOW_FEEDBACK,
+        build: build_fn(build),
+    }
+}
 
 fn build(
     params: &Params,

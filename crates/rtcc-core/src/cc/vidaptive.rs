@@ -32,13 +32,15 @@
 //! `adapt_resolution = false`.
 
 use super::{
-    copa, parse_config, rocc, Controller, ControllerContext, ControllerError, ControllerInfo,
-    Decision, EncodeAction, FeedbackPolicy, FrameAction, FrameView, ParamDoc, Params,
+    copa, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo, Decision,
+    EncodeAction, FeedbackPolicy, FrameAction, FrameController, FrameView, ParamDoc, Params,
+    Registry,
 };
 use crate::packet::{FeedbackReport, FrameAck, FrameInfo, PacketKind, SentPacket};
 use crate::units::{Bytes, Duration, Rate, Time};
 use serde::Deserialize;
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// Smallest α (Algorithm 1, `α_min`).
 pub const ALPHA_MIN: f64 = 0.05;
@@ -56,17 +58,6 @@ pub const INC_ALPHA: f64 = 0.9;
 pub const RES_DOWN_THRESH: u32 = 15;
 /// Consecutive Increase signals needed, exclusive (Algorithm 2, `ResUpThresh`).
 pub const RES_UP_THRESH: u32 = 30;
-
-/// The window controller Vidaptive wraps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum WindowCc {
-    /// Copa with constant δ (`delta`).
-    #[default]
-    Copa,
-    /// RoCC (`gamma`).
-    Rocc,
-}
 
 /// How α is chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
@@ -103,13 +94,17 @@ impl AlphaRule {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VidaptiveConfig {
-    /// `"copa"` (default) or `"rocc"`.
+    /// The wrapped window controller: any registered controller whose decision has a window.
+    /// Default `"copa"`.
+    #[serde(default = "default_cc")]
+    pub cc: String,
+    /// Parameters of the wrapped controller.
     #[serde(default)]
-    pub cc: WindowCc,
-    /// Copa's δ. Default 0.9 (§5.1).
+    pub cc_params: Params,
+    /// Copa's δ, when `cc = "copa"` and `cc_params` has none. Default 0.9 (§5.1).
     #[serde(default = "default_delta")]
     pub delta: f64,
-    /// RoCC's γ. Default 0.5 (§5.1).
+    /// RoCC's γ, when `cc = "rocc"` and `cc_params` has none. Default 0.5 (§5.1).
     #[serde(default = "default_gamma")]
     pub gamma: f64,
     /// Send dummy packets when the window allows and no media waits. Default true.
@@ -147,6 +142,9 @@ pub struct VidaptiveConfig {
     pub adapt_resolution: bool,
 }
 
+fn default_cc() -> String {
+    "copa".into()
+}
 fn yes() -> bool {
     true
 }
@@ -488,30 +486,6 @@ impl Controller for Vidaptive {
         self.inner.on_feedback(now, report);
     }
 
-    fn on_frame_ack(&mut self, now: Time, ack: &FrameAck) {
-        self.inner.on_frame_ack(now, ack);
-    }
-
-    fn on_frame_encoded(&mut self, now: Time, frame: &FrameInfo) {
-        self.inner.on_frame_encoded(now, frame);
-        if frame.packets == 0 || frame.size == 0 {
-            return;
-        }
-        self.first_encode.get_or_insert(now);
-        self.pending.push_back(Pending {
-            frame: frame.frame,
-            enqueued: now,
-            alpha: self.alpha,
-        });
-        if !frame.keyframe {
-            self.encoded.push_back(Encoded {
-                at: now,
-                bytes: frame.size as f64,
-                budget: frame.target.bps() / 8.0 * self.frame_interval.as_secs_f64(),
-            });
-        }
-    }
-
     fn on_rto(&mut self, now: Time) {
         self.inner.on_rto(now);
     }
@@ -529,6 +503,72 @@ impl Controller for Vidaptive {
         match (self.inner.next_timeout(), self.blackout_start()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
+        }
+    }
+
+    fn decision(&self) -> Decision {
+        let inner = self.inner.decision();
+        let target = self.video_target();
+        let padding = if self.cfg.dummies && !self.in_blackout && target < self.cfg.max_bitrate {
+            self.cfg.max_bitrate
+        } else {
+            Rate::ZERO
+        };
+        Decision {
+            target_bitrate: target,
+            pacing_rate: inner.pacing_rate,
+            cwnd: inner.cwnd,
+            padding_rate: padding,
+            probe: None,
+            padding_size: self.cfg.dummies.then_some(self.cfg.dummy_size.0 as u32),
+        }
+    }
+
+    fn frame_controller(&mut self) -> Option<&mut dyn FrameController> {
+        Some(self)
+    }
+
+    fn state(&self, out: &mut Vec<(&'static str, f64)>) {
+        self.inner.state(out);
+        out.push(("alpha", self.alpha));
+        out.push(("cc_rate_bps", self.cc_rate().bps()));
+        out.push(("enc_ratio", self.enc_ratio));
+        out.push(("frames_in_window", self.samples.len() as f64));
+        out.push(("paused_frames", self.paused as f64));
+        out.push(("resets", self.resets as f64));
+        out.push(("resolution_changes", self.resolution_changes as f64));
+        out.push(("dummy_blackout", self.in_blackout as u8 as f64));
+    }
+}
+
+/// The frame hooks: Vidaptive decides what happens to each frame itself (the wrapped
+/// controller's own `frame_action` is not asked), and passes acks and encoded frames on.
+impl FrameController for Vidaptive {
+    fn on_frame_ack(&mut self, now: Time, ack: &FrameAck) {
+        if let Some(f) = self.inner.frame_controller() {
+            f.on_frame_ack(now, ack);
+        }
+    }
+
+    fn on_frame_encoded(&mut self, now: Time, frame: &FrameInfo) {
+        if let Some(f) = self.inner.frame_controller() {
+            f.on_frame_encoded(now, frame);
+        }
+        if frame.packets == 0 || frame.size == 0 {
+            return;
+        }
+        self.first_encode.get_or_insert(now);
+        self.pending.push_back(Pending {
+            frame: frame.frame,
+            enqueued: now,
+            alpha: self.alpha,
+        });
+        if !frame.keyframe {
+            self.encoded.push_back(Encoded {
+                at: now,
+                bytes: frame.size as f64,
+                budget: frame.target.bps() / 8.0 * self.frame_interval.as_secs_f64(),
+            });
         }
     }
 
@@ -600,141 +640,155 @@ impl Controller for Vidaptive {
         }
         FrameAction { encode, resolution }
     }
+}
 
-    fn padding_size(&self) -> Option<u32> {
-        self.cfg.dummies.then_some(self.cfg.dummy_size.0 as u32)
-    }
-
-    fn decision(&self) -> Decision {
-        let inner = self.inner.decision();
-        let target = self.video_target();
-        let padding = if self.cfg.dummies && !self.in_blackout && target < self.cfg.max_bitrate {
-            self.cfg.max_bitrate
-        } else {
-            Rate::ZERO
-        };
-        Decision {
-            target_bitrate: target,
-            pacing_rate: inner.pacing_rate,
-            cwnd: inner.cwnd,
-            padding_rate: padding,
-        }
-    }
-
-    fn state(&self, out: &mut Vec<(&'static str, f64)>) {
-        self.inner.state(out);
-        out.push(("alpha", self.alpha));
-        out.push(("cc_rate_bps", self.cc_rate().bps()));
-        out.push(("enc_ratio", self.enc_ratio));
-        out.push(("frames_in_window", self.samples.len() as f64));
-        out.push(("paused_frames", self.paused as f64));
-        out.push(("resets", self.resets as f64));
-        out.push(("resolution_changes", self.resolution_changes as f64));
-        out.push(("dummy_blackout", self.in_blackout as u8 as f64));
+pub fn info() -> ControllerInfo {
+    ControllerInfo {
+        name: "vidaptive".into(),
+        summary:
+            "Vidaptive (arXiv 2309.16869): a window controller (Copa by default) as a backlogged \
+             flow via dummies; encoder target alpha*CC-Rate, pause/reset, resolution."
+                .into(),
+        params: vec![
+            ParamDoc::new(
+                "cc",
+                "copa",
+                "wrapped controller: any registered controller with a window (copa, rocc, bbr, \
+                 cubic, reno, ...)",
+            ),
+            ParamDoc::new(
+                "cc_params",
+                "{}",
+                "parameters of the wrapped controller, e.g. { initial_cwnd = 20 }",
+            ),
+            ParamDoc::new(
+                "delta",
+                "0.9",
+                "Copa's delta (cc = \"copa\", unless cc_params sets it)",
+            ),
+            ParamDoc::new(
+                "gamma",
+                "0.5",
+                "RoCC's gamma (cc = \"rocc\", unless cc_params sets it)",
+            ),
+            ParamDoc::new(
+                "dummies",
+                "true",
+                "send dummy padding when the window allows and no media waits",
+            ),
+            ParamDoc::new("dummy_size", "200B", "largest dummy packet"),
+            ParamDoc::new(
+                "blackout",
+                "5ms",
+                "no dummies this long before each capture",
+            ),
+            ParamDoc::new(
+                "max_bitrate",
+                "12Mbps",
+                "cap on the encoder target and on the dummy rate; no dummies once the target \
+                 reaches it",
+            ),
+            ParamDoc::new(
+                "safeguards",
+                "true",
+                "encoder pause (oldest queued packet older than tau) and reset (older than \
+                 reset_after)",
+            ),
+            ParamDoc::new(
+                "tau",
+                "33ms",
+                "pause threshold, also the on-time delay of the alpha optimisation",
+            ),
+            ParamDoc::new(
+                "reset_after",
+                "1s",
+                "reset threshold: flush the pacer queue and code a keyframe",
+            ),
+            ParamDoc::new(
+                "alpha",
+                "auto",
+                "\"auto\": hindsight optimisation (Algorithm 1); a number in [0.05, 1]: that \
+                 fixed alpha (ablation)",
+            ),
+            ParamDoc::new(
+                "lambda",
+                "0.5",
+                "weight of frame rate against bitrate in the alpha optimisation",
+            ),
+            ParamDoc::new(
+                "window",
+                "1s",
+                "T: optimisation window and least time between resolution changes",
+            ),
+            ParamDoc::new(
+                "adapt_resolution",
+                "true",
+                "step the encoder's resolution ladder (Algorithm 2)",
+            ),
+        ],
+        // The wrapped controller may act on frame acks: ask for them.
+        feedback: FeedbackPolicy {
+            frame_acks: true,
+            ..copa::WINDOW_FEEDBACK
+        },
+        build: Arc::new(build),
     }
 }
 
-pub const INFO: ControllerInfo = ControllerInfo {
-    name: "vidaptive",
-    summary: "Vidaptive (arXiv 2309.16869): Copa/RoCC as a backlogged flow via dummies; encoder target alpha*CC-Rate, pause/reset, resolution.",
-    params: &[
-        ParamDoc {
-            name: "cc",
-            default: "copa",
-            doc: "wrapped window controller: \"copa\" or \"rocc\"",
-        },
-        ParamDoc {
-            name: "delta",
-            default: "0.9",
-            doc: "Copa's delta",
-        },
-        ParamDoc {
-            name: "gamma",
-            default: "0.5",
-            doc: "RoCC's gamma",
-        },
-        ParamDoc {
-            name: "dummies",
-            default: "true",
-            doc: "send dummy padding when the window allows and no media waits",
-        },
-        ParamDoc {
-            name: "dummy_size",
-            default: "200B",
-            doc: "largest dummy packet",
-        },
-        ParamDoc {
-            name: "blackout",
-            default: "5ms",
-            doc: "no dummies this long before each capture",
-        },
-        ParamDoc {
-            name: "max_bitrate",
-            default: "12Mbps",
-            doc: "cap on the encoder target and on the dummy rate; no dummies once the target reaches it",
-        },
-        ParamDoc {
-            name: "safeguards",
-            default: "true",
-            doc: "encoder pause (oldest queued packet older than tau) and reset (older than reset_after)",
-        },
-        ParamDoc {
-            name: "tau",
-            default: "33ms",
-            doc: "pause threshold, also the on-time delay of the alpha optimisation",
-        },
-        ParamDoc {
-            name: "reset_after",
-            default: "1s",
-            doc: "reset threshold: flush the pacer queue and code a keyframe",
-        },
-        ParamDoc {
-            name: "alpha",
-            default: "auto",
-            doc: "\"auto\": hindsight optimisation (Algorithm 1); a number in [0.05, 1]: that fixed alpha (ablation)",
-        },
-        ParamDoc {
-            name: "lambda",
-            default: "0.5",
-            doc: "weight of frame rate against bitrate in the alpha optimisation",
-        },
-        ParamDoc {
-            name: "window",
-            default: "1s",
-            doc: "T: optimisation window and least time between resolution changes",
-        },
-        ParamDoc {
-            name: "adapt_resolution",
-            default: "true",
-            doc: "step the encoder's resolution ladder (Algorithm 2)",
-        },
-    ],
-    feedback: FeedbackPolicy {
-        frame_acks: true,
-        ..copa::WINDOW_FEEDBACK
-    },
-    build,
-};
-
-fn build(params: &Params, ctx: &ControllerContext) -> Result<Box<dyn Controller>, ControllerError> {
-    let cfg: VidaptiveConfig = parse_config("vidaptive", params)?;
-    let mut inner_params = Params::new();
-    let inner = match cfg.cc {
-        WindowCc::Copa => {
-            inner_params.insert("delta".into(), toml::Value::Float(cfg.delta));
-            (copa::INFO.build)(&inner_params, ctx)?
-        }
-        WindowCc::Rocc => {
-            inner_params.insert("gamma".into(), toml::Value::Float(cfg.gamma));
-            (rocc::INFO.build)(&inner_params, ctx)?
-        }
+fn build(
+    params: &Params,
+    ctx: &ControllerContext,
+    registry: &Registry,
+) -> Result<Box<dyn Controller>, ControllerError> {
+    let bad = |message: String| ControllerError::BadParams {
+        controller: "vidaptive".into(),
+        message,
     };
+    let cfg: VidaptiveConfig = parse_config("vidaptive", params)?;
+    let mut inner_params = cfg.cc_params.clone();
+    let default = match cfg.cc.as_str() {
+        "copa" => Some(("delta", cfg.delta)),
+        "rocc" => Some(("gamma", cfg.gamma)),
+        _ => None,
+    };
+    if let Some((key, value)) = default {
+        inner_params.entry(key).or_insert(value.into());
+    }
+    let inner = registry
+        .create(&cfg.cc, &inner_params, ctx)
+        .map_err(|e| match e {
+            ControllerError::UnknownController { .. } => bad(no_window(&cfg.cc, ctx, registry)),
+            e => bad(format!("cc = {:?}: {e}", cfg.cc)),
+        })?;
+    if !has_window(&cfg.cc, inner.as_ref()) {
+        return Err(bad(no_window(&cfg.cc, ctx, registry)));
+    }
     Vidaptive::new(cfg, inner, ctx.now, ctx.fps)
         .map(|v| Box::new(v) as Box<dyn Controller>)
-        .map_err(|message| ControllerError::BadParams {
-            controller: "vidaptive".into(),
-            message,
+        .map_err(bad)
+}
+
+/// Whether the controller registered as `name` can be wrapped: it has a congestion window.
+fn has_window(name: &str, c: &dyn Controller) -> bool {
+    name != "vidaptive" && c.decision().cwnd.is_some()
+}
+
+/// The error for a `cc` that is not a window controller, naming those that are (the registered
+/// controllers that build with default parameters and have a window).
+fn no_window(name: &str, ctx: &ControllerContext, registry: &Registry) -> String {
+    let valid: Vec<&str> = registry
+        .names()
+        .filter(|n| {
+            registry
+                .create(n, &Params::new(), ctx)
+                .is_ok_and(|c| has_window(n, c.as_ref()))
         })
+        .collect();
+    format!(
+        "cc = {name:?} is not a registered window controller (its decision must have a cwnd); \
+            valid: {}",
+        valid.join(", ")
+    )
 }
 
 #[cfg(test)]
@@ -1056,7 +1110,7 @@ mod tests {
         let dt = 1.0 / 30.0;
         for k in 0..3 {
             let capture = Time::from_secs_f64(k as f64 * dt);
-            c.frame_action(capture, &view);
+            c.frame_controller().unwrap().frame_action(capture, &view);
             assert_eq!(c.decision().padding_rate, Rate::from_mbps(12.0));
             let start = c.next_timeout().expect("a blackout timer");
             let want = Time::from_secs_f64((k + 1) as f64 * dt - 0.005);
@@ -1070,7 +1124,9 @@ mod tests {
         // Without dummies there is no blackout timer at all.
         let p: Params = toml::from_str("dummies = false").unwrap();
         let mut c = create("vidaptive", &p, &ctx()).unwrap();
-        c.frame_action(Time::ZERO, &view);
+        c.frame_controller()
+            .unwrap()
+            .frame_action(Time::ZERO, &view);
         assert_eq!(c.next_timeout(), None);
     }
 
@@ -1078,13 +1134,13 @@ mod tests {
     fn u3_no_dummies_when_switched_off_or_when_the_video_reaches_its_cap() {
         let s = sender("dummies = false");
         assert_eq!(s.decision().padding_rate, Rate::ZERO);
-        assert_eq!(s.controller().padding_size(), None);
+        assert_eq!(s.decision().padding_size, None);
         let s = sender("max_bitrate = \"100kbps\"");
         assert_eq!(s.decision().target_bitrate, Rate::from_kbps(100.0));
         assert_eq!(s.decision().padding_rate, Rate::ZERO);
         let s = sender("");
         assert_eq!(s.decision().padding_rate, Rate::from_mbps(12.0));
-        assert_eq!(s.controller().padding_size(), Some(200));
+        assert_eq!(s.decision().padding_size, Some(200));
     }
 
     #[test]
@@ -1099,13 +1155,31 @@ mod tests {
     }
 
     #[test]
+    fn any_window_controller_is_wrapped_by_name_with_its_parameters() {
+        for cc in ["bbr", "cubic", "reno", "rocc"] {
+            assert!(
+                sender(&format!("cc = \"{cc}\"")).decision().cwnd.is_some(),
+                "{cc}"
+            );
+        }
+        let p: Params = toml::from_str("cc = \"reno\"\ncc_params = { initial_cwnd = 20 }").unwrap();
+        let c = create("vidaptive", &p, &ctx()).unwrap();
+        assert_eq!(c.decision().cwnd, Some(20 * 1500));
+        let p: Params = toml::from_str("cc = \"sqp\"").unwrap();
+        let e = create("vidaptive", &p, &ctx()).err().unwrap().to_string();
+        assert!(e.contains("valid: reno, cubic, bbr, copa, rocc"), "{e}");
+    }
+
+    #[test]
     fn parameters_are_checked() {
         for bad in [
             "alpha = 0.0",
             "alpha = \"fixed\"",
             "lambda = 1.0",
             "tau = \"2s\"",
-            "cc = \"bbr\"",
+            "cc = \"sqp\"",
+            "cc = \"nosuch\"",
+            "cc_params = { nosuch = 1 }",
             "delta = 0.0",
             "dummy_size = \"0B\"",
             "blackout = \"40ms\"",

@@ -37,7 +37,7 @@ use super::encoder::{EncodedFrame, Encoder};
 use super::pacer::{Pacer, PacerPoll, QueuedPacket};
 use super::packetizer::Packetizer;
 use super::quality::Resolution;
-use crate::cc::{Controller, Decision, EncodeAction, FrameView};
+use crate::cc::{Controller, Decision, EncodeAction, FrameAction, FrameView};
 use crate::packet::TransportFeedback;
 use crate::packet::{FeedbackReport, FrameAck, FrameInfo, PacketKind, SendHistory, SentPacket};
 use crate::rto::RtoTimer;
@@ -93,7 +93,8 @@ impl VideoSender {
         padding_size: u32,
     ) -> Self {
         let padding_size = controller
-            .padding_size()
+            .decision()
+            .padding_size
             .map_or(padding_size, |s| s.min(padding_size));
         VideoSender {
             controller,
@@ -174,7 +175,10 @@ impl VideoSender {
             oldest_queued: self.pacer.oldest_enqueue_time(),
             resolution: self.encoder.resolution(),
         };
-        let action = self.controller.frame_action(now, &view);
+        let action = self
+            .controller
+            .frame_controller()
+            .map_or_else(FrameAction::default, |f| f.frame_action(now, &view));
         if action.encode == EncodeAction::Reset {
             self.reset_encoder();
         }
@@ -205,7 +209,9 @@ impl VideoSender {
             packets: count,
             keyframe: encoded.keyframe,
         };
-        self.controller.on_frame_encoded(now, &info);
+        if let Some(f) = self.controller.frame_controller() {
+            f.on_frame_encoded(now, &info);
+        }
         self.pacer_wake = None;
         info
     }
@@ -268,7 +274,7 @@ impl VideoSender {
     /// The next packet to put on the wire at `now`, if any.
     pub fn poll_transmit(&mut self, now: Time) -> Option<Outgoing> {
         let decision = self.effective_decision();
-        let probe = self.controller.probe();
+        let probe = decision.probe;
         let in_flight = self.history.in_flight();
         let blank = SentPacket {
             seq: 0,
@@ -362,7 +368,9 @@ impl VideoSender {
     }
 
     pub fn on_frame_ack(&mut self, now: Time, ack: &FrameAck) {
-        self.controller.on_frame_ack(now, ack);
+        if let Some(f) = self.controller.frame_controller() {
+            f.on_frame_ack(now, ack);
+        }
         self.pacer_wake = None;
     }
 
@@ -428,7 +436,7 @@ impl VideoSender {
         if d.padding_rate.bps() > 0.0 {
             out.push(("padding_bps", d.padding_rate.bps()));
         }
-        if let Some(p) = self.controller.probe() {
+        if let Some(p) = d.probe {
             out.push(("probe_bps", p.rate.bps()));
         }
         out.push(("in_flight_bytes", self.history.in_flight() as f64));

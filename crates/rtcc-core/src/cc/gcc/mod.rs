@@ -35,7 +35,9 @@
 //! (`remb.rs`); periodic ALR probing off by default as for libwebrtc camera streams (`probe.rs`);
 //! the simulator's exact receive times are not rounded to milliseconds.
 
-use super::{parse_config, Controller, ControllerContext, ControllerError, ControllerInfo};
+use super::{
+    build_fn, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo,
+};
 use super::{FeedbackPolicy, ParamDoc, Params};
 use crate::units::{Duration, Rate};
 use serde::Deserialize;
@@ -140,7 +142,8 @@ impl GccConfig {
         }
         if !(min <= start && start <= max) {
             return Err(format!(
-                "bitrates must satisfy min_bitrate <= start_bitrate <= max_bitrate, got {} / {} / {}",
+                "bitrates must satisfy min_bitrate <= start_bitrate <= max_bitrate, got {} / {} / \
+                    {}",
                 self.min_bitrate, self.start_bitrate, self.max_bitrate
             ));
         }
@@ -178,64 +181,58 @@ impl GccConfig {
     }
 }
 
-pub const INFO: ControllerInfo = ControllerInfo {
-    name: "gcc",
-    summary: "Google Congestion Control: libwebrtc's send-side goog_cc (profile \"webrtc\") or the \
-              GCC-AQM paper's receiver-side GCC with REMB (profile \"paper\").",
-    params: &[
-        ParamDoc {
-            name: "profile",
-            default: "webrtc",
-            doc: "\"webrtc\" (libwebrtc goog_cc, transport-wide feedback) or \"paper\" (GCC-AQM paper §2.2: Kalman filter, REMB, Eq. 2)",
+pub fn info() -> ControllerInfo {
+    ControllerInfo {
+        name: "gcc".into(),
+        summary:
+            "Google Congestion Control: libwebrtc's send-side goog_cc (profile \"webrtc\") or the \
+             GCC-AQM paper's receiver-side GCC with REMB (profile \"paper\")."
+                .into(),
+        params: vec![
+            ParamDoc::new(
+                "profile",
+                "webrtc",
+                "\"webrtc\" (libwebrtc goog_cc, transport-wide feedback) or \"paper\" (GCC-AQM \
+                 paper §2.2: Kalman filter, REMB, Eq. 2)",
+            ),
+            ParamDoc::new("start_bitrate", "300kbps", "target before any estimate"),
+            ParamDoc::new("min_bitrate", "30kbps", "lowest target"),
+            ParamDoc::new("max_bitrate", "30Mbps", "highest target and probe rate"),
+            ParamDoc::new(
+                "pacing_factor",
+                "2.5",
+                "pacing rate as a multiple of the target; 0 disables pacing",
+            ),
+            ParamDoc::new(
+                "backoff",
+                "0.85",
+                "decrease factor on the measured rate (AIMD beta; the paper's alpha)",
+            ),
+            ParamDoc::new(
+                "initial_probing",
+                "true",
+                "webrtc only: probe at 3x and 6x the start bitrate at start-up",
+            ),
+            ParamDoc::new(
+                "alr_probing",
+                "false",
+                "webrtc only: probe at 2x the estimate every 5 s while application limited",
+            ),
+            ParamDoc::new(
+                "offset_scaling",
+                "chrome",
+                "paper only: \"chrome\" compares min(n, 60) x the Kalman offset with the \
+                 threshold (as the measured Chrome), \"none\" the offset itself (the seed's text)",
+            ),
+        ],
+        feedback: FeedbackPolicy {
+            interval: Some(Duration(50_000_000)),
+            per_frame: true,
+            frame_acks: false,
         },
-        ParamDoc {
-            name: "start_bitrate",
-            default: "300kbps",
-            doc: "target before any estimate",
-        },
-        ParamDoc {
-            name: "min_bitrate",
-            default: "30kbps",
-            doc: "lowest target",
-        },
-        ParamDoc {
-            name: "max_bitrate",
-            default: "30Mbps",
-            doc: "highest target and probe rate",
-        },
-        ParamDoc {
-            name: "pacing_factor",
-            default: "2.5",
-            doc: "pacing rate as a multiple of the target; 0 disables pacing",
-        },
-        ParamDoc {
-            name: "backoff",
-            default: "0.85",
-            doc: "decrease factor on the measured rate (AIMD beta; the paper's alpha)",
-        },
-        ParamDoc {
-            name: "initial_probing",
-            default: "true",
-            doc: "webrtc only: probe at 3x and 6x the start bitrate at start-up",
-        },
-        ParamDoc {
-            name: "alr_probing",
-            default: "false",
-            doc: "webrtc only: probe at 2x the estimate every 5 s while application limited",
-        },
-        ParamDoc {
-            name: "offset_scaling",
-            default: "chrome",
-            doc: "paper only: \"chrome\" compares min(n, 60) x the Kalman offset with the threshold (as the measured Chrome), \"none\" the offset itself (the seed's text)",
-        },
-    ],
-    feedback: FeedbackPolicy {
-        interval: Some(Duration(50_000_000)),
-        per_frame: true,
-        frame_acks: false,
-    },
-    build,
-};
+        build: build_fn(build),
+    }
+}
 
 fn build(params: &Params, ctx: &ControllerContext) -> Result<Box<dyn Controller>, ControllerError> {
     let config: GccConfig = parse_config("gcc", params)?;
@@ -317,7 +314,7 @@ mod tests {
             assert_eq!(d.pacing_rate, Some(Rate(750e3)), "{profile}");
             // Only webrtc probes: its first cluster (3 × 300 kbps) is ready at once.
             assert_eq!(
-                c.probe().map(|p| p.rate),
+                c.decision().probe.map(|p| p.rate),
                 (profile == "webrtc").then_some(Rate(900e3))
             );
         }

@@ -354,14 +354,13 @@ impl Controller for WebRtcGcc {
 
     fn decision(&self) -> Decision {
         let target = Rate(self.loss.target_bps());
-        Decision::rate_only(
-            target,
-            (self.pacing_factor > 0.0).then_some(Rate(target.0 * self.pacing_factor)),
-        )
-    }
-
-    fn probe(&self) -> Option<ProbeCluster> {
-        self.pending.front().map(|&(c, _)| c)
+        Decision {
+            probe: self.pending.front().map(|&(c, _)| c),
+            ..Decision::rate_only(
+                target,
+                (self.pacing_factor > 0.0).then_some(Rate(target.0 * self.pacing_factor)),
+            )
+        }
     }
 
     fn state(&self, out: &mut Vec<(&'static str, f64)>) {
@@ -422,17 +421,17 @@ mod tests {
     fn probe_packets_are_counted_off_and_their_result_sets_the_target() {
         let cfg: GccConfig = crate::cc::parse_config("gcc", &crate::cc::Params::new()).unwrap();
         let mut g = WebRtcGcc::new(&cfg, Time::ZERO, 1200);
-        let first = g.probe().unwrap();
+        let first = g.decision().probe.unwrap();
         assert_eq!((first.id, first.rate), (0, Rate(900e3)));
         // Five 1200-byte packets at 900 kbit/s (10.67 ms apart) complete the first cluster
         // (at least 1687 bytes and 5 packets); the second (6 × 300 kbit/s) is next.
         let gap = 1200.0 * 8.0 / 900e3 * 1000.0;
         let sent: Vec<SentPacket> = (0..5).map(|i| packet(i, 1200, i as f64 * gap)).collect();
         for p in &sent {
-            assert_eq!(g.probe().map(|c| c.id), Some(0));
+            assert_eq!(g.decision().probe.map(|c| c.id), Some(0));
             g.on_packet_sent(p.send_time, p);
         }
-        assert_eq!(g.probe().map(|c| c.rate), Some(Rate(1.8e6)));
+        assert_eq!(g.decision().probe.map(|c| c.rate), Some(Rate(1.8e6)));
         // They arrive as sent, 20 ms later: the probe measured 900 kbit/s, which becomes the
         // delay-based estimate and the target (the loss-based target is reset to it).
         let report = FeedbackReport {

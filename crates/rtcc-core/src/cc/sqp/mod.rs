@@ -115,8 +115,10 @@ mod tests;
 pub mod tracker;
 pub mod update;
 
-use super::{parse_config, Controller, ControllerContext, ControllerError, ControllerInfo};
-use super::{Decision, FeedbackPolicy, ParamDoc, Params};
+use super::{
+    build_fn, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo,
+};
+use super::{Decision, FeedbackPolicy, FrameController, ParamDoc, Params};
 use crate::packet::{FeedbackReport, FrameInfo};
 use crate::units::{Duration, Rate, Time};
 pub use config::{SqpConfig, SqpParams, TrainCorrection, FEEDBACK_INTERVAL, MAX_DECREASE};
@@ -290,21 +292,12 @@ impl Controller for Sqp {
         self.owd.forget_before(Time(now.0.saturating_sub(keep.0)));
     }
 
-    fn on_frame_encoded(&mut self, _now: Time, frame: &FrameInfo) {
-        self.pacing = self.p.m * self.estimate;
-        if frame.size > 0 {
-            self.tracker.on_frame_encoded(
-                frame.frame,
-                FrameMeta {
-                    encoded_bytes: frame.size as u64,
-                    f_max_bytes: self.estimate * self.interval / 8.0,
-                },
-            );
-        }
-    }
-
     fn decision(&self) -> Decision {
         Decision::rate_only(Rate(self.target), Some(Rate(self.pacing)))
+    }
+
+    fn frame_controller(&mut self) -> Option<&mut dyn FrameController> {
+        Some(self)
     }
 
     fn state(&self, out: &mut Vec<(&'static str, f64)>) {
@@ -320,78 +313,96 @@ impl Controller for Sqp {
     }
 }
 
-pub const INFO: ControllerInfo = ControllerInfo {
-    name: "sqp",
-    summary: "SQP (Ray et al. 2022): frame-coupled paced trains, dispersion samples, utility-based updates.",
-    params: &[
-        ParamDoc {
-            name: "pacing_multiplier",
-            default: "2.0",
-            doc: "m: each frame is paced at m × the estimate (§4.5)",
+impl FrameController for Sqp {
+    fn on_frame_encoded(&mut self, _now: Time, frame: &FrameInfo) {
+        self.pacing = self.p.m * self.estimate;
+        if frame.size > 0 {
+            self.tracker.on_frame_encoded(
+                frame.frame,
+                FrameMeta {
+                    encoded_bytes: frame.size as u64,
+                    f_max_bytes: self.estimate * self.interval / 8.0,
+                },
+            );
+        }
+    }
+}
+
+pub fn info() -> ControllerInfo {
+    ControllerInfo {
+        name: "sqp".into(),
+        summary: "SQP (Ray et al. 2022): frame-coupled paced trains, dispersion samples, \
+                  utility-based updates."
+            .into(),
+        params: vec![
+            ParamDoc::new(
+                "pacing_multiplier",
+                "2.0",
+                "m: each frame is paced at m × the estimate (§4.5)",
+            ),
+            ParamDoc::new(
+                "target_multiplier",
+                "0.9",
+                "T: samples are multiplied by T before the update (§4.5)",
+            ),
+            ParamDoc::new(
+                "step",
+                "320kbps",
+                "δ: step size of the update rule, Eq. 4 (§4.4)",
+            ),
+            ParamDoc::new(
+                "reward",
+                "0.25",
+                "r: reward weight of the update rule, Eq. 4 (§4.4)",
+            ),
+            ParamDoc::new(
+                "min_owd_window",
+                "2.0",
+                "window of the minimum one-way delay, as a multiple of sRTT (§4.3)",
+            ),
+            ParamDoc::new(
+                "min_owd_anchor",
+                "frame",
+                "window end: \"frame\" (the sampled frame) or \"feedback\" (the feedback's \
+                 arrival)",
+            ),
+            ParamDoc::new(
+                "undershoot_correction",
+                "true",
+                "use Eq. 2 (extrapolate small frames to B·I) instead of Eq. 1",
+            ),
+            ParamDoc::new(
+                "train_correction",
+                "none",
+                "packet-level form of Eq. 1: \"none\" (as printed), \"numerator\" (F minus the \
+                 first packet) or \"dispersion\" (dispersion plus one packet time)",
+            ),
+            ParamDoc::new(
+                "hysteresis",
+                "0.05",
+                "encoder target follows decreases at once, increases beyond this fraction (§4.1)",
+            ),
+            ParamDoc::new("initial_rate", "2Mbps", "estimate before the first sample"),
+            ParamDoc::new(
+                "min_rate",
+                "two full packets per frame",
+                "lowest estimate; cannot be below 2 × payload × 8 × fps (a one-packet frame has \
+                 no dispersion)",
+            ),
+            ParamDoc::new(
+                "max_rate",
+                "100Mbps",
+                "highest estimate (the application's cap)",
+            ),
+        ],
+        feedback: FeedbackPolicy {
+            interval: Some(FEEDBACK_INTERVAL),
+            per_frame: true,
+            frame_acks: false,
         },
-        ParamDoc {
-            name: "target_multiplier",
-            default: "0.9",
-            doc: "T: samples are multiplied by T before the update (§4.5)",
-        },
-        ParamDoc {
-            name: "step",
-            default: "320kbps",
-            doc: "δ: step size of the update rule, Eq. 4 (§4.4)",
-        },
-        ParamDoc {
-            name: "reward",
-            default: "0.25",
-            doc: "r: reward weight of the update rule, Eq. 4 (§4.4)",
-        },
-        ParamDoc {
-            name: "min_owd_window",
-            default: "2.0",
-            doc: "window of the minimum one-way delay, as a multiple of sRTT (§4.3)",
-        },
-        ParamDoc {
-            name: "min_owd_anchor",
-            default: "frame",
-            doc: "window end: \"frame\" (the sampled frame) or \"feedback\" (the feedback's arrival)",
-        },
-        ParamDoc {
-            name: "undershoot_correction",
-            default: "true",
-            doc: "use Eq. 2 (extrapolate small frames to B·I) instead of Eq. 1",
-        },
-        ParamDoc {
-            name: "train_correction",
-            default: "none",
-            doc: "packet-level form of Eq. 1: \"none\" (as printed), \"numerator\" (F minus the first packet) or \"dispersion\" (dispersion plus one packet time)",
-        },
-        ParamDoc {
-            name: "hysteresis",
-            default: "0.05",
-            doc: "encoder target follows decreases at once, increases beyond this fraction (§4.1)",
-        },
-        ParamDoc {
-            name: "initial_rate",
-            default: "2Mbps",
-            doc: "estimate before the first sample",
-        },
-        ParamDoc {
-            name: "min_rate",
-            default: "two full packets per frame",
-            doc: "lowest estimate; cannot be below 2 × payload × 8 × fps (a one-packet frame has no dispersion)",
-        },
-        ParamDoc {
-            name: "max_rate",
-            default: "100Mbps",
-            doc: "highest estimate (the application's cap)",
-        },
-    ],
-    feedback: FeedbackPolicy {
-        interval: Some(FEEDBACK_INTERVAL),
-        per_frame: true,
-        frame_acks: false,
-    },
-    build,
-};
+        build: build_fn(build),
+    }
+}
 
 fn build(params: &Params, ctx: &ControllerContext) -> Result<Box<dyn Controller>, ControllerError> {
     let config: SqpConfig = parse_config("sqp", params)?;

@@ -260,7 +260,10 @@ fn bad_parameters_are_rejected_with_a_message() {
             max_payload: crate::units::Bytes(1200),
             capacity: None,
         };
-        let e = (INFO.build)(&params, &ctx).err().unwrap().to_string();
+        let e = (info().build)(&params, &ctx, crate::cc::registry())
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains(needle), "{text}: {e}");
     };
     check(
