@@ -13,7 +13,6 @@
 //! - [`metrics`]: pure functions from logs to the metrics every comparison reports.
 
 pub mod cc;
-pub mod endpoint;
 pub mod media;
 pub mod metrics;
 pub mod net;

@@ -19,6 +19,9 @@ pub const RTO_INITIAL: Duration = Duration(1_000_000_000);
 
 #[derive(Debug, Clone, Copy)]
 pub struct RtoTimer {
+    /// Largest RTO, also after backoff (RFC 6298 §2.5 allows any cap of at least 60 s for
+    /// TCP; real-time senders use a lower one, see [`RtoTimer::with_max`]).
+    max: Duration,
     srtt: Option<Duration>,
     rttvar: Duration,
     rto: Duration,
@@ -30,6 +33,7 @@ pub struct RtoTimer {
 impl Default for RtoTimer {
     fn default() -> Self {
         RtoTimer {
+            max: RTO_MAX,
             srtt: None,
             rttvar: Duration::ZERO,
             rto: RTO_INITIAL,
@@ -40,6 +44,14 @@ impl Default for RtoTimer {
 }
 
 impl RtoTimer {
+    /// A timer whose RTO never exceeds `max` (nor backs off beyond it).
+    pub fn with_max(max: Duration) -> RtoTimer {
+        RtoTimer {
+            max,
+            ..RtoTimer::default()
+        }
+    }
+
     pub fn srtt(&self) -> Option<Duration> {
         self.srtt
     }
@@ -65,7 +77,7 @@ impl RtoTimer {
             }
         }
         let rto = self.srtt.unwrap_or(r) + Duration(4 * self.rttvar.0);
-        self.rto = rto.clamp(RTO_MIN, RTO_MAX);
+        self.rto = rto.clamp(RTO_MIN, self.max.max(RTO_MIN));
     }
 
     /// New data was acknowledged (§5.3): restart the timer if data is still outstanding,
@@ -89,7 +101,7 @@ impl RtoTimer {
             return false;
         }
         self.expiries += 1;
-        self.rto = Duration(self.rto.0.saturating_mul(2)).min(RTO_MAX);
+        self.rto = Duration(self.rto.0.saturating_mul(2)).min(self.max);
         self.deadline = None;
         true
     }
@@ -110,7 +122,11 @@ mod tests {
         assert_eq!(t.deadline(), Some(Time::from_millis(300)));
         assert!(!t.poll_expired(Time::from_millis(299)));
         assert!(t.poll_expired(Time::from_millis(300)));
-        assert_eq!(t.rto(), Duration::from_millis(600), "doubled on expiry (§5.5)");
+        assert_eq!(
+            t.rto(),
+            Duration::from_millis(600),
+            "doubled on expiry (§5.5)"
+        );
         assert_eq!(t.deadline(), None);
         for _ in 0..100 {
             t.on_rtt_sample(Duration::from_millis(10));

@@ -24,8 +24,8 @@ use crate::cc::Controller;
 use crate::packet::{FeedbackReport, PacketKind, SendHistory, SentPacket, TransportFeedback};
 use crate::units::{Duration, Time};
 
-pub use crate::rto::{RTO_INITIAL, RTO_MAX, RTO_MIN};
 use crate::rto::RtoTimer;
+pub use crate::rto::{RTO_INITIAL, RTO_MAX, RTO_MIN};
 
 /// What the application gives the sender.
 #[derive(Debug, Clone, Copy, PartialEq)]

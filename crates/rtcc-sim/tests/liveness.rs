@@ -1,18 +1,14 @@
-//! No flow stalls for good, and losses are repaired.
+//! No flow stalls for good.
 //!
-//! - Every registered video controller is sending again within 2 s of a link's recovery from a
-//!   1 s outage (4 Mbit/s → 50 kbit/s for one second), and above 60 % utilisation within 10 s;
-//!   the same after bursts of Gilbert–Elliott loss on a 1000-packet queue. Without the video
-//!   sender's retransmission timeout the window controllers (copa, rocc, reno, cubic, bbr,
-//!   vidaptive) stopped for good here: every packet in flight was lost, no feedback came back.
-//! - NACK/RTX repairs a random 2 % loss: almost every frame is shown, and frame delays stay
-//!   within a few round trips, where without it a lost packet leaves its frame incomplete.
-//! - XOR FEC recovers single losses without a round trip.
+//! Every registered video controller is sending again within 2 s of a link's recovery from a
+//! 1 s outage (4 Mbit/s → 50 kbit/s for one second), and above 60 % utilisation within 10 s; and
+//! keeps sending through bursts of Gilbert–Elliott loss on a 1000-packet queue. Without the video
+//! sender's retransmission timeout the window controllers (copa, rocc, reno, cubic, bbr,
+//! vidaptive) stopped for good here: every packet in flight was lost, no feedback came back.
 
 mod common;
 
 use common::{simulate, throughput_bps};
-use rtcc_core::packet::PacketKind;
 use rtcc_sim::RunResult;
 
 /// Every registered controller that runs a video flow, with parameters it needs.
@@ -20,7 +16,7 @@ fn video_controllers() -> Vec<(String, String)> {
     rtcc_core::cc::registry()
         .iter()
         .map(|c| {
-            let params = match c.name {
+            let params = match c.name.as_str() {
                 "fixed" => "params = { rate = \"2Mbps\" }".to_string(),
                 _ => String::new(),
             };
@@ -29,7 +25,7 @@ fn video_controllers() -> Vec<(String, String)> {
         .collect()
 }
 
-/// Last time flow 0 sent a packet before `t_s`... and the first at or after it.
+/// When flow 0 first sent a packet at or after `t_s`.
 fn first_send_after(r: &RunResult, t_s: f64) -> Option<f64> {
     r.flows[0]
         .packets
@@ -54,7 +50,7 @@ seed = 1
 [path.forward]
 schedule = [["0s", "4Mbps"], ["10s", "50kbps"], ["11s", "4Mbps"]]
 delay = "20ms"
-queue = {{ type = "droptail", packets = 1000 }}
+queue = "1000pkts"
 [path.reverse]
 delay = "20ms"
 [[flows]]
@@ -107,7 +103,7 @@ seed = 2
 [path.forward]
 capacity = "4Mbps"
 delay = "20ms"
-queue = {{ type = "droptail", packets = 1000 }}
+queue = "1000pkts"
 loss = {{ model = "gilbert-elliott", p = 0.0005, r = 0.05 }}
 [path.reverse]
 delay = "20ms"
@@ -126,73 +122,4 @@ controller = "{name}"
             );
         }
     }
-}
-
-fn lossy(recovery: &str) -> RunResult {
-    simulate(&format!(
-        r#"
-duration = "20s"
-seed = 3
-[path.forward]
-capacity = "10Mbps"
-delay = "20ms"
-loss = 0.02
-[path.reverse]
-delay = "20ms"
-[[flows]]
-controller = "fixed"
-params = {{ rate = "3Mbps" }}
-recovery = {recovery}
-"#
-    ))
-}
-
-fn shown_share(r: &RunResult) -> f64 {
-    let f = &r.flows[0].frames;
-    f.iter().filter(|f| f.display.is_some()).count() as f64 / f.len() as f64
-}
-
-#[test]
-fn nack_repairs_random_loss() {
-    let off = lossy("{ nack = false }");
-    let on = lossy("{ nack = true }");
-    let retransmitted = on.flows[0]
-        .packets
-        .iter()
-        .filter(|p| p.kind == PacketKind::Retransmission)
-        .count();
-    assert!(retransmitted > 0, "losses were retransmitted");
-    assert!(
-        shown_share(&on) > 0.97,
-        "with NACK almost every frame is shown: {:.3}",
-        shown_share(&on)
-    );
-    assert!(
-        shown_share(&off) < shown_share(&on) - 0.1,
-        "without NACK a 2 % loss leaves many frames unshown ({:.3} vs {:.3})",
-        shown_share(&off),
-        shown_share(&on)
-    );
-    let recovered = on.flows[0].frames.iter().filter(|f| f.recovered).count();
-    assert!(recovered > 10, "frames completed by retransmission: {recovered}");
-    let p95 = on.summary.flows[0].frame_delay_ms.p95.unwrap();
-    assert!(
-        p95 < 250.0,
-        "repairs take about one RTT (40 ms) plus a frame: P95 frame delay {p95:.0} ms"
-    );
-}
-
-#[test]
-fn fec_recovers_single_losses_without_retransmission() {
-    let r = lossy("{ nack = false, fec = 4 }");
-    let fec = r.flows[0]
-        .packets
-        .iter()
-        .filter(|p| p.kind == PacketKind::Fec)
-        .count();
-    assert!(fec > 0, "parity packets are sent");
-    let recovered = r.flows[0].frames.iter().filter(|f| f.recovered).count();
-    assert!(recovered > 10, "frames completed by FEC: {recovered}");
-    let off = lossy("{ nack = false }");
-    assert!(shown_share(&r) > shown_share(&off) + 0.05);
 }

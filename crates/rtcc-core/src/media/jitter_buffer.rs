@@ -149,8 +149,7 @@ impl JitterBuffer {
     pub fn insert(&mut self, now: Time, p: &FramePacket) {
         let transit = now.0 as i128 - p.capture.0 as i128;
         self.min_transit = Some(self.min_transit.map_or(transit, |m| m.min(transit)));
-        if self.released_up_to.is_some_and(|r| p.frame <= r) || p.count == 0 || p.index >= p.count
-        {
+        if self.released_up_to.is_some_and(|r| p.frame <= r) || p.count == 0 || p.index >= p.count {
             return; // late (its frame is gone), or not a valid position
         }
         let slot = self.frames.entry(p.frame).or_insert_with(|| Slot {
@@ -255,10 +254,7 @@ impl JitterBuffer {
                     self.events.push_back(event);
                 }
                 None => {
-                    let later = self
-                        .frames
-                        .range(f + 1..)
-                        .find_map(|(_, s)| s.complete_at);
+                    let later = self.frames.range(f + 1..).find_map(|(_, s)| s.complete_at);
                     let Some(done) = later else {
                         return; // nothing complete behind it: keep waiting for its packets
                     };
@@ -276,9 +272,8 @@ impl JitterBuffer {
         if self.config.playout_delay == Duration::ZERO {
             return now;
         }
-        let target = capture.0 as i128
-            + self.min_transit.unwrap_or(0)
-            + self.config.playout_delay.0 as i128;
+        let target =
+            capture.0 as i128 + self.min_transit.unwrap_or(0) + self.config.playout_delay.0 as i128;
         Time(target.clamp(now.0 as i128, u64::MAX as i128) as u64)
     }
 }

@@ -117,7 +117,10 @@ impl Pacer {
 
     /// The next packet to leave: the priority lane first.
     fn pop_next(&mut self) -> Option<QueuedPacket> {
-        let p = self.priority.pop_front().or_else(|| self.queue.pop_front())?;
+        let p = self
+            .priority
+            .pop_front()
+            .or_else(|| self.queue.pop_front())?;
         self.queued_bytes -= p.size as u64;
         Some(p)
     }

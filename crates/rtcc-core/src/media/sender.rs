@@ -24,14 +24,14 @@
 //! - **A retransmission timeout** (RFC 6298, [`crate::rto::RtoTimer`]) for window-based
 //!   controllers (a `cwnd` in their decision): if nothing is acknowledged for an RTO while bytes
 //!   are in flight, everything in flight is declared lost and forgotten, the controller's
-//!   `on_rto` runs (it collapses its window) and the timer backs off. Without it a window that
+//!   `on_rto` runs (it collapses its window) and the timer backs off, up to [`VIDEO_RTO_MAX`].
+//!   Without it a window that
 //!   is full of packets lost in an outage never opens again: no feedback comes back for them.
 //! - **A minimum send rate** for rate-based controllers (no `cwnd`): target and pacing rate are
 //!   never below [`VideoSender::set_min_rate`] (30 kbit/s by default, libwebrtc's minimum video
 //!   bitrate), so a sender keeps probing the path even when no feedback arrives.
 //!
-//! The simulator, a live transport and a user's own stack all drive the same object (through
-//! [`crate::endpoint::VideoSendEndpoint`], which adds the wire formats).
+//! The simulator, a live transport and a user's own stack all drive the same object.
 
 use super::encoder::{EncodedFrame, Encoder};
 use super::pacer::{Pacer, PacerPoll, QueuedPacket};
@@ -46,6 +46,12 @@ use crate::units::{Rate, Time};
 /// libwebrtc's default minimum video bitrate (`kDefaultMinVideoBitrateBps`, 30 kbit/s): the
 /// floor of a rate-based controller's target and pacing rate.
 pub const DEFAULT_MIN_RATE: Rate = Rate(30_000.0);
+
+/// The video sender's largest RTO, also after backoff: one second, RFC 6298's initial RTO. A
+/// real-time flow must keep probing a path that lost everything (after an outage, or in a long
+/// loss burst) instead of backing off towards TCP's two minutes: the media behind it is useless
+/// seconds later anyway. Our judgment call; libwebrtc, rate-based, never stops sending at all.
+pub const VIDEO_RTO_MAX: crate::units::Duration = crate::units::Duration(1_000_000_000);
 
 /// A packet the sender releases, with what the wire layer needs to build it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -106,7 +112,7 @@ impl VideoSender {
             report: FeedbackReport::default(),
             pacer_wake: None,
             last_encoded: None,
-            rto: Some(RtoTimer::default()),
+            rto: Some(RtoTimer::with_max(VIDEO_RTO_MAX)),
             min_rate: DEFAULT_MIN_RATE,
             protection_overhead: 0.0,
             stats: SenderStats::default(),
@@ -115,7 +121,7 @@ impl VideoSender {
 
     /// Switch the retransmission timeout on (the default) or off.
     pub fn set_rto_enabled(&mut self, on: bool) {
-        self.rto = on.then(RtoTimer::default);
+        self.rto = on.then(|| RtoTimer::with_max(VIDEO_RTO_MAX));
     }
 
     /// Floor of a rate-based controller's target and pacing rate (0 for none).
@@ -137,7 +143,9 @@ impl VideoSender {
         let mut d = self.controller.decision();
         if d.cwnd.is_none() && self.min_rate.bps() > 0.0 {
             d.target_bitrate = Rate(d.target_bitrate.bps().max(self.min_rate.bps()));
-            d.pacing_rate = d.pacing_rate.map(|p| Rate(p.bps().max(self.min_rate.bps())));
+            d.pacing_rate = d
+                .pacing_rate
+                .map(|p| Rate(p.bps().max(self.min_rate.bps())));
         }
         d
     }
@@ -297,34 +305,33 @@ impl VideoSender {
             };
             (packet, q.ref_id)
         };
-        let (mut pkt, ref_id) = match self
-            .pacer
-            .poll_with_probe(now, &decision, probe.as_ref(), in_flight)
-        {
-            PacerPoll::Media(q) => queued(q),
-            PacerPoll::Padding(size) => (SentPacket { size, ..blank }, 0),
-            PacerPoll::Probe {
-                media: Some(q), ..
-            } => queued(q),
-            PacerPoll::Probe {
-                media: None, size, ..
-            } => (
-                SentPacket {
-                    size,
-                    kind: PacketKind::Probe,
-                    ..blank
-                },
-                0,
-            ),
-            PacerPoll::WaitUntil(t) => {
-                self.pacer_wake = Some(t);
-                return None;
-            }
-            PacerPoll::Idle => {
-                self.pacer_wake = None;
-                return None;
-            }
-        };
+        let (mut pkt, ref_id) =
+            match self
+                .pacer
+                .poll_with_probe(now, &decision, probe.as_ref(), in_flight)
+            {
+                PacerPoll::Media(q) => queued(q),
+                PacerPoll::Padding(size) => (SentPacket { size, ..blank }, 0),
+                PacerPoll::Probe { media: Some(q), .. } => queued(q),
+                PacerPoll::Probe {
+                    media: None, size, ..
+                } => (
+                    SentPacket {
+                        size,
+                        kind: PacketKind::Probe,
+                        ..blank
+                    },
+                    0,
+                ),
+                PacerPoll::WaitUntil(t) => {
+                    self.pacer_wake = Some(t);
+                    return None;
+                }
+                PacerPoll::Idle => {
+                    self.pacer_wake = None;
+                    return None;
+                }
+            };
         pkt = self.history.on_sent(pkt);
         match pkt.kind {
             PacketKind::Retransmission => self.stats.retransmissions += 1,
