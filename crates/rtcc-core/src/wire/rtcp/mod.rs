@@ -34,11 +34,13 @@
 //! | 206 |  1  | picture loss indication | [`feedback`] |
 //! | 206 | 15, "REMB" | receiver estimated maximum bitrate | [`feedback`] |
 
+pub mod ccfb;
 pub mod feedback;
 pub mod frame_ack;
 pub mod report;
 pub mod twcc;
 
+pub use ccfb::{CcfbBlock, CcfbMetric, CcfbReport};
 pub use feedback::{Nack, Pli, Remb};
 pub use frame_ack::FrameAckMessage;
 pub use report::{ntp_middle32, ntp_time, ReceiverReport, ReportBlock, SenderReport};
@@ -147,6 +149,7 @@ pub enum RtcpPacket {
     SenderReport(SenderReport),
     ReceiverReport(ReceiverReport),
     TransportCc(TransportCcFeedback),
+    Ccfb(CcfbReport),
     Remb(Remb),
     Nack(Nack),
     Pli(Pli),
@@ -169,6 +172,7 @@ fn parse_packet(h: &RtcpHeader, body: &[u8]) -> Result<RtcpPacket, WireError> {
         (PT_RR, rc) => RtcpPacket::ReceiverReport(ReceiverReport::parse_body(rc, body)?),
         (PT_RTPFB, FMT_NACK) => RtcpPacket::Nack(Nack::parse_body(body)?),
         (PT_RTPFB, FMT_TWCC) => RtcpPacket::TransportCc(TransportCcFeedback::parse_body(body)?),
+        (PT_RTPFB, FMT_CCFB) => RtcpPacket::Ccfb(CcfbReport::parse_body(body)?),
         (PT_PSFB, FMT_PLI) => RtcpPacket::Pli(Pli::parse_body(body)?),
         (PT_PSFB, FMT_AFB) if Remb::is_remb(body) => RtcpPacket::Remb(Remb::parse_body(body)?),
         (PT_APP, subtype) if FrameAckMessage::is_frame_ack(subtype, body) => {
@@ -216,6 +220,7 @@ impl RtcpPacket {
             RtcpPacket::SenderReport(_) => "sender report",
             RtcpPacket::ReceiverReport(_) => "receiver report",
             RtcpPacket::TransportCc(_) => "transport-wide CC feedback",
+            RtcpPacket::Ccfb(_) => "RFC 8888 feedback",
             RtcpPacket::Remb(_) => "REMB",
             RtcpPacket::Nack(_) => "generic NACK",
             RtcpPacket::Pli(_) => "PLI",
@@ -231,6 +236,7 @@ impl RtcpPacket {
             RtcpPacket::SenderReport(p) => p.encode(out),
             RtcpPacket::ReceiverReport(p) => p.encode(out),
             RtcpPacket::TransportCc(p) => p.encode(out),
+            RtcpPacket::Ccfb(p) => p.encode(out),
             RtcpPacket::Remb(p) => p.encode(out),
             RtcpPacket::Nack(p) => p.encode(out),
             RtcpPacket::Pli(p) => p.encode(out),
