@@ -10,6 +10,8 @@
 //! Parsers never panic on input from the network: every malformed datagram gives a [`WireError`]
 //! that names what was wrong.
 
+pub mod fec;
+pub mod rtcp;
 pub mod rtp;
 pub mod seq;
 
