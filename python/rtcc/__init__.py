@@ -20,7 +20,7 @@ except ImportError as _exc:  # pragma: no cover - only without a built extension
     ) from _exc
 
 from ._core import ScenarioError
-from .registry import ControllerSpec, controllers
+from .registry import ControllerSpec, controllers, register_controller
 from .result import Result
 from .scenario import Scenario, run_file
 from .sweep import Sweep, SweepResult
@@ -31,4 +31,4 @@ except _metadata.PackageNotFoundError:  # pragma: no cover - running from an uni
     __version__ = "0+unknown"
 
 __all__ = ["ControllerSpec", "Result", "Scenario", "ScenarioError", "Sweep", "SweepResult", "__version__",
-           "controllers", "run_file"]
+           "controllers", "register_controller", "run_file"]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from . import _core
 from ._core import ScenarioError
 
-__all__ = ["ControllerSpec", "controllers", "default_specs"]
+__all__ = ["ControllerSpec", "controllers", "default_specs", "register_controller"]
 
 
 def controllers() -> list[dict]:
@@ -24,6 +24,25 @@ def controllers() -> list[dict]:
     A parameter whose ``default`` is ``""`` is required.
     """
     return _core.controllers()
+
+
+def register_controller(name: str, factory, summary: str = "", params: dict | None = None) -> None:
+    """Register a controller written in Python under ``name`` (for this process).
+
+    ``factory(params: dict, ctx: dict)`` returns the controller object; ``ctx`` has ``now_s``,
+    ``fps`` and ``max_payload_bytes``. ``params`` maps each parameter name to its default as
+    scenario text (``""`` for a required one); scenarios may set only these. The object needs
+    ``decision()`` (a dict with ``target_bps`` and optionally ``pacing_bps``, ``cwnd_bytes``,
+    ``padding_bps``) and ``on_feedback(now_s, report)`` (``report``: numpy arrays ``seq``,
+    ``size``, ``send_time_s``, ``receive_time_s`` with NaN for a lost packet); it may have
+    ``on_packet_sent(now_s, seq, size, kind)`` and the timer pair ``next_timeout()`` (seconds or
+    None) / ``on_timeout(now_s)``. An exception in any of them fails the run with a RuntimeError
+    naming the controller and the method. Sweeps with ``jobs > 1`` run in fresh processes, which
+    only know the controllers their own imports register.
+    """
+    if not callable(factory):
+        raise TypeError(f"factory must be callable, got {factory!r}")
+    _core.register_controller(name, factory, summary, params)
 
 
 def _value(text: str):

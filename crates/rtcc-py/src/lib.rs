@@ -13,6 +13,8 @@ use rtcc_core::{Duration, Rate};
 use rtcc_sim::Scenario;
 use std::path::Path;
 
+mod pycontroller;
+
 create_exception!(
     _core,
     ScenarioError,
@@ -20,24 +22,29 @@ create_exception!(
     "An invalid scenario, trace, controller or parameter."
 );
 
-fn scenario_from_json(scenario_json: &str, base_dir: &str) -> PyResult<Scenario> {
-    Scenario::from_json_str(scenario_json, Path::new(base_dir), "scenario").map_err(|e| {
-        ScenarioError::new_err(format!(
-            "{}: {}",
-            if e.field.is_empty() {
-                "scenario"
-            } else {
-                &e.field
-            },
-            e.message
-        ))
-    })
+fn scenario_from_json(
+    scenario_json: &str,
+    base_dir: &str,
+    registry: &cc::Registry,
+) -> PyResult<Scenario> {
+    Scenario::from_json_str_with_registry(scenario_json, Path::new(base_dir), "scenario", registry)
+        .map_err(|e| {
+            ScenarioError::new_err(format!(
+                "{}: {}",
+                if e.field.is_empty() {
+                    "scenario"
+                } else {
+                    &e.field
+                },
+                e.message
+            ))
+        })
 }
 
 /// Validate a scenario (JSON text); raises ScenarioError.
 #[pyfunction]
 fn validate(scenario_json: &str, base_dir: &str) -> PyResult<()> {
-    scenario_from_json(scenario_json, base_dir).map(|_| ())
+    scenario_from_json(scenario_json, base_dir, &pycontroller::registry()).map(|_| ())
 }
 
 fn i64_of(t: Option<rtcc_core::Time>) -> i64 {
@@ -54,7 +61,8 @@ fn run<'py>(
     seed: Option<u64>,
     progress: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let sc = scenario_from_json(scenario_json, base_dir)?;
+    let registry = pycontroller::registry();
+    let sc = scenario_from_json(scenario_json, base_dir, &registry)?;
     let mut callback_error: Option<PyErr> = None;
     let mut report = |fraction: f64| {
         if callback_error.is_some() {
@@ -68,8 +76,10 @@ fn run<'py>(
             }
         }
     };
-    let result = rtcc_sim::run(&sc, seed, &mut report).map_err(ScenarioError::new_err)?;
-    if let Some(e) = callback_error {
+    pycontroller::take_error(); // none should be left from an earlier run
+    let result = rtcc_sim::run_with_registry(&sc, seed, &mut report, &registry)
+        .map_err(ScenarioError::new_err)?;
+    if let Some(e) = pycontroller::take_error().or(callback_error) {
         return Err(e);
     }
 
@@ -198,7 +208,7 @@ fn run<'py>(
 #[pyfunction]
 fn controllers(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     let list = PyList::empty(py);
-    for info in cc::registry() {
+    for info in &pycontroller::registry() {
         let d = PyDict::new(py);
         d.set_item("name", &info.name)?;
         d.set_item("summary", &info.summary)?;
@@ -214,6 +224,19 @@ fn controllers(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
         list.append(d)?;
     }
     Ok(list)
+}
+
+/// Register a controller written in Python: `factory(params: dict, ctx: dict)` returns the
+/// object (see `docs/controllers.md`); `params` maps parameter names to their defaults.
+#[pyfunction]
+#[pyo3(signature = (name, factory, summary="", params=None))]
+fn register_controller(
+    name: &str,
+    factory: Py<PyAny>,
+    summary: &str,
+    params: Option<&Bound<'_, PyDict>>,
+) -> PyResult<()> {
+    pycontroller::register(name, factory, summary, params)
 }
 
 /// Run a standard benchmark case ("single" or "ten").
@@ -269,6 +292,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(controllers, m)?)?;
+    m.add_function(wrap_pyfunction!(register_controller, m)?)?;
     m.add_function(wrap_pyfunction!(run_bench, m)?)?;
     m.add_function(wrap_pyfunction!(generate_lte_trace, m)?)?;
     m.add_function(wrap_pyfunction!(parse_rate, m)?)?;

@@ -1,0 +1,113 @@
+"""Controllers written in Python: registered by name, run by the core, errors made clear."""
+
+import math
+
+import pytest
+
+import rtcc
+from rtcc.compare import run_all
+from rtcc.registry import ControllerSpec
+
+
+class Constant:
+    """Asks for a constant rate and checks the feedback it gets."""
+
+    def __init__(self, params, ctx):
+        self.rate = rtcc._core.parse_rate(params["rate"])
+        self.ctx = ctx
+        self.reports = 0
+        self.sent = 0
+
+    def on_packet_sent(self, now_s, seq, size, kind):
+        assert kind in ("media", "padding", "probe", "retransmission")
+        self.sent += 1
+
+    def on_feedback(self, now_s, report):
+        n = len(report["seq"])
+        assert n and all(len(report[k]) == n for k in ("size", "send_time_s", "receive_time_s"))
+        assert all(math.isnan(r) or r >= s for s, r in zip(report["send_time_s"], report["receive_time_s"]))
+        self.reports += 1
+
+    def decision(self):
+        return {"target_bps": self.rate, "pacing_bps": 2.5 * self.rate}
+
+
+class Stepping(Constant):
+    """Doubles its rate once, at a timer 2 s in."""
+
+    def __init__(self, params, ctx):
+        super().__init__(params, ctx)
+        self.fired = []
+
+    def next_timeout(self):
+        return None if self.fired else 2.0
+
+    def on_timeout(self, now_s):
+        self.fired.append(now_s)
+        self.rate *= 2
+
+
+class Failing(Constant):
+    def on_feedback(self, now_s, report):
+        raise ValueError("boom")
+
+
+CREATED = []
+
+
+def constant(params, ctx):
+    CREATED.append(Constant(params, ctx))
+    return CREATED[-1]
+
+
+rtcc.register_controller("pytest_constant", constant, "a constant rate", {"rate": ""})
+rtcc.register_controller("pytest_failing", Failing, params={"rate": ""})
+rtcc.register_controller("pytest_stepping", lambda p, c: CREATED.append(Stepping(p, c)) or CREATED[-1],
+                         params={"rate": ""})
+
+
+def scenario(controller: str, **params) -> rtcc.Scenario:
+    return rtcc.Scenario(duration="4s", forward=dict(capacity="8Mbps", delay="20ms", queue="100ms"),
+                         flows=[dict(name="video", controller=controller, params=params or {"rate": "2Mbps"})])
+
+
+def test_a_python_controller_runs_at_the_rate_it_decides():
+    result = scenario("pytest_constant").run()
+    flow = result.summary["flows"][0]
+    assert flow["video_bitrate_bps"] == pytest.approx(2e6, rel=0.03)
+    assert flow["frames_delivered"] >= 110
+    c = CREATED[-1]
+    assert c.ctx["fps"] == 30 and c.ctx["max_payload_bytes"] == 1200
+    assert c.reports > 50 and c.sent == flow["packets_sent"]
+
+
+def test_the_timer_fires_when_asked():
+    result = scenario("pytest_stepping").run()
+    assert CREATED[-1].fired == [2.0]
+    frames = result.frames.filter(result.frames["flow"] == 0)
+    targets = frames["target_bps"].to_list()
+    assert targets[0] == 2e6 and targets[-1] == 4e6
+
+
+def test_it_is_listed_and_compared_like_the_builtin_ones():
+    listed = {c["name"]: c for c in rtcc.controllers()}["pytest_constant"]
+    assert listed["summary"] == "a constant rate"
+    assert listed["params"] == [{"name": "rate", "default": "", "doc": ""}]
+    results = run_all(scenario("fixed"), [ControllerSpec.parse("pytest_constant:rate=1Mbps")])
+    rate = results["pytest_constant:rate=1Mbps"].summary["flows"][0]["video_bitrate_bps"]
+    assert rate == pytest.approx(1e6, rel=0.03)
+
+
+def test_an_exception_fails_the_run_with_its_message():
+    with pytest.raises(RuntimeError, match=r'"pytest_failing": on_feedback\(\) raised ValueError: boom') as e:
+        scenario("pytest_failing").run()
+    assert isinstance(e.value.__cause__, ValueError)
+
+
+def test_names_and_parameters_are_checked():
+    with pytest.raises(ValueError, match="already registered"):
+        rtcc.register_controller("pytest_constant", constant)
+    with pytest.raises(ValueError, match="already registered"):
+        rtcc.register_controller("gcc", constant)
+    with pytest.raises(rtcc.ScenarioError, match='no parameter "rat"; valid parameters: rate'):
+        scenario("pytest_constant", rat="1Mbps").validate()
