@@ -201,6 +201,8 @@ fn kind_name(k: PacketKind) -> &'static str {
         PacketKind::Padding => "padding",
         PacketKind::Retransmission => "retransmission",
         PacketKind::Probe => "probe",
+        PacketKind::Fec => "fec",
+        PacketKind::Control => "control",
     }
 }
 
