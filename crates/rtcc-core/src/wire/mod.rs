@@ -11,6 +11,8 @@
 //! that names what was wrong.
 
 pub mod fec;
+#[cfg(test)]
+mod fuzz_tests;
 pub mod rtcp;
 pub mod rtp;
 pub mod seq;
