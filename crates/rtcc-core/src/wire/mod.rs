@@ -9,8 +9,17 @@
 //!
 //! Parsers never panic on input from the network: every malformed datagram gives a [`WireError`]
 //! that names what was wrong.
+//!
+//! - [`rtp`]: the RTP header with transport-wide sequence number, abs-send-time and rtcc's frame
+//!   descriptor extensions; RTP/RTCP demultiplexing.
+//! - [`rtcp`]: compound RTCP and its messages: sender/receiver reports, transport-wide CC
+//!   feedback, RFC 8888 feedback, generic NACK, PLI, REMB, rtcc's frame acknowledgement.
+//! - [`fec`]: XOR parity over groups of up to 16 packets.
+//! - [`seq`]: unwrapping of 16-bit sequence numbers.
 
 pub mod fec;
+#[cfg(test)]
+mod fuzz_tests;
 pub mod rtcp;
 pub mod rtp;
 pub mod seq;

@@ -237,7 +237,7 @@ impl Remb {
         finish(out, start, "RTCP REMB", false)
     }
 
-    /// Parse an AFB body that [`Remb::is_remb`]: the SSRC count must match the length, and
+    /// Parse an AFB body whose FCI starts with "REMB": the SSRC count must match the length, and
     /// `mantissa << exp` must fit 64 bits.
     pub fn parse_body(body: &[u8]) -> Result<Remb, WireError> {
         need("RTCP REMB", body, FEEDBACK_SSRCS_LEN + REMB_FIXED_LEN)?;

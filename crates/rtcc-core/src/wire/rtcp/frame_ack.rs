@@ -24,7 +24,7 @@
 //! *before* it. The encoder clamps an offset to 0 when that time is after `complete` and to
 //! 2^32 − 1 µs (71 min) when it is earlier than that; a parse gives the quantised (and clamped)
 //! times. The reserved field is written 0 and ignored. An APP packet with another name or
-//! subtype is [`RtcpPacket::Unknown`](super::RtcpPacket::Unknown).
+//! subtype is [`RtcpPacket::Unknown`].
 
 use super::{be16, be32, begin, finish, need, parse_as, RtcpPacket, WireError, PT_APP};
 use crate::units::Time;
