@@ -48,8 +48,17 @@ class Stepping(Constant):
 
 
 class Failing(Constant):
+    """Raises in on_feedback when its parameter ``fail`` is true (so that it is harmless in
+    other tests that run every registered controller with its defaults)."""
+
+    def __init__(self, params, ctx):
+        super().__init__(params, ctx)
+        self.fail = params.get("fail", False)
+
     def on_feedback(self, now_s, report):
-        raise ValueError("boom")
+        if self.fail:
+            raise ValueError("boom")
+        super().on_feedback(now_s, report)
 
 
 CREATED = []
@@ -60,10 +69,14 @@ def constant(params, ctx):
     return CREATED[-1]
 
 
-rtcc.register_controller("pytest_constant", constant, "a constant rate", {"rate": ""})
-rtcc.register_controller("pytest_failing", Failing, params={"rate": ""})
-rtcc.register_controller("pytest_stepping", lambda p, c: CREATED.append(Stepping(p, c)) or CREATED[-1],
-                         params={"rate": ""})
+@pytest.fixture(scope="module", autouse=True)
+def registered():
+    """Registered when this module's tests start (not at collection), so that the tests of other
+    modules that run every registered controller do not see them."""
+    rtcc.register_controller("pytest_constant", constant, "a constant rate", {"rate": ""})
+    rtcc.register_controller("pytest_stepping", lambda p, c: CREATED.append(Stepping(p, c)) or CREATED[-1],
+                             params={"rate": ""})
+    rtcc.register_controller("pytest_failing", Failing, params={"rate": "", "fail": "false"})
 
 
 def scenario(controller: str, **params) -> rtcc.Scenario:
@@ -100,7 +113,7 @@ def test_it_is_listed_and_compared_like_the_builtin_ones():
 
 def test_an_exception_fails_the_run_with_its_message():
     with pytest.raises(RuntimeError, match=r'"pytest_failing": on_feedback\(\) raised ValueError: boom') as e:
-        scenario("pytest_failing").run()
+        scenario("pytest_failing", rate="2Mbps", fail=True).run()
     assert isinstance(e.value.__cause__, ValueError)
 
 
