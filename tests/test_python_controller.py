@@ -64,18 +64,20 @@ class Failing(Constant):
 CREATED = []
 
 
-def constant(params, ctx):
-    CREATED.append(Constant(params, ctx))
-    return CREATED[-1]
+def kept(cls):
+    """A factory that keeps the controllers it makes in CREATED."""
+    def factory(params, ctx):
+        CREATED.append(cls(params, ctx))
+        return CREATED[-1]
+    return factory
 
 
 @pytest.fixture(scope="module", autouse=True)
 def registered():
     """Registered when this module's tests start (not at collection), so that the tests of other
     modules that run every registered controller do not see them."""
-    rtcc.register_controller("pytest_constant", constant, "a constant rate", {"rate": ""})
-    rtcc.register_controller("pytest_stepping", lambda p, c: CREATED.append(Stepping(p, c)) or CREATED[-1],
-                             params={"rate": ""})
+    rtcc.register_controller("pytest_constant", kept(Constant), "a constant rate", {"rate": ""})
+    rtcc.register_controller("pytest_stepping", kept(Stepping), params={"rate": ""})
     rtcc.register_controller("pytest_failing", Failing, params={"rate": "", "fail": "false"})
 
 
@@ -119,8 +121,8 @@ def test_an_exception_fails_the_run_with_its_message():
 
 def test_names_and_parameters_are_checked():
     with pytest.raises(ValueError, match="already registered"):
-        rtcc.register_controller("pytest_constant", constant)
+        rtcc.register_controller("pytest_constant", Constant)
     with pytest.raises(ValueError, match="already registered"):
-        rtcc.register_controller("gcc", constant)
+        rtcc.register_controller("gcc", Constant)
     with pytest.raises(rtcc.ScenarioError, match='no parameter "rat"; valid parameters: rate'):
         scenario("pytest_constant", rat="1Mbps").validate()
