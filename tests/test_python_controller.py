@@ -48,22 +48,37 @@ class Stepping(Constant):
 
 
 class Failing(Constant):
+    """Raises in on_feedback when its parameter ``fail`` is true (so that it is harmless in
+    other tests that run every registered controller with its defaults)."""
+
+    def __init__(self, params, ctx):
+        super().__init__(params, ctx)
+        self.fail = params.get("fail", False)
+
     def on_feedback(self, now_s, report):
-        raise ValueError("boom")
+        if self.fail:
+            raise ValueError("boom")
+        super().on_feedback(now_s, report)
 
 
 CREATED = []
 
 
-def constant(params, ctx):
-    CREATED.append(Constant(params, ctx))
-    return CREATED[-1]
+def kept(cls):
+    """A factory that keeps the controllers it makes in CREATED."""
+    def factory(params, ctx):
+        CREATED.append(cls(params, ctx))
+        return CREATED[-1]
+    return factory
 
 
-rtcc.register_controller("pytest_constant", constant, "a constant rate", {"rate": ""})
-rtcc.register_controller("pytest_failing", Failing, params={"rate": ""})
-rtcc.register_controller("pytest_stepping", lambda p, c: CREATED.append(Stepping(p, c)) or CREATED[-1],
-                         params={"rate": ""})
+@pytest.fixture(scope="module", autouse=True)
+def registered():
+    """Registered when this module's tests start (not at collection), so that the tests of other
+    modules that run every registered controller do not see them."""
+    rtcc.register_controller("pytest_constant", kept(Constant), "a constant rate", {"rate": ""})
+    rtcc.register_controller("pytest_stepping", kept(Stepping), params={"rate": ""})
+    rtcc.register_controller("pytest_failing", Failing, params={"rate": "", "fail": "false"})
 
 
 def scenario(controller: str, **params) -> rtcc.Scenario:
@@ -100,14 +115,14 @@ def test_it_is_listed_and_compared_like_the_builtin_ones():
 
 def test_an_exception_fails_the_run_with_its_message():
     with pytest.raises(RuntimeError, match=r'"pytest_failing": on_feedback\(\) raised ValueError: boom') as e:
-        scenario("pytest_failing").run()
+        scenario("pytest_failing", rate="2Mbps", fail=True).run()
     assert isinstance(e.value.__cause__, ValueError)
 
 
 def test_names_and_parameters_are_checked():
     with pytest.raises(ValueError, match="already registered"):
-        rtcc.register_controller("pytest_constant", constant)
+        rtcc.register_controller("pytest_constant", Constant)
     with pytest.raises(ValueError, match="already registered"):
-        rtcc.register_controller("gcc", constant)
+        rtcc.register_controller("gcc", Constant)
     with pytest.raises(rtcc.ScenarioError, match='no parameter "rat"; valid parameters: rate'):
         scenario("pytest_constant", rat="1Mbps").validate()

@@ -2,8 +2,9 @@
 //! Responsive Rate Control for Real-Time Video on Variable Networks", arXiv 2309.16869 v1).
 //!
 //! Vidaptive runs a window-based, delay-controlling congestion controller (Copa with δ = 0.9 by
-//! default, or RoCC with γ = 0.5; §3.2, §4, §5.1) as if the video were a backlogged flow, and
-//! fits the encoder to that controller's rate instead of the other way round:
+//! default, or RoCC with γ = 0.5; §3.2, §4, §5.1; here any registered controller with a window,
+//! by name) as if the video were a backlogged flow, and fits the encoder to that controller's
+//! rate instead of the other way round:
 //!
 //! - **Transport (§3.2).** The pacer is gated by the wrapped controller's window and pacing rate.
 //!   When the window and the pacer allow a packet but no media waits, a *dummy* (padding) packet
