@@ -92,11 +92,6 @@ impl BulkSender {
     }
 
     /// When a finite transfer had all its bytes acknowledged.
-    /// The sequence number the next segment gets.
-    pub fn next_seq(&self) -> u64 {
-        self.history.next_seq()
-    }
-
     pub fn completed_at(&self) -> Option<Time> {
         self.completed_at
     }

@@ -299,11 +299,14 @@ impl Simulation {
         let capacity: Arc<dyn CapacityView> = Arc::new(sc.forward.capacity.clone());
         let mut flows = Vec::new();
         for (i, f) in sc.flows.iter().enumerate() {
+            let controller = || {
+                registry
+                    .create(&f.controller, &f.params, &f.context(Some(capacity.clone())))
+                    .map_err(|e| format!("flows[{i}]: {e}"))
+            };
             let endpoint = match f.kind {
                 FlowKind::Video => {
-                    let controller = registry
-                        .create(&f.controller, &f.params, &f.context(Some(capacity.clone())))
-                        .map_err(|e| format!("flows[{i}]: {e}"))?;
+                    let controller = controller()?;
                     // Seed stream 3 << 32 | i: the encoder's randomness is independent of the
                     // frame source's (stream i) and of the links' (1 << 32, 2 << 32).
                     let enc = f.encoder.build(derive_seed(sc.seed, (3 << 32) | i as u64));
@@ -337,9 +340,7 @@ impl Simulation {
                     delayed_ack,
                     mss,
                 } => {
-                    let controller = registry
-                        .create(&f.controller, &f.params, &f.context(Some(capacity.clone())))
-                        .map_err(|e| format!("flows[{i}]: {e}"))?;
+                    let controller = controller()?;
                     Endpoint::Tcp {
                         sender: Box::new(BulkSender::new(controller, mss.0 as u32, app, f.start)),
                         receiver: Receiver::new(f.clock_offset),

@@ -9,6 +9,8 @@
 mod common;
 
 use common::{simulate, throughput_bps};
+use rtcc_core::metrics::PacketRecord;
+use rtcc_core::Time;
 use rtcc_sim::RunResult;
 
 /// Every registered controller that runs a video flow, with parameters it needs.
@@ -25,20 +27,17 @@ fn video_controllers() -> Vec<(String, String)> {
         .collect()
 }
 
-/// When flow 0 first sent a packet at or after `t_s`.
-fn first_send_after(r: &RunResult, t_s: f64) -> Option<f64> {
+/// The first of flow 0's packet times (`when` picks one, e.g. its send or receive time) at or
+/// after `t_s`, in seconds.
+fn first_after(
+    r: &RunResult,
+    t_s: f64,
+    when: impl Fn(&PacketRecord) -> Option<Time>,
+) -> Option<f64> {
     r.flows[0]
         .packets
         .iter()
-        .map(|p| p.send.as_secs_f64())
-        .find(|&s| s >= t_s)
-}
-
-fn first_delivery_after(r: &RunResult, t_s: f64) -> Option<f64> {
-    r.flows[0]
-        .packets
-        .iter()
-        .filter_map(|p| p.recv.map(|t| t.as_secs_f64()))
+        .filter_map(|p| when(p).map(|t| t.as_secs_f64()))
         .find(|&s| s >= t_s)
 }
 
@@ -65,12 +64,12 @@ fn every_video_controller_recovers_from_a_one_second_outage() {
     for (name, params) in video_controllers() {
         let r = simulate(&outage_scenario(&name, &params));
         // Sending again: something new reaches the receiver within 2 s of the recovery at 11 s.
-        let back = first_delivery_after(&r, 11.0);
+        let back = first_after(&r, 11.0, |p| p.recv);
         assert!(
             back.is_some_and(|t| t < 13.0),
             "{name}: nothing delivered within 2 s of the link's recovery (first after 11 s: {back:?})"
         );
-        let sent = first_send_after(&r, 12.0);
+        let sent = first_after(&r, 12.0, |p| Some(p.send));
         assert!(
             sent.is_some_and(|t| t < 13.0),
             "{name}: not sending in [12 s, 13 s): first send after 12 s at {sent:?}"

@@ -87,7 +87,7 @@ impl Default for JitterBufferConfig {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct Slot {
     keyframe: bool,
     reference: Option<u64>,
@@ -104,7 +104,7 @@ struct Slot {
     first_seq: u64,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct JitterBuffer {
     config: JitterBufferConfig,
     frames: BTreeMap<u64, Slot>,
@@ -223,31 +223,27 @@ impl JitterBuffer {
     fn release(&mut self, now: Time) {
         self.wake = None;
         while let Some((&f, slot)) = self.frames.first_key_value() {
-            let slot = slot.clone();
+            let (keyframe, reference, capture) = (slot.keyframe, slot.reference, slot.capture);
             match slot.complete_at {
                 Some(done) => {
                     // A reference that has not been released, and of which nothing is held:
                     // none of its packets arrived (yet).
-                    let unseen_reference = slot
-                        .reference
-                        .filter(|&r| !slot.keyframe && r < f)
+                    let unseen_reference = reference
+                        .filter(|&r| !keyframe && r < f)
                         .filter(|&r| self.released_up_to.is_none_or(|u| r > u));
                     if let Some(r) = unseen_reference {
                         if !self.wait_over(now, done) {
                             return;
                         }
-                        self.released_up_to = Some(r);
-                        self.events.push_back(FrameEvent::Abandoned { frame: r });
+                        self.abandon(r);
                     }
                     self.frames.remove(&f);
                     self.released_up_to = Some(f);
-                    let shown_at = self.render_time(now, slot.capture);
-                    let event = match self.playout.on_frame_complete(
-                        shown_at,
-                        f,
-                        slot.keyframe,
-                        slot.reference,
-                    ) {
+                    let shown_at = self.render_time(now, capture);
+                    let event = match self
+                        .playout
+                        .on_frame_complete(shown_at, f, keyframe, reference)
+                    {
                         FrameOutcome::Displayed(at) => FrameEvent::Displayed { frame: f, at },
                         FrameOutcome::Undecodable => FrameEvent::Undecodable { frame: f },
                     };

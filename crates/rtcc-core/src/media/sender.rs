@@ -62,14 +62,6 @@ pub struct Outgoing {
     pub ref_id: u64,
 }
 
-/// Counters of the sender's safety nets.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct SenderStats {
-    pub retransmissions: u64,
-    pub fec_packets: u64,
-    pub rto_expiries: u64,
-}
-
 pub struct VideoSender {
     controller: Box<dyn Controller>,
     encoder: Box<dyn Encoder>,
@@ -87,7 +79,6 @@ pub struct VideoSender {
     min_rate: Rate,
     /// Parity bytes per media byte (0 without FEC).
     protection_overhead: f64,
-    stats: SenderStats,
 }
 
 impl VideoSender {
@@ -115,7 +106,6 @@ impl VideoSender {
             rto: Some(RtoTimer::with_max(VIDEO_RTO_MAX)),
             min_rate: DEFAULT_MIN_RATE,
             protection_overhead: 0.0,
-            stats: SenderStats::default(),
         }
     }
 
@@ -134,25 +124,14 @@ impl VideoSender {
         self.protection_overhead = overhead.max(0.0);
     }
 
-    pub fn stats(&self) -> SenderStats {
-        self.stats
-    }
-
     /// The controller's decision with the rate floor applied to rate-based controllers.
     fn effective_decision(&self) -> Decision {
         let mut d = self.controller.decision();
-        if d.cwnd.is_none() && self.min_rate.bps() > 0.0 {
-            d.target_bitrate = Rate(d.target_bitrate.bps().max(self.min_rate.bps()));
-            d.pacing_rate = d
-                .pacing_rate
-                .map(|p| Rate(p.bps().max(self.min_rate.bps())));
+        if d.cwnd.is_none() {
+            d.target_bitrate = d.target_bitrate.max(self.min_rate);
+            d.pacing_rate = d.pacing_rate.map(|p| p.max(self.min_rate));
         }
         d
-    }
-
-    /// Whether the controller limits bytes in flight (the retransmission timer applies).
-    fn window_based(&self) -> bool {
-        self.controller.decision().cwnd.is_some()
     }
 
     pub fn controller(&self) -> &dyn Controller {
@@ -333,15 +312,9 @@ impl VideoSender {
                 }
             };
         pkt = self.history.on_sent(pkt);
-        match pkt.kind {
-            PacketKind::Retransmission => self.stats.retransmissions += 1,
-            PacketKind::Fec => self.stats.fec_packets += 1,
-            _ => {}
-        }
-        if self.window_based() {
-            if let Some(rto) = &mut self.rto {
-                rto.on_send(now);
-            }
+        // The retransmission timer guards window-based controllers only (a `cwnd`).
+        if let (Some(rto), Some(_)) = (&mut self.rto, decision.cwnd) {
+            rto.on_send(now);
         }
         self.controller.on_packet_sent(now, &pkt);
         Some(Outgoing {
@@ -354,7 +327,8 @@ impl VideoSender {
     pub fn on_feedback(&mut self, now: Time, fb: &TransportFeedback) {
         self.history.on_feedback(now, fb, &mut self.report);
         if !self.report.packets.is_empty() {
-            let outstanding = self.window_based() && self.history.in_flight() > 0;
+            let window_based = self.controller.decision().cwnd.is_some();
+            let outstanding = window_based && self.history.in_flight() > 0;
             if let (Some(rto), Some(rtt)) = (&mut self.rto, self.report.latest_rtt()) {
                 rto.on_rtt_sample(rtt);
                 rto.restart(now, outstanding);
@@ -383,14 +357,10 @@ impl VideoSender {
 
     /// When to call [`VideoSender::handle_timeout`] (pacer release or controller timer).
     pub fn poll_timeout(&self) -> Option<Time> {
-        [
-            self.pacer_wake,
-            self.controller.next_timeout(),
-            self.rto.and_then(|r| r.deadline()),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        [self.pacer_wake, self.controller_timeout()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// When the controller's own timer or the retransmission timer fires next (a change of
@@ -413,7 +383,6 @@ impl VideoSender {
             if rto.poll_expired(now) {
                 // RFC 6298 §5.4–5.6: what is in flight is presumed lost (the receiver NACKs the
                 // media it misses); the controller restarts from a small window.
-                self.stats.rto_expiries += 1;
                 self.history.clear_in_flight();
                 self.controller.on_rto(now);
                 self.pacer_wake = None;

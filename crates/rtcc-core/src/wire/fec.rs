@@ -22,7 +22,7 @@
 //! The header is [`FecHeader::LEN`] = 10 bytes; the parity payload follows it. (How the FEC
 //! packet itself is carried, e.g. in its own RTP stream, is the caller's choice.)
 
-use super::{need, WireError};
+use super::{be16, be32, need, WireError};
 
 /// Most packets one parity packet protects (bits of the mask).
 pub const MAX_PROTECTED: u16 = 16;
@@ -56,10 +56,10 @@ impl FecHeader {
     pub fn parse(buf: &[u8]) -> Result<(FecHeader, usize), WireError> {
         need("FEC header", buf, Self::LEN)?;
         let h = FecHeader {
-            base_seq: u16::from_be_bytes([buf[0], buf[1]]),
-            mask: u16::from_be_bytes([buf[2], buf[3]]),
-            length_recovery: u16::from_be_bytes([buf[4], buf[5]]),
-            size_recovery: u32::from_be_bytes([buf[6], buf[7], buf[8], buf[9]]),
+            base_seq: be16(buf, 0),
+            mask: be16(buf, 2),
+            length_recovery: be16(buf, 4),
+            size_recovery: be32(buf, 6),
         };
         if h.mask == 0 {
             return Err(no_packet());

@@ -17,7 +17,7 @@ use super::rtcp::{
     self, parse_compound, parse_single, CcfbBlock, CcfbReport, FrameAckMessage, Nack, Pli,
     ReceiverReport, Remb, ReportBlock, RtcpPacket, SenderReport, TransportCcFeedback,
 };
-use super::rtp::{FrameDescriptor, RtpHeader};
+use super::rtp::{extension_subsets, FrameDescriptor, RtpHeader};
 use crate::units::Time;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
@@ -88,17 +88,7 @@ fn rtp_corpus() -> Vec<Vec<u8>> {
         }),
     };
     let mut out = Vec::new();
-    for mask in 0..8u8 {
-        let mut h = full;
-        if mask & 1 == 0 {
-            h.transport_seq = None;
-        }
-        if mask & 2 == 0 {
-            h.abs_send_time = None;
-        }
-        if mask & 4 == 0 {
-            h.frame = None;
-        }
+    for h in extension_subsets(full) {
         let mut b = Vec::new();
         h.encode(&mut b);
         out.push(b);

@@ -26,6 +26,9 @@ pub mod seq;
 
 pub use seq::SeqUnwrapper;
 
+/// Nanoseconds per second, for the wire's fixed-point clocks.
+pub(crate) const NS_PER_S: u64 = 1_000_000_000;
+
 /// Bytes of IPv4 (20) and UDP (8) headers around every datagram.
 pub const IP_UDP_OVERHEAD: u32 = 28;
 
@@ -58,4 +61,16 @@ pub(crate) fn need(what: &'static str, buf: &[u8], need: usize) -> Result<(), Wi
     } else {
         Ok(())
     }
+}
+
+/// Read a big-endian u32 at `at`; the caller has checked the length.
+#[inline]
+pub(crate) fn be32(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+/// Read a big-endian u16 at `at`; the caller has checked the length.
+#[inline]
+pub(crate) fn be16(b: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes([b[at], b[at + 1]])
 }

@@ -41,7 +41,7 @@
 //! Extensions with other ids are skipped. A known id with the wrong data length is an error (the
 //! two ends disagree on the format), as is an element running past the block.
 
-use super::{need, WireError};
+use super::{be16, be32, need, WireError, NS_PER_S};
 use crate::units::Time;
 
 /// Length of the fixed RTP header, without CSRCs or extensions (RFC 3550 §5.1).
@@ -76,7 +76,6 @@ const FRAME_FLAG_KEYFRAME: u8 = 0x01;
 const EXT_HEADER_LEN: usize = 4;
 /// abs-send-time counts 2^-18 s and wraps after 2^24 of them, i.e. every 64 s.
 const ABS_SEND_TIME_PERIOD_NS: u64 = 64_000_000_000;
-const NS_PER_S: u64 = 1_000_000_000;
 
 /// rtcc's frame descriptor extension, modelled on the generic frame descriptor: 9 bytes,
 ///
@@ -122,10 +121,10 @@ impl FrameDescriptor {
             })?;
         let fd = FrameDescriptor {
             keyframe: d[0] & FRAME_FLAG_KEYFRAME != 0,
-            frame_id: u16::from_be_bytes([d[1], d[2]]),
-            index: u16::from_be_bytes([d[3], d[4]]),
-            count: u16::from_be_bytes([d[5], d[6]]),
-            reference_delta: u16::from_be_bytes([d[7], d[8]]),
+            frame_id: be16(d, 1),
+            index: be16(d, 3),
+            count: be16(d, 5),
+            reference_delta: be16(d, 7),
         };
         if fd.count == 0 || fd.index >= fd.count {
             return Err(WireError::Inconsistent {
@@ -243,17 +242,17 @@ impl RtpHeader {
         let mut h = RtpHeader {
             marker: buf[1] & 0x80 != 0,
             payload_type: buf[1] & 0x7F,
-            sequence: u16::from_be_bytes([buf[2], buf[3]]),
-            timestamp: u32::from_be_bytes([buf[4], buf[5], buf[6], buf[7]]),
-            ssrc: u32::from_be_bytes([buf[8], buf[9], buf[10], buf[11]]),
+            sequence: be16(buf, 2),
+            timestamp: be32(buf, 4),
+            ssrc: be32(buf, 8),
             ..RtpHeader::default()
         };
         let mut len = RTP_HEADER_LEN + 4 * csrc_count;
         need("RTP CSRC list", buf, len)?;
         if extension {
             need("RTP header extension", buf, len + EXT_HEADER_LEN)?;
-            let profile = u16::from_be_bytes([buf[len], buf[len + 1]]);
-            let words = u16::from_be_bytes([buf[len + 2], buf[len + 3]]) as usize;
+            let profile = be16(buf, len);
+            let words = be16(buf, len + 2) as usize;
             let start = len + EXT_HEADER_LEN;
             let end = start + 4 * words;
             need("RTP header extension", buf, end)?;
@@ -383,6 +382,19 @@ pub fn is_rtcp(datagram: &[u8]) -> bool {
         .is_some_and(|b| RTCP_DEMUX_RANGE.contains(b))
 }
 
+/// `full` with each of the 8 subsets of its extensions (bit 0: transport-wide sequence number,
+/// bit 1: abs-send-time, bit 2: frame descriptor; subset `k` keeps the extensions whose bit is
+/// set in `k`).
+#[cfg(test)]
+pub(crate) fn extension_subsets(full: RtpHeader) -> impl Iterator<Item = RtpHeader> {
+    (0..8u8).map(move |mask| RtpHeader {
+        transport_seq: full.transport_seq.filter(|_| mask & 1 != 0),
+        abs_send_time: full.abs_send_time.filter(|_| mask & 2 != 0),
+        frame: full.frame.filter(|_| mask & 4 != 0),
+        ..full
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -414,17 +426,7 @@ mod tests {
 
     #[test]
     fn round_trips_every_combination_of_extensions() {
-        for mask in 0..8u8 {
-            let mut h = full();
-            if mask & 1 == 0 {
-                h.transport_seq = None;
-            }
-            if mask & 2 == 0 {
-                h.abs_send_time = None;
-            }
-            if mask & 4 == 0 {
-                h.frame = None;
-            }
+        for (mask, h) in extension_subsets(full()).enumerate() {
             let mut buf = vec![0xAA]; // encode appends: existing bytes stay
             h.encode(&mut buf);
             assert_eq!(buf[0], 0xAA, "encode must append, not overwrite");

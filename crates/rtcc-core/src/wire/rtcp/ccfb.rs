@@ -31,6 +31,7 @@
 
 use super::{be16, be32, begin, finish, need, parse_as, RtcpPacket, WireError, FMT_CCFB, PT_RTPFB};
 use crate::units::{Duration, Time};
+use crate::wire::NS_PER_S;
 
 /// Most reports one block may carry.
 pub const MAX_REPORTS: usize = 16384;
@@ -46,7 +47,6 @@ pub const ATO_PER_SECOND: u64 = 1024;
 const BLOCK_HEADER_LEN: usize = 8;
 /// Bit of a metric that marks the packet received.
 const RECEIVED_BIT: u16 = 0x8000;
-const NS_PER_S: u64 = 1_000_000_000;
 
 /// One packet's metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

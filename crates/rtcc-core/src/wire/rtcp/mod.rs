@@ -46,6 +46,7 @@ pub use frame_ack::FrameAckMessage;
 pub use report::{ntp_middle32, ntp_time, ReceiverReport, ReportBlock, SenderReport};
 pub use twcc::TransportCcFeedback;
 
+pub(crate) use super::{be16, be32};
 use super::{need, WireError};
 
 /// Length of the common header.
@@ -288,18 +289,6 @@ pub(crate) fn finish(
     };
     out[start + 2..start + 4].copy_from_slice(&words.to_be_bytes());
     Ok(())
-}
-
-/// Read a big-endian u32 at `at`; the caller has checked the length.
-#[inline]
-pub(crate) fn be32(b: &[u8], at: usize) -> u32 {
-    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
-}
-
-/// Read a big-endian u16 at `at`; the caller has checked the length.
-#[inline]
-pub(crate) fn be16(b: &[u8], at: usize) -> u16 {
-    u16::from_be_bytes([b[at], b[at + 1]])
 }
 
 /// Parse a whole single packet and demand it be of the variant `pick` selects.

@@ -36,6 +36,7 @@
 
 use super::{be32, begin, finish, need, parse_as, RtcpPacket, WireError, MAX_COUNT, PT_RR, PT_SR};
 use crate::units::Time;
+use crate::wire::NS_PER_S;
 
 /// Bytes of one report block.
 pub const REPORT_BLOCK_LEN: usize = 24;
@@ -46,7 +47,6 @@ const RR_INFO_LEN: usize = 4;
 /// Range of the 24-bit signed cumulative loss.
 const CUMULATIVE_LOST_MIN: i32 = -(1 << 23);
 const CUMULATIVE_LOST_MAX: i32 = (1 << 23) - 1;
-const NS_PER_S: u64 = 1_000_000_000;
 
 /// `t` as a 32.32 fixed-point count of seconds since the [`Time`] origin (the integer part wraps
 /// after 2^32 s; the fraction is truncated).
