@@ -74,9 +74,9 @@ pub enum PacerPoll {
 
 #[derive(Debug, Default)]
 pub struct Pacer {
+    /// Retransmissions and FEC first (the first `priority` packets), then media.
     queue: VecDeque<QueuedPacket>,
-    /// Retransmissions and FEC, sent before `queue`.
-    priority: VecDeque<QueuedPacket>,
+    priority: usize,
     queued_bytes: u64,
     /// Earliest time the pacing budget allows the next packet.
     next_release: Time,
@@ -110,23 +110,20 @@ impl Pacer {
     pub fn push(&mut self, pkt: QueuedPacket) {
         self.queued_bytes += pkt.size as u64;
         match pkt.kind {
-            PacketKind::Retransmission | PacketKind::Fec => self.priority.push_back(pkt),
+            PacketKind::Retransmission | PacketKind::Fec => {
+                self.queue.insert(self.priority, pkt);
+                self.priority += 1;
+            }
             _ => self.queue.push_back(pkt),
         }
     }
 
     /// The next packet to leave: the priority lane first.
     fn pop_next(&mut self) -> Option<QueuedPacket> {
-        let p = self
-            .priority
-            .pop_front()
-            .or_else(|| self.queue.pop_front())?;
+        let p = self.queue.pop_front()?;
+        self.priority = self.priority.saturating_sub(1);
         self.queued_bytes -= p.size as u64;
         Some(p)
-    }
-
-    fn is_empty(&self) -> bool {
-        self.queue.is_empty() && self.priority.is_empty()
     }
 
     pub fn queued_bytes(&self) -> u64 {
@@ -134,19 +131,19 @@ impl Pacer {
     }
 
     pub fn queued_packets(&self) -> usize {
-        self.queue.len() + self.priority.len()
+        self.queue.len()
     }
 
     /// When the oldest queued media packet was queued.
     pub fn oldest_enqueue_time(&self) -> Option<Time> {
-        self.queue.front().map(|p| p.enqueued)
+        self.queue.get(self.priority).map(|p| p.enqueued)
     }
 
     /// Drop everything queued (flow stopped, encoder reset); returns the packets dropped.
     pub fn clear(&mut self) -> usize {
-        let n = self.queue.len() + self.priority.len();
+        let n = self.queue.len();
         self.queue.clear();
-        self.priority.clear();
+        self.priority = 0;
         self.queued_bytes = 0;
         n
     }
@@ -177,7 +174,7 @@ impl Pacer {
             }
         }
         if pacing.is_some() && now < self.next_release {
-            if self.is_empty() && decision.padding_rate.bps() <= 0.0 {
+            if self.queue.is_empty() && decision.padding_rate.bps() <= 0.0 {
                 return PacerPoll::Idle;
             }
             return PacerPoll::WaitUntil(self.next_release);

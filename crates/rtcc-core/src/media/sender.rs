@@ -53,6 +53,14 @@ pub const DEFAULT_MIN_RATE: Rate = Rate(30_000.0);
 /// seconds later anyway. Our judgment call; libwebrtc, rate-based, never stops sending at all.
 pub const VIDEO_RTO_MAX: crate::units::Duration = crate::units::Duration(1_000_000_000);
 
+/// The earlier of two optional instants.
+fn earliest(a: Option<Time>, b: Option<Time>) -> Option<Time> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// A packet the sender releases, with what the wire layer needs to build it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Outgoing {
@@ -340,7 +348,7 @@ impl VideoSender {
 
     /// The smoothed round-trip time, once feedback has given a sample.
     pub fn srtt(&self) -> Option<crate::units::Duration> {
-        self.rto.and_then(|r| r.srtt())
+        self.rto.as_ref().and_then(RtoTimer::srtt)
     }
 
     /// The last joined feedback report (for logging).
@@ -357,22 +365,14 @@ impl VideoSender {
 
     /// When to call [`VideoSender::handle_timeout`] (pacer release or controller timer).
     pub fn poll_timeout(&self) -> Option<Time> {
-        [self.pacer_wake, self.controller_timeout()]
-            .into_iter()
-            .flatten()
-            .min()
+        earliest(self.pacer_wake, self.controller_timeout())
     }
 
     /// When the controller's own timer or the retransmission timer fires next (a change of
     /// controller state worth logging).
     pub fn controller_timeout(&self) -> Option<Time> {
-        [
-            self.controller.next_timeout(),
-            self.rto.and_then(|r| r.deadline()),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        let rto = self.rto.as_ref().and_then(RtoTimer::deadline);
+        earliest(self.controller.next_timeout(), rto)
     }
 
     pub fn handle_timeout(&mut self, now: Time) {
