@@ -13,6 +13,7 @@
 //! - [`metrics`]: pure functions from logs to the metrics every comparison reports.
 
 pub mod cc;
+pub mod endpoint;
 pub mod media;
 pub mod metrics;
 pub mod net;

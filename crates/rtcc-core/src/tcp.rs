@@ -80,7 +80,8 @@ impl BulkSender {
             retransmit_pending: 0,
             next_release: start,
             pacing_wake: None,
-            app_wake: None,
+            // The first segments go out at the start.
+            app_wake: Some(start),
             rto: RtoTimer::default(),
             timeouts: 0,
             retransmissions: 0,
@@ -89,6 +90,11 @@ impl BulkSender {
 
     pub fn controller(&self) -> &dyn Controller {
         self.controller.as_ref()
+    }
+
+    /// The sequence number the next segment gets.
+    pub fn next_seq(&self) -> u64 {
+        self.history.next_seq()
     }
 
     /// When a finite transfer had all its bytes acknowledged.

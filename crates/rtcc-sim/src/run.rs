@@ -79,21 +79,35 @@ pub fn run_with_registry(
         events,
     } = sim.run(progress);
     let cap = capacity_fn(&sc.forward.capacity);
+    let reverse_cap = capacity_fn(&sc.reverse.capacity);
     let logs: Vec<FlowLog> = flows
         .iter()
-        .map(|f| FlowLog {
-            name: &f.config.name,
-            controller: &f.config.controller,
-            start: f.config.start,
-            stop: f.config.stop,
-            packets: &f.packets,
-            frames: &f.frames,
+        .map(|f| {
+            // Feedback travels the link opposite to the flow's data.
+            let back = if f.config.reverse { &cap } else { &reverse_cap };
+            FlowLog {
+                name: &f.config.name,
+                controller: &f.config.controller,
+                start: f.config.start,
+                stop: f.config.stop,
+                packets: &f.packets,
+                frames: &f.frames,
+                feedback_bytes: f.feedback_bytes,
+                feedback_capacity_bytes: back(f.config.start, f.config.stop),
+            }
         })
         .collect();
     let end = Time(sc.duration.0);
     let mut flow_summaries: Vec<FlowSummary> = logs
         .iter()
-        .map(|l| metrics::summarize_flow(l, end, &cap))
+        .zip(&flows)
+        .map(|(l, f)| {
+            if f.config.reverse {
+                metrics::summarize_flow(l, end, &reverse_cap)
+            } else {
+                metrics::summarize_flow(l, end, &cap)
+            }
+        })
         .collect();
     // SQP's simulated video (Eq. 10) for every flow: a video flow's slots follow its own frame
     // rate, any other flow's the first video flow's (60 fps, SQP's, when there is none), so

@@ -8,6 +8,7 @@
 //! `docs/scenarios.md` is the reference for users.
 
 use rtcc_core::cc::{self, ControllerContext, FeedbackPolicy, Params, Registry};
+use rtcc_core::endpoint::Recovery;
 use rtcc_core::media::encoder::EncoderConfig;
 use rtcc_core::media::source::JitterModel;
 use rtcc_core::net::impair::{ImpairmentConfig, LossModel};
@@ -111,6 +112,29 @@ pub struct FlowSpec {
     pub extra_delay: Option<Duration>,
     pub clock_offset: Option<Duration>,
     pub feedback: Option<FeedbackPolicy>,
+    /// Loss recovery and liveness (video flows): `recovery = { nack = false, fec = 4 }`.
+    pub recovery: Option<RecoverySpec>,
+    /// `"forward"` (default) or `"reverse"`: which link carries the flow's data.
+    pub direction: Option<String>,
+    /// On/off schedule: `[["0s", "40s"], ["60s", "120s"]]`; the flow is paused between the
+    /// periods with its controller and encoder state kept (RFC 8867 §5.8).
+    pub active: Option<Vec<(Duration, Duration)>>,
+}
+
+/// Loss recovery of a video flow as written in a scenario; every field is optional.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecoverySpec {
+    /// NACK-based retransmission on an RTX stream (default true).
+    pub nack: Option<bool>,
+    /// XOR FEC: one parity packet per this many media packets, 1–16 (default: off).
+    pub fec: Option<u16>,
+    /// Retransmission timeout for window-based controllers (default true).
+    pub rto: Option<bool>,
+    /// Floor of a rate-based controller's rate (default 30kbps).
+    pub min_rate: Option<Rate>,
+    /// Fixed playout delay of the receiver's jitter buffer (default 0ms).
+    pub playout_delay: Option<Duration>,
 }
 
 /// A link, resolved.
@@ -163,6 +187,12 @@ pub struct FlowConfig {
     pub extra_delay: Duration,
     pub clock_offset: Duration,
     pub feedback: FeedbackPolicy,
+    pub recovery: Recovery,
+    /// The flow's data goes over the reverse link.
+    pub reverse: bool,
+    /// Periods during which the sender is active, in order (one period `[start, stop]` when the
+    /// scenario gives no schedule).
+    pub active: Vec<(Time, Time)>,
 }
 
 /// A validated scenario, ready to run.
@@ -326,8 +356,38 @@ impl Scenario {
                     format!("{name:?} is used by two flows; flow names must be unique"),
                 ));
             }
-            let start = f.start.unwrap_or(Duration::ZERO);
-            let stop = f.stop.unwrap_or(duration);
+            if let Some(periods) = &f.active {
+                if f.start.is_some() || f.stop.is_some() {
+                    return Err(err(
+                        &at("active"),
+                        "give either an active schedule or start/stop, not both".into(),
+                    ));
+                }
+                if periods.is_empty() {
+                    return Err(err(&at("active"), "needs at least one period".into()));
+                }
+                for (k, w) in periods.iter().enumerate() {
+                    if w.0 >= w.1 || (k > 0 && periods[k - 1].1 >= w.0) {
+                        return Err(err(
+                            &at(&format!("active[{k}]")),
+                            format!(
+                                "periods must be [from, to] with from < to, in order and apart; got [{}, {}]",
+                                w.0, w.1
+                            ),
+                        ));
+                    }
+                }
+            }
+            let start = f
+                .active
+                .as_ref()
+                .and_then(|p| p.first().map(|w| w.0))
+                .unwrap_or(f.start.unwrap_or(Duration::ZERO));
+            let stop = f
+                .active
+                .as_ref()
+                .and_then(|p| p.last().map(|w| w.1))
+                .unwrap_or(f.stop.unwrap_or(duration));
             if stop > duration {
                 return Err(err(
                     &at("stop"),
@@ -423,6 +483,36 @@ impl Scenario {
                     "must be longer than 0ms".into(),
                 ));
             }
+            let reverse = match f.direction.as_deref() {
+                None | Some("forward") => false,
+                Some("reverse") => true,
+                Some(other) => {
+                    return Err(err(
+                        &at("direction"),
+                        format!("unknown direction {other:?}; valid: forward, reverse"),
+                    ))
+                }
+            };
+            let r = f.recovery.clone().unwrap_or_default();
+            if r.fec.is_some_and(|k| !(1..=16).contains(&k)) {
+                return Err(err(
+                    &at("recovery.fec"),
+                    "protects 1 to 16 media packets per parity packet".into(),
+                ));
+            }
+            let defaults = Recovery::default();
+            let recovery = Recovery {
+                nack: r.nack.unwrap_or(defaults.nack),
+                fec_group: r.fec,
+                keyframe_requests: f.keyframe_requests.unwrap_or(true),
+                rto: r.rto.unwrap_or(defaults.rto),
+                min_rate: r.min_rate.unwrap_or(defaults.min_rate),
+                playout_delay: r.playout_delay.unwrap_or(defaults.playout_delay),
+            };
+            let active = match &f.active {
+                Some(p) => p.iter().map(|w| (Time(w.0 .0), Time(w.1 .0))).collect(),
+                None => vec![(Time(start.0), Time(stop.0))],
+            };
             let flow = FlowConfig {
                 name,
                 kind,
@@ -441,6 +531,9 @@ impl Scenario {
                 extra_delay: f.extra_delay.unwrap_or(Duration::ZERO),
                 clock_offset: f.clock_offset.unwrap_or(Duration::ZERO),
                 feedback,
+                recovery,
+                reverse,
+                active,
             };
             // Build the controller once now so that bad parameters fail before the run.
             if !matches!(kind, FlowKind::Cbr { .. }) {
@@ -504,6 +597,7 @@ const KIND_FIELDS: &[(&str, &[&str])] = &[
             "overhead",
             "padding_size",
             "feedback",
+            "recovery",
         ],
     ),
     ("cbr", &["rate", "packet_size"]),
@@ -534,6 +628,7 @@ fn resolve_kind(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> Result<FlowKind, (
         ("overhead", f.overhead.is_some()),
         ("padding_size", f.padding_size.is_some()),
         ("feedback", f.feedback.is_some()),
+        ("recovery", f.recovery.is_some()),
         ("rate", f.rate.is_some()),
         ("packet_size", f.packet_size.is_some()),
         ("app", f.app.is_some()),

@@ -1,47 +1,60 @@
-//! The discrete-event simulator: a dumbbell of video flows over one bottleneck.
+//! The discrete-event simulator: a dumbbell of flows over one bottleneck, each flow a pair of
+//! sans-IO endpoints from `rtcc-core` ([`rtcc_core::endpoint`]).
 //!
 //! ```text
-//!  sender i ──► [forward queue ▸ forward link] ──(delay + extra_i)──► receiver i
-//!  sender i ◄──(delay + extra_i)── [reverse queue ▸ reverse link] ◄── feedback, frame acks,
-//!                                                                      keyframe requests
+//!  endpoint A of flow i ──► [forward queue ▸ forward link] ──(delay + extra_i)──► endpoint B
+//!  endpoint A of flow i ◄──(delay + extra_i)── [reverse queue ▸ reverse link] ◄── endpoint B
 //! ```
+//!
+//! (a flow with `direction = "reverse"` sends its A→B datagrams over the reverse link instead,
+//! and its B→A datagrams over the forward one: media in both directions over one link pair).
+//!
+//! The simulator is only a scheduler. It owns time, the links and their queues, the clock offset
+//! of each B endpoint (B is driven with `now + clock_offset`), and the logs; the endpoints own
+//! everything else (encoders, pacers, controllers, jitter buffers, feedback timers) and talk only
+//! through the datagrams they write with the real wire formats. It moves a datagram's bytes
+//! from one endpoint to the other, through the link of its direction, and keeps one pending
+//! wake-up per endpoint: when an endpoint's next timeout changes, a new event is pushed and the
+//! old one is recognised as stale when it fires (its time no longer matches).
 //!
 //! Events are kept in a binary heap ordered by (time, insertion sequence), so two events at the
 //! same instant run in the order they were scheduled and a run is a pure function of the
 //! scenario and the seed. All randomness comes from generators owned by the components (seeded
 //! from the scenario seed and the flow index).
-//!
-//! Each component is a sans-IO object from `rtcc-core` (`VideoSender`, `Receiver`, `Link`); the
-//! simulator only moves packets between them and keeps one pending wake-up per component: when a
-//! component's next wake-up time changes, a new event is pushed and the old one is recognised as
-//! stale when it fires (its time no longer matches).
 
 use crate::scenario::{FlowConfig, FlowKind, Scenario};
 use rtcc_core::cc::{self, CapacityView};
-use rtcc_core::media::playout::FrameOutcome;
-use rtcc_core::media::{ArrivedPacket, FrameSource, Packetizer, Playout, Receiver, VideoSender};
+use rtcc_core::endpoint::video_send::Ssrcs;
+use rtcc_core::endpoint::{
+    CbrSendEndpoint, Endpoint, EndpointEvent, Sink, TcpRecvEndpoint, TcpSendEndpoint,
+    VideoRecvEndpoint, VideoSendEndpoint,
+};
+use rtcc_core::media::jitter_buffer::FrameEvent;
+use rtcc_core::media::{FrameSource, Packetizer, VideoSender};
 use rtcc_core::metrics::{FrameRecord, PacketRecord};
 use rtcc_core::net::impair::Impairments;
 use rtcc_core::net::{Capacity, Link, LinkOutput, NetPacket};
-use rtcc_core::packet::SentPacket;
-use rtcc_core::packet::{FrameAck, PacketKind, TransportFeedback};
+use rtcc_core::packet::PacketKind;
 use rtcc_core::tcp::BulkSender;
 use rtcc_core::{Duration, Time};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 
-/// A packet in the network: forward media/padding, or a reverse-path message.
+/// A datagram in the network.
 #[derive(Debug, Clone, Copy)]
 struct SimPacket {
     flow: u32,
     size: u32,
-    /// Forward: sequence number (= index into the flow's packet log). Reverse: message slot.
-    id: u64,
-    frame: u64,
-    index_in_frame: u16,
-    packets_in_frame: u16,
+    /// The endpoint it goes to.
+    to: Side,
+    /// Index in the flow's packet log (A→B datagrams), `NOT_LOGGED` otherwise.
+    log: u32,
+    /// Slot of its bytes in the simulator's datagram store.
+    slot: u32,
 }
+
+const NOT_LOGGED: u32 = u32::MAX;
 
 impl NetPacket for SimPacket {
     fn size(&self) -> u32 {
@@ -52,26 +65,11 @@ impl NetPacket for SimPacket {
     }
 }
 
-const NO_FRAME: u64 = u64::MAX;
-
-/// Bytes of a feedback message: IP/UDP/RTCP headers (40) plus 2 bytes per reported packet,
-/// roughly the size of a transport-wide feedback message.
-fn feedback_size(reported: usize) -> u32 {
-    40 + 2 * reported as u32
-}
-/// Bytes of a frame acknowledgement message.
-const FRAME_ACK_SIZE: u32 = 40;
-/// Bytes of a keyframe request: an RTCP picture-loss indication (12 bytes, RFC 4585 §6.3.1)
-/// with IP/UDP headers.
-const KEYFRAME_REQUEST_SIZE: u32 = 40;
-
-/// What travels on the reverse path.
-#[derive(Debug, Default)]
-struct ReverseMessage {
-    feedback: Option<TransportFeedback>,
-    ack: Option<FrameAck>,
-    /// The receiver cannot decode and asks for a keyframe.
-    keyframe_request: bool,
+/// A flow's two ends: A sends the flow's data, B receives it (and sends feedback back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    A = 0,
+    B = 1,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,15 +80,12 @@ enum Dir {
 
 #[derive(Debug, Clone, Copy)]
 enum Event {
-    Capture(u32),
-    SenderWake(u32),
-    FeedbackTimer(u32),
+    Wake(u32, Side),
     FlowStop(u32),
-    CbrSend(u32),
-    AckTimer(u32),
+    /// Pause (`false`) or resume (`true`) a flow's sender.
+    SetActive(u32, bool),
     Link(Dir),
-    AtReceiver(SimPacket),
-    AtSender(SimPacket),
+    Deliver(SimPacket),
     Progress,
 }
 
@@ -129,110 +124,28 @@ pub struct StateLog {
 /// Everything one flow logged.
 pub struct FlowLogs {
     pub config: FlowConfig,
+    /// Datagrams from A to B.
     pub packets: Vec<PacketRecord>,
     pub frames: Vec<FrameRecord>,
-}
-
-/// The two ends of a flow.
-enum Endpoint {
-    Video {
-        sender: Box<VideoSender>,
-        source: Box<FrameSource>,
-        receiver: Receiver,
-        /// Decodability of the frames received, for keyframe requests.
-        playout: Playout,
-    },
-    /// Constant-rate cross traffic: one packet every `interval`, no feedback.
-    Cbr { interval: Duration, size: u32 },
-    /// TCP-like bulk transfer; the receiver acknowledges each segment, or every second one
-    /// (and after at most `DELAYED_ACK_TIMEOUT`) with delayed ACKs.
-    Tcp {
-        sender: Box<BulkSender>,
-        receiver: Receiver,
-        delayed_ack: bool,
-        unacked: u32,
-        delack_at: Option<Time>,
-    },
-}
-
-/// Linux's minimum delayed-ACK timeout (`TCP_DELACK_MIN`, 40 ms); RFC 1122 allows up to 500 ms.
-const DELAYED_ACK_TIMEOUT: Duration = Duration(40_000_000);
-
-/// What the simulator needs from a sender that has a controller (video or TCP).
-trait SenderEnd {
-    fn poll_transmit(&mut self, now: Time) -> Option<SentPacket>;
-    fn poll_timeout(&self) -> Option<Time>;
-    fn controller_timeout(&self) -> Option<Time>;
-    fn handle_timeout(&mut self, now: Time);
-    fn on_feedback(&mut self, now: Time, fb: &TransportFeedback);
-    fn on_frame_ack(&mut self, now: Time, ack: &FrameAck);
-    fn state(&self, out: &mut Vec<(&'static str, f64)>);
-    fn stop(&mut self);
-    /// The receiver asked for a keyframe (video senders only).
-    fn on_keyframe_request(&mut self) {}
-}
-
-impl SenderEnd for VideoSender {
-    fn poll_transmit(&mut self, now: Time) -> Option<SentPacket> {
-        VideoSender::poll_transmit(self, now).map(|o| o.packet)
-    }
-    fn poll_timeout(&self) -> Option<Time> {
-        VideoSender::poll_timeout(self)
-    }
-    fn controller_timeout(&self) -> Option<Time> {
-        // The retransmission timer changes the controller too.
-        VideoSender::controller_timeout(self)
-    }
-    fn handle_timeout(&mut self, now: Time) {
-        VideoSender::handle_timeout(self, now)
-    }
-    fn on_feedback(&mut self, now: Time, fb: &TransportFeedback) {
-        VideoSender::on_feedback(self, now, fb)
-    }
-    fn on_frame_ack(&mut self, now: Time, ack: &FrameAck) {
-        VideoSender::on_frame_ack(self, now, ack)
-    }
-    fn state(&self, out: &mut Vec<(&'static str, f64)>) {
-        VideoSender::state(self, out)
-    }
-    fn stop(&mut self) {
-        VideoSender::stop(self)
-    }
-    fn on_keyframe_request(&mut self) {
-        VideoSender::request_keyframe(self)
-    }
-}
-
-impl SenderEnd for BulkSender {
-    fn poll_transmit(&mut self, now: Time) -> Option<SentPacket> {
-        BulkSender::poll_transmit(self, now)
-    }
-    fn poll_timeout(&self) -> Option<Time> {
-        BulkSender::poll_timeout(self)
-    }
-    fn controller_timeout(&self) -> Option<Time> {
-        // An RTO changes the controller too: log the state when it fires.
-        BulkSender::poll_timeout(self)
-    }
-    fn handle_timeout(&mut self, now: Time) {
-        BulkSender::handle_timeout(self, now)
-    }
-    fn on_feedback(&mut self, now: Time, fb: &TransportFeedback) {
-        BulkSender::on_feedback(self, now, fb)
-    }
-    fn on_frame_ack(&mut self, _now: Time, _ack: &FrameAck) {}
-    fn state(&self, out: &mut Vec<(&'static str, f64)>) {
-        BulkSender::state(self, out)
-    }
-    fn stop(&mut self) {}
+    /// Datagrams from B to A (feedback, acknowledgements, NACKs, keyframe requests) and their
+    /// bytes on the wire.
+    pub feedback_packets: u64,
+    pub feedback_bytes: u64,
+    /// Datagrams the endpoints could not parse (0 unless something is broken).
+    pub malformed: u64,
 }
 
 struct FlowState {
     logs: FlowLogs,
-    endpoint: Endpoint,
+    ends: [Box<dyn Endpoint>; 2],
+    /// The pending wake-up of each end.
+    wake_at: [Option<Time>; 2],
+    /// The link A's datagrams take.
+    a_dir: Dir,
+    /// B's clock = true time + this.
+    clock_offset: Duration,
+    /// False once the flow stopped: A sends and hears nothing more.
     active: bool,
-    /// The pending SenderWake event's time.
-    wake_at: Option<Time>,
     /// When the controller state was last sampled.
     state_logged_at: Option<Time>,
 }
@@ -240,16 +153,6 @@ struct FlowState {
 /// Controller state is sampled at each feedback and timer event, but at most this often per flow
 /// (a TCP flow gets thousands of ACKs per second).
 pub const STATE_SAMPLE_INTERVAL: Duration = Duration(10_000_000);
-
-impl FlowState {
-    fn sender(&mut self) -> Option<&mut dyn SenderEnd> {
-        match &mut self.endpoint {
-            Endpoint::Video { sender, .. } => Some(&mut **sender),
-            Endpoint::Tcp { sender, .. } => Some(&mut **sender),
-            Endpoint::Cbr { .. } => None,
-        }
-    }
-}
 
 /// The raw output of a run (metrics are computed from it in [`crate::run`]).
 pub struct SimOutput {
@@ -271,8 +174,11 @@ pub struct Simulation {
     impairments: [Option<Impairments>; 2],
     forward_delay: Duration,
     reverse_delay: Duration,
-    messages: Vec<Option<ReverseMessage>>,
-    free_messages: Vec<u64>,
+    /// Bytes of the datagrams in the network, by slot, and the free slots.
+    datagrams: Vec<Vec<u8>>,
+    free_slots: Vec<u32>,
+    /// The buffer endpoints write into.
+    buf: Vec<u8>,
     link_out: LinkOutput<SimPacket>,
     state: StateLog,
     state_buf: Vec<(&'static str, f64)>,
@@ -287,6 +193,62 @@ pub fn derive_seed(seed: u64, stream: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// Build flow `i`'s two endpoints.
+fn endpoints(
+    sc: &Scenario,
+    i: usize,
+    f: &FlowConfig,
+    capacity: &Arc<dyn CapacityView>,
+    registry: &cc::Registry,
+) -> Result<[Box<dyn Endpoint>; 2], String> {
+    let ssrcs = Ssrcs::for_flow(i as u32);
+    let controller = || {
+        registry
+            .create(&f.controller, &f.params, &f.context(Some(capacity.clone())))
+            .map_err(|e| format!("flows[{i}]: {e}"))
+    };
+    // B's clock at the flow's start.
+    let b_start = f.start + f.clock_offset;
+    Ok(match f.kind {
+        FlowKind::Video => {
+            // Seed stream 3 << 32 | i: the encoder's randomness is independent of the frame
+            // source's (stream i) and of the links' (1 << 32, 2 << 32).
+            let enc = f.encoder.build(derive_seed(sc.seed, (3 << 32) | i as u64));
+            let packetizer = Packetizer {
+                payload: f.payload,
+                overhead: f.overhead,
+            };
+            let sender = VideoSender::new(controller()?, enc, packetizer, f.fps, f.padding_size.0 as u32);
+            let source = FrameSource::new(f.start, f.fps, f.frame_jitter, derive_seed(sc.seed, i as u64))
+                .with_model(f.frame_jitter_model);
+            [
+                Box::new(VideoSendEndpoint::new(sender, source, ssrcs, f.recovery)),
+                Box::new(VideoRecvEndpoint::new(b_start, ssrcs.media, f.feedback, f.recovery)),
+            ]
+        }
+        FlowKind::Tcp {
+            app,
+            delayed_ack,
+            mss,
+        } => {
+            let sender = BulkSender::new(controller()?, mss.0 as u32, app, f.start);
+            [
+                Box::new(TcpSendEndpoint::new(sender, ssrcs.media)),
+                Box::new(TcpRecvEndpoint::new(ssrcs.media, delayed_ack)),
+            ]
+        }
+        FlowKind::Cbr { rate, packet_size } => [
+            Box::new(CbrSendEndpoint::new(
+                f.start,
+                rate.transmit_time(packet_size.0),
+                packet_size.0 as u32,
+                ssrcs.media,
+            )),
+            Box::new(Sink),
+        ],
+    })
+}
+
 impl Simulation {
     /// Build the simulation. Fails only if a controller cannot be created (the scenario was
     /// validated, so this is a programming error or a non-validated scenario).
@@ -299,70 +261,20 @@ impl Simulation {
         let capacity: Arc<dyn CapacityView> = Arc::new(sc.forward.capacity.clone());
         let mut flows = Vec::new();
         for (i, f) in sc.flows.iter().enumerate() {
-            let controller = || {
-                registry
-                    .create(&f.controller, &f.params, &f.context(Some(capacity.clone())))
-                    .map_err(|e| format!("flows[{i}]: {e}"))
-            };
-            let endpoint = match f.kind {
-                FlowKind::Video => {
-                    let controller = controller()?;
-                    // Seed stream 3 << 32 | i: the encoder's randomness is independent of the
-                    // frame source's (stream i) and of the links' (1 << 32, 2 << 32).
-                    let enc = f.encoder.build(derive_seed(sc.seed, (3 << 32) | i as u64));
-                    let packetizer = Packetizer {
-                        payload: f.payload,
-                        overhead: f.overhead,
-                    };
-                    Endpoint::Video {
-                        sender: Box::new(VideoSender::new(
-                            controller,
-                            enc,
-                            packetizer,
-                            f.fps,
-                            f.padding_size.0 as u32,
-                        )),
-                        source: Box::new(
-                            FrameSource::new(
-                                f.start,
-                                f.fps,
-                                f.frame_jitter,
-                                derive_seed(sc.seed, i as u64),
-                            )
-                            .with_model(f.frame_jitter_model),
-                        ),
-                        receiver: Receiver::new(f.clock_offset),
-                        playout: Playout::default(),
-                    }
-                }
-                FlowKind::Tcp {
-                    app,
-                    delayed_ack,
-                    mss,
-                } => {
-                    let controller = controller()?;
-                    Endpoint::Tcp {
-                        sender: Box::new(BulkSender::new(controller, mss.0 as u32, app, f.start)),
-                        receiver: Receiver::new(f.clock_offset),
-                        delayed_ack,
-                        unacked: 0,
-                        delack_at: None,
-                    }
-                }
-                FlowKind::Cbr { rate, packet_size } => Endpoint::Cbr {
-                    interval: rate.transmit_time(packet_size.0),
-                    size: packet_size.0 as u32,
-                },
-            };
             flows.push(FlowState {
+                ends: endpoints(sc, i, f, &capacity, registry)?,
                 logs: FlowLogs {
                     config: f.clone(),
                     packets: Vec::new(),
                     frames: Vec::new(),
+                    feedback_packets: 0,
+                    feedback_bytes: 0,
+                    malformed: 0,
                 },
-                endpoint,
-                active: false,
-                wake_at: None,
+                wake_at: [None, None],
+                a_dir: if f.reverse { Dir::Reverse } else { Dir::Forward },
+                clock_offset: f.clock_offset,
+                active: true,
                 state_logged_at: None,
             });
         }
@@ -385,8 +297,9 @@ impl Simulation {
             }),
             forward_delay: sc.forward.delay,
             reverse_delay: sc.reverse.delay,
-            messages: Vec::new(),
-            free_messages: Vec::new(),
+            datagrams: Vec::new(),
+            free_slots: Vec::new(),
+            buf: Vec::with_capacity(1500),
             link_out: LinkOutput::default(),
             state: StateLog::default(),
             state_buf: Vec::new(),
@@ -394,25 +307,22 @@ impl Simulation {
         };
         for i in 0..sim.flows.len() {
             let cfg = &sim.flows[i].logs.config;
-            let (start, stop, interval) = (cfg.start, cfg.stop, cfg.feedback.interval);
-            sim.flows[i].active = true;
+            let (start, stop, is_video) = (cfg.start, cfg.stop, cfg.kind == FlowKind::Video);
+            let pauses: Vec<(Time, Time)> = cfg
+                .active
+                .windows(2)
+                .map(|w| (w[0].1, w[1].0))
+                .collect();
             sim.push(stop, Event::FlowStop(i as u32));
-            match &mut sim.flows[i].endpoint {
-                Endpoint::Video { source, .. } => {
-                    let (_, first) = source.next_capture();
-                    sim.push(first, Event::Capture(i as u32));
-                    if let Some(iv) = interval {
-                        sim.push(start + iv, Event::FeedbackTimer(i as u32));
-                    }
-                    sim.log_state(i, start);
-                    sim.reschedule_sender(i);
-                }
-                Endpoint::Cbr { .. } => sim.push(start, Event::CbrSend(i as u32)),
-                Endpoint::Tcp { .. } => {
-                    sim.flows[i].wake_at = Some(start);
-                    sim.push(start, Event::SenderWake(i as u32));
-                }
+            for (off, on) in pauses {
+                sim.push(off, Event::SetActive(i as u32, false));
+                sim.push(on, Event::SetActive(i as u32, true));
             }
+            if is_video {
+                sim.log_state(i, start);
+            }
+            sim.reschedule(i, Side::A);
+            sim.reschedule(i, Side::B);
         }
         Ok(sim)
     }
@@ -436,15 +346,17 @@ impl Simulation {
             self.now = time;
             self.events += 1;
             match event {
-                Event::Capture(f) => self.on_capture(f as usize),
-                Event::SenderWake(f) => self.on_sender_wake(f as usize, time),
-                Event::FeedbackTimer(f) => self.on_feedback_timer(f as usize),
+                Event::Wake(f, side) => self.on_wake(f as usize, side, time),
                 Event::FlowStop(f) => self.on_flow_stop(f as usize),
-                Event::CbrSend(f) => self.on_cbr_send(f as usize),
-                Event::AckTimer(f) => self.on_ack_timer(f as usize, time),
+                Event::SetActive(f, on) => {
+                    let i = f as usize;
+                    if self.flows[i].active {
+                        self.flows[i].ends[0].set_active(time, on);
+                        self.pump(i, Side::A);
+                    }
+                }
                 Event::Link(dir) => self.on_link_event(dir, time),
-                Event::AtReceiver(p) => self.on_receiver_packet(p),
-                Event::AtSender(p) => self.on_sender_message(p),
+                Event::Deliver(p) => self.on_deliver(p),
                 Event::Progress => {
                     progress((time.as_secs_f64() / self.end.as_secs_f64()).min(1.0));
                     self.push(time + Duration::from_millis(1000), Event::Progress);
@@ -453,185 +365,231 @@ impl Simulation {
         }
         progress(1.0);
         SimOutput {
-            flows: self.flows.into_iter().map(|f| f.logs).collect(),
+            flows: self
+                .flows
+                .into_iter()
+                .map(|mut f| {
+                    f.logs.malformed = f.ends.iter().map(|e| e.malformed()).sum();
+                    f.logs
+                })
+                .collect(),
             state: self.state,
             events: self.events,
         }
     }
 
-    // --- sender side -----------------------------------------------------------------------
-
-    fn on_capture(&mut self, i: usize) {
-        let now = self.now;
-        let fl = &mut self.flows[i];
-        let Endpoint::Video { sender, source, .. } = &mut fl.endpoint else {
-            return;
-        };
-        if !fl.active {
-            return;
+    /// An endpoint's clock at true time `t`.
+    fn local(&self, i: usize, side: Side, t: Time) -> Time {
+        match side {
+            Side::A => t,
+            Side::B => t + self.flows[i].clock_offset,
         }
-        let frame = fl.logs.frames.len() as u64;
-        let info = sender.on_frame_captured(now, frame);
-        let encoded = sender.last_encoded().copied();
-        fl.logs.frames.push(FrameRecord {
-            flow: i as u32,
-            frame,
-            capture: now,
-            size: info.size,
-            target_bps: info.target.bps(),
-            packets: info.packets,
-            first_send: None,
-            last_send: None,
-            complete: None,
-            keyframe: info.keyframe,
-            psnr_db: encoded.and_then(|e| e.psnr_db),
-            resolution: encoded.and_then(|e| e.resolution),
-        });
-        let (_, next) = source.next_capture();
-        if next < fl.logs.config.stop {
-            self.push(next, Event::Capture(i as u32));
-        }
-        self.pump(i);
     }
 
-    fn on_sender_wake(&mut self, i: usize, time: Time) {
+    fn on_wake(&mut self, i: usize, side: Side, time: Time) {
         let fl = &mut self.flows[i];
-        if fl.wake_at != Some(time) {
+        if fl.wake_at[side as usize] != Some(time) {
             return; // stale
         }
-        fl.wake_at = None;
-        let Some(sender) = fl.sender() else { return };
-        let timer_due = sender.controller_timeout().is_some_and(|t| t <= time);
-        sender.handle_timeout(time);
+        fl.wake_at[side as usize] = None;
+        if side == Side::A && !fl.active {
+            return;
+        }
+        let local = self.local(i, side, time);
+        let end = &mut self.flows[i].ends[side as usize];
+        let timer_due = side == Side::A && end.controller_timeout().is_some_and(|t| t <= local);
+        end.handle_timeout(local);
         if timer_due {
             self.log_state(i, time);
         }
-        self.pump(i);
+        self.pump(i, side);
     }
 
-    /// Send everything the video sender releases now, then schedule its next wake-up.
-    fn pump(&mut self, i: usize) {
+    /// Send everything an endpoint releases now, take its events, schedule its next wake-up.
+    fn pump(&mut self, i: usize, side: Side) {
         let now = self.now;
-        if self.flows[i].active {
-            while let Some(p) = self.flows[i].sender().and_then(|s| s.poll_transmit(now)) {
-                let fl = &mut self.flows[i];
-                if let Some(f) = p.frame.and_then(|f| fl.logs.frames.get_mut(f as usize)) {
-                    f.first_send.get_or_insert(now);
-                    f.last_send = Some(now);
+        let local = self.local(i, side, now);
+        let can_send = side == Side::B || self.flows[i].active;
+        while can_send {
+            let mut buf = std::mem::take(&mut self.buf);
+            let t = self.flows[i].ends[side as usize].poll_transmit(local, &mut buf);
+            let Some(t) = t else {
+                self.buf = buf;
+                break;
+            };
+            let slot = self.store(&buf);
+            self.buf = buf;
+            let fl = &mut self.flows[i];
+            let (dir, log) = match side {
+                Side::A => {
+                    let log = fl.logs.packets.len() as u32;
+                    if t.kind == PacketKind::Media {
+                        if let Some(f) = t.frame.and_then(|f| fl.logs.frames.get_mut(f as usize)) {
+                            f.first_send.get_or_insert(now);
+                            f.last_send = Some(now);
+                        }
+                    }
+                    fl.logs.packets.push(PacketRecord {
+                        flow: i as u32,
+                        seq: t.seq.unwrap_or(log as u64),
+                        kind: t.kind,
+                        size: t.size,
+                        frame: t.frame,
+                        send: now,
+                        enqueue: now,
+                        depart: None,
+                        recv: None,
+                        dropped: false,
+                    });
+                    (fl.a_dir, log)
                 }
-                let pkt = SimPacket {
-                    flow: i as u32,
-                    size: p.size,
-                    id: p.seq,
-                    frame: p.frame.unwrap_or(NO_FRAME),
-                    index_in_frame: p.index_in_frame,
-                    packets_in_frame: p.packets_in_frame,
-                };
-                self.send_forward(pkt, p.kind);
+                Side::B => {
+                    fl.logs.feedback_packets += 1;
+                    fl.logs.feedback_bytes += t.size as u64;
+                    let dir = match fl.a_dir {
+                        Dir::Forward => Dir::Reverse,
+                        Dir::Reverse => Dir::Forward,
+                    };
+                    (dir, NOT_LOGGED)
+                }
+            };
+            let pkt = SimPacket {
+                flow: i as u32,
+                size: t.size,
+                to: if side == Side::A { Side::B } else { Side::A },
+                log,
+                slot,
+            };
+            let mut out = std::mem::take(&mut self.link_out);
+            self.link(dir).enqueue(now, pkt, &mut out);
+            self.link_out = out;
+            self.drain_link_output(dir);
+        }
+        self.take_events(i, side);
+        self.reschedule(i, side);
+    }
+
+    fn store(&mut self, bytes: &[u8]) -> u32 {
+        match self.free_slots.pop() {
+            Some(s) => {
+                let d = &mut self.datagrams[s as usize];
+                d.clear();
+                d.extend_from_slice(bytes);
+                s
+            }
+            None => {
+                self.datagrams.push(bytes.to_vec());
+                self.datagrams.len() as u32 - 1
             }
         }
-        self.reschedule_sender(i);
     }
 
-    /// Log a packet leaving its sender and offer it to the bottleneck.
-    fn send_forward(&mut self, pkt: SimPacket, kind: PacketKind) {
-        let now = self.now;
-        let log = &mut self.flows[pkt.flow as usize].logs.packets;
-        debug_assert_eq!(pkt.id as usize, log.len());
-        log.push(PacketRecord {
-            flow: pkt.flow,
-            seq: pkt.id,
-            kind,
-            size: pkt.size,
-            frame: (pkt.frame != NO_FRAME).then_some(pkt.frame),
-            send: now,
-            enqueue: now,
-            depart: None,
-            recv: None,
-            dropped: false,
-        });
-        self.forward.enqueue(now, pkt, &mut self.link_out);
-        self.drain_link_output(Dir::Forward);
+    fn free(&mut self, slot: u32) {
+        self.free_slots.push(slot);
     }
 
-    fn on_cbr_send(&mut self, i: usize) {
-        let fl = &self.flows[i];
-        let Endpoint::Cbr { interval, size } = fl.endpoint else {
-            return;
-        };
-        if !fl.active {
-            return;
-        }
-        let pkt = SimPacket {
-            flow: i as u32,
-            size,
-            id: fl.logs.packets.len() as u64,
-            frame: NO_FRAME,
-            index_in_frame: 0,
-            packets_in_frame: 0,
-        };
-        let stop = fl.logs.config.stop;
-        self.send_forward(pkt, PacketKind::Media);
-        // Packet k leaves at start + k·interval (no drift from rounding accumulates beyond 1 ns
-        // per packet, since the interval is already rounded to whole nanoseconds).
-        let next = self.now + interval;
-        if next < stop {
-            self.push(next, Event::CbrSend(i as u32));
-        }
-    }
-
-    fn reschedule_sender(&mut self, i: usize) {
-        let now = self.now;
+    /// Move an endpoint's events into the flow's logs.
+    fn take_events(&mut self, i: usize, side: Side) {
+        let offset = self.flows[i].clock_offset;
         let fl = &mut self.flows[i];
-        let active = fl.active;
-        let next = match fl.sender() {
-            Some(sender) if active => sender.poll_timeout().map(|t| t.max(now)),
-            _ => None,
+        while let Some(e) = fl.ends[side as usize].poll_event() {
+            let to_true = |t: Time| Time(t.0.saturating_sub(offset.0));
+            match e {
+                EndpointEvent::FrameEncoded(f) => {
+                    debug_assert_eq!(f.frame as usize, fl.logs.frames.len());
+                    fl.logs.frames.push(FrameRecord {
+                        flow: i as u32,
+                        frame: f.frame,
+                        capture: f.capture,
+                        size: f.size,
+                        target_bps: f.target.bps(),
+                        packets: f.packets,
+                        first_send: None,
+                        last_send: None,
+                        complete: None,
+                        keyframe: f.keyframe,
+                        psnr_db: f.psnr_db,
+                        resolution: f.resolution,
+                        display: None,
+                        recovered: false,
+                        unrecoverable: false,
+                    });
+                }
+                EndpointEvent::Frame(fe) => {
+                    let frames = &mut fl.logs.frames;
+                    match fe {
+                        FrameEvent::Complete {
+                            frame,
+                            at,
+                            recovered,
+                            ..
+                        } => {
+                            if let Some(r) = frames.get_mut(frame as usize) {
+                                r.complete = Some(to_true(at));
+                                r.recovered = recovered;
+                            }
+                        }
+                        FrameEvent::Displayed { frame, at } => {
+                            if let Some(r) = frames.get_mut(frame as usize) {
+                                r.display = Some(to_true(at));
+                            }
+                        }
+                        FrameEvent::Undecodable { frame } | FrameEvent::Abandoned { frame } => {
+                            if let Some(r) = frames.get_mut(frame as usize) {
+                                r.unrecoverable = true;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn reschedule(&mut self, i: usize, side: Side) {
+        let now = self.now;
+        let offset = self.flows[i].clock_offset;
+        let fl = &mut self.flows[i];
+        let next = if side == Side::A && !fl.active {
+            None
+        } else {
+            fl.ends[side as usize].poll_timeout().map(|t| match side {
+                Side::A => t.max(now),
+                Side::B => Time(t.0.saturating_sub(offset.0)).max(now),
+            })
         };
-        if next != fl.wake_at {
-            fl.wake_at = next;
+        if next != fl.wake_at[side as usize] {
+            fl.wake_at[side as usize] = next;
             if let Some(t) = next {
-                self.push(t, Event::SenderWake(i as u32));
+                self.push(t, Event::Wake(i as u32, side));
             }
         }
     }
 
     fn on_flow_stop(&mut self, i: usize) {
+        let now = self.now;
         let fl = &mut self.flows[i];
         fl.active = false;
-        if let Some(sender) = fl.sender() {
-            sender.stop();
-        }
-        fl.wake_at = None;
+        fl.ends[0].close(now);
+        fl.wake_at[0] = None;
     }
 
-    fn on_sender_message(&mut self, p: SimPacket) {
-        let i = p.flow as usize;
-        let Some(msg) = self.take_message(p.id) else {
-            return;
-        };
+    fn on_deliver(&mut self, p: SimPacket) {
         let now = self.now;
-        if !self.flows[i].active {
-            return;
+        let i = p.flow as usize;
+        if p.log != NOT_LOGGED {
+            self.flows[i].logs.packets[p.log as usize].recv = Some(now);
         }
-        let Some(sender) = self.flows[i].sender() else {
-            return;
-        };
-        if msg.keyframe_request {
-            // Acted on at the next capture; nothing to send or log now.
-            sender.on_keyframe_request();
-            if msg.feedback.is_none() && msg.ack.is_none() {
-                return;
-            }
+        let slot = std::mem::take(&mut self.datagrams[p.slot as usize]);
+        if p.to == Side::B || self.flows[i].active {
+            let local = self.local(i, p.to, now);
+            self.flows[i].ends[p.to as usize].handle_datagram(local, &slot, p.size);
         }
-        if let Some(fb) = &msg.feedback {
-            sender.on_feedback(now, fb);
+        self.datagrams[p.slot as usize] = slot;
+        self.free(p.slot);
+        if p.to == Side::A && self.flows[i].active {
+            self.log_state(i, now);
         }
-        if let Some(ack) = &msg.ack {
-            sender.on_frame_ack(now, ack);
-        }
-        self.log_state(i, now);
-        self.pump(i);
+        self.pump(i, p.to);
     }
 
     fn log_state(&mut self, i: usize, now: Time) {
@@ -644,10 +602,7 @@ impl Simulation {
         }
         fl.state_logged_at = Some(now);
         self.state_buf.clear();
-        let Some(sender) = self.flows[i].sender() else {
-            return;
-        };
-        sender.state(&mut self.state_buf);
+        fl.ends[0].state(&mut self.state_buf);
         for &(name, v) in &self.state_buf {
             self.state.flow.push(i as u32);
             self.state.time.push(now);
@@ -679,39 +634,33 @@ impl Simulation {
     /// Route departures and drops, and keep one pending event for the link.
     fn drain_link_output(&mut self, dir: Dir) {
         let mut out = std::mem::take(&mut self.link_out);
+        let delay = match dir {
+            Dir::Forward => self.forward_delay,
+            Dir::Reverse => self.reverse_delay,
+        };
         for &(t, p) in &out.departed {
-            let extra = self.flows[p.flow as usize].logs.config.extra_delay;
+            let fl = &mut self.flows[p.flow as usize];
+            let extra = fl.logs.config.extra_delay;
             // Loss, jitter and aggregation happen after the link (None: lost on the link).
             let released = match &mut self.impairments[dir as usize] {
                 Some(imp) => imp.on_departure(t),
                 None => Some(t),
             };
-            match (dir, released) {
-                (Dir::Forward, released) => {
-                    let record = &mut self.flows[p.flow as usize].logs.packets[p.id as usize];
-                    record.depart = Some(t);
-                    match released {
-                        Some(r) => self.push(r + self.forward_delay + extra, Event::AtReceiver(p)),
-                        None => record.dropped = true,
-                    }
-                }
-                (Dir::Reverse, Some(r)) => {
-                    self.push(r + self.reverse_delay + extra, Event::AtSender(p))
-                }
-                (Dir::Reverse, None) => {
-                    self.take_message(p.id);
-                }
+            if p.log != NOT_LOGGED {
+                let record = &mut fl.logs.packets[p.log as usize];
+                record.depart = Some(t);
+                record.dropped = released.is_none();
+            }
+            match released {
+                Some(r) => self.push(r + delay + extra, Event::Deliver(p)),
+                None => self.free(p.slot),
             }
         }
         for p in &out.dropped {
-            match dir {
-                Dir::Forward => {
-                    self.flows[p.flow as usize].logs.packets[p.id as usize].dropped = true
-                }
-                Dir::Reverse => {
-                    self.take_message(p.id);
-                }
+            if p.log != NOT_LOGGED {
+                self.flows[p.flow as usize].logs.packets[p.log as usize].dropped = true;
             }
+            self.free_slots.push(p.slot);
         }
         out.departed.clear();
         out.dropped.clear();
@@ -723,209 +672,6 @@ impl Simulation {
                 self.push(t, Event::Link(dir));
             }
         }
-    }
-
-    // --- receiver side -----------------------------------------------------------------------
-
-    fn on_receiver_packet(&mut self, p: SimPacket) {
-        let now = self.now;
-        let i = p.flow as usize;
-        let fl = &mut self.flows[i];
-        fl.logs.packets[p.id as usize].recv = Some(now);
-        let (receiver, playout) = match &mut fl.endpoint {
-            Endpoint::Video {
-                receiver, playout, ..
-            } => (receiver, playout),
-            Endpoint::Tcp { .. } => return self.on_tcp_segment(p),
-            Endpoint::Cbr { .. } => return,
-        };
-        let frame = (p.frame != NO_FRAME).then_some(p.frame);
-        let arrived = ArrivedPacket {
-            seq: p.id,
-            size: p.size,
-            frame,
-            index_in_frame: p.index_in_frame,
-            packets_in_frame: p.packets_in_frame,
-        };
-        let ack = receiver.on_packet(now, &arrived);
-        let mut keyframe_request = false;
-        if let Some(a) = &ack {
-            if let Some(f) = fl.logs.frames.get_mut(a.frame as usize) {
-                f.complete = Some(now);
-            }
-            // The decoder: a P-frame predicts from the previous frame that had packets (the
-            // receiver learns both from the codec's headers; here they come from the log).
-            let frames = &fl.logs.frames;
-            let keyframe = frames.get(a.frame as usize).is_some_and(|f| f.keyframe);
-            let reference = frames[..(a.frame as usize).min(frames.len())]
-                .iter()
-                .rev()
-                .find(|f| f.packets > 0)
-                .map(|f| f.frame);
-            let outcome = playout.on_frame_complete(now, a.frame, keyframe, reference);
-            keyframe_request = outcome == FrameOutcome::Undecodable
-                && fl.logs.config.keyframe_requests
-                && playout.poll_keyframe_request(now);
-        }
-        let ack = ack.filter(|_| fl.logs.config.feedback.frame_acks);
-        let last_of_frame = frame.is_some() && p.index_in_frame + 1 == p.packets_in_frame;
-        let feedback = if fl.logs.config.feedback.per_frame && last_of_frame {
-            receiver.build_feedback()
-        } else {
-            None
-        };
-        if ack.is_some() || feedback.is_some() {
-            self.send_reverse(
-                i,
-                ReverseMessage {
-                    feedback,
-                    ack,
-                    keyframe_request: false,
-                },
-            );
-        }
-        if keyframe_request {
-            self.send_reverse(
-                i,
-                ReverseMessage {
-                    keyframe_request: true,
-                    ..ReverseMessage::default()
-                },
-            );
-        }
-    }
-
-    /// A TCP receiver got a segment: acknowledge it now, or delay the ACK.
-    fn on_tcp_segment(&mut self, p: SimPacket) {
-        let now = self.now;
-        let i = p.flow as usize;
-        let Endpoint::Tcp {
-            receiver,
-            delayed_ack,
-            unacked,
-            delack_at,
-            ..
-        } = &mut self.flows[i].endpoint
-        else {
-            return;
-        };
-        let arrived = ArrivedPacket {
-            seq: p.id,
-            size: p.size,
-            frame: None,
-            index_in_frame: 0,
-            packets_in_frame: 0,
-        };
-        receiver.on_packet(now, &arrived);
-        *unacked += 1;
-        // RFC 5681 §4.2: ACK at least every second full-size segment, at once when out of order.
-        if !*delayed_ack || *unacked >= 2 || receiver.has_gap() {
-            *unacked = 0;
-            *delack_at = None;
-            if let Some(fb) = receiver.build_feedback() {
-                self.send_reverse(
-                    i,
-                    ReverseMessage {
-                        feedback: Some(fb),
-                        ack: None,
-                        keyframe_request: false,
-                    },
-                );
-            }
-        } else if delack_at.is_none() {
-            let at = now + DELAYED_ACK_TIMEOUT;
-            *delack_at = Some(at);
-            self.push(at, Event::AckTimer(i as u32));
-        }
-    }
-
-    fn on_ack_timer(&mut self, i: usize, time: Time) {
-        let Endpoint::Tcp {
-            receiver,
-            unacked,
-            delack_at,
-            ..
-        } = &mut self.flows[i].endpoint
-        else {
-            return;
-        };
-        if *delack_at != Some(time) {
-            return; // stale: the ACK went out earlier
-        }
-        *delack_at = None;
-        *unacked = 0;
-        if let Some(fb) = receiver.build_feedback() {
-            self.send_reverse(
-                i,
-                ReverseMessage {
-                    feedback: Some(fb),
-                    ack: None,
-                    keyframe_request: false,
-                },
-            );
-        }
-    }
-
-    fn on_feedback_timer(&mut self, i: usize) {
-        let now = self.now;
-        let Endpoint::Video { receiver, .. } = &mut self.flows[i].endpoint else {
-            return;
-        };
-        if let Some(fb) = receiver.build_feedback() {
-            self.send_reverse(
-                i,
-                ReverseMessage {
-                    feedback: Some(fb),
-                    ack: None,
-                    keyframe_request: false,
-                },
-            );
-        }
-        if let Some(iv) = self.flows[i].logs.config.feedback.interval {
-            self.push(now + iv, Event::FeedbackTimer(i as u32));
-        }
-    }
-
-    fn send_reverse(&mut self, i: usize, msg: ReverseMessage) {
-        let size = msg
-            .feedback
-            .as_ref()
-            .map_or(0, |f| feedback_size(f.receive_times.len()))
-            + msg.ack.map_or(0, |_| FRAME_ACK_SIZE)
-            + if msg.keyframe_request {
-                KEYFRAME_REQUEST_SIZE
-            } else {
-                0
-            };
-        let slot = match self.free_messages.pop() {
-            Some(s) => {
-                self.messages[s as usize] = Some(msg);
-                s
-            }
-            None => {
-                self.messages.push(Some(msg));
-                self.messages.len() as u64 - 1
-            }
-        };
-        let pkt = SimPacket {
-            flow: i as u32,
-            size,
-            id: slot,
-            frame: NO_FRAME,
-            index_in_frame: 0,
-            packets_in_frame: 0,
-        };
-        let now = self.now;
-        self.reverse.enqueue(now, pkt, &mut self.link_out);
-        self.drain_link_output(Dir::Reverse);
-    }
-
-    fn take_message(&mut self, slot: u64) -> Option<ReverseMessage> {
-        let m = self.messages.get_mut(slot as usize)?.take();
-        if m.is_some() {
-            self.free_messages.push(slot);
-        }
-        m
     }
 }
 

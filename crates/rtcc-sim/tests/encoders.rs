@@ -137,7 +137,11 @@ fn undisplayed_runs(frames: &[FrameRecord]) -> (Vec<usize>, bool) {
 #[test]
 fn on_a_lossy_link_frames_are_undecodable_until_a_keyframe_arrives() {
     // 1 % random loss; 2 Mbit/s frames of ~7 packets, so ~7 % of frames lose a packet.
-    let lossy = |flow: &str| run_quiet(&fixed("2Mbps", "30s", "loss = 0.01", flow));
+    // Retransmissions off: this is what the decoder does with what arrives.
+    let lossy = |flow: &str| {
+        let flow = format!("{flow}\nrecovery = {{ nack = false }}");
+        run_quiet(&fixed("2Mbps", "30s", "loss = 0.01", &flow))
+    };
 
     // Keyframe requests (the default): every break ends at a keyframe, soon.
     let r = lossy(r#"encoder = "lagged""#);
@@ -204,6 +208,26 @@ keyframe_requests = false"#,
         longest > 3 * with_requests,
         "waiting for a periodic keyframe: {longest} frames"
     );
+
+    // NACK on (the default): the same losses are repaired within a round trip or two, and
+    // almost every frame is shown.
+    let r = run_quiet(&fixed("2Mbps", "30s", "loss = 0.01", r#"encoder = "lagged""#));
+    let f = &r.summary.flows[0];
+    eprintln!(
+        "nack: {} retransmissions, {} recovered, {} unrecoverable, {} undecodable, display {:.1} fps, latency P95 {:?} ms",
+        f.retransmissions, f.frames_recovered, f.frames_unrecoverable, f.frames_undecodable,
+        f.display_rate_fps, f.frame_latency_ms.p95
+    );
+    assert!(f.retransmissions > 0 && f.frames_recovered > 30, "losses are repaired");
+    assert!(
+        f.frames_unrecoverable <= 3 && f.display_rate_fps > 29.0,
+        "a 1 % loss costs almost no frames with retransmissions: {} lost, {:.1} fps",
+        f.frames_unrecoverable,
+        f.display_rate_fps
+    );
+    // A repaired frame waits a round trip (40 ms) and a NACK delay: latency stays well below
+    // the break a keyframe request costs.
+    assert!(f.frame_latency_ms.p95.unwrap() < 200.0);
 }
 
 #[test]

@@ -280,8 +280,12 @@ queue = "300ms"
 [[flows]]
 controller = "gcc"
 params = { profile = "paper", max_bitrate = "2Mbps", offset_scaling = "none" }
+recovery = { nack = false }
 "#,
     );
+    // Retransmissions off: this is about the detector alone. With them (the default), the
+    // same run loses 8.9 % of its packets instead of 4.5 % (retransmissions meet the full
+    // buffer too) and its median queue is 64 ms instead of 295 ms.
     let loss = r.summary.flows[0].loss_rate.unwrap();
     let q = queuing_delays(&r, 30.0, 300.0);
     let q50 = percentile(&q, 50.0).unwrap();

@@ -18,6 +18,6 @@ pub use pacer::Pacer;
 pub use packetizer::Packetizer;
 pub use playout::Playout;
 pub use quality::Resolution;
-pub use receiver::{ArrivedPacket, Receiver};
+pub use receiver::ArrivalRecorder;
 pub use sender::{Outgoing, VideoSender};
 pub use source::FrameSource;

@@ -1,101 +1,42 @@
-//! The receiver: records packet arrivals on its own clock, assembles frames, and builds the
-//! feedback that goes back to the sender.
+//! The receiver's record of packet arrivals, from which it builds transport-wide feedback.
 //!
-//! Feedback follows transport-wide congestion control: a report covers every sequence number
-//! from the first not yet reported to the highest received, each with its receive time or "not
-//! received" (inside one flow packets are never reordered, so a gap is a loss). A frame is
-//! complete when all its packets have arrived; its acknowledgement carries the receive times of
-//! its first and last packets (what SQP's bandwidth samples and C3G's round-trip video latency
-//! are computed from).
+//! Feedback follows transport-wide congestion control: a report covers every transport-wide
+//! sequence number from the first not yet reported to the highest received, each with its
+//! receive time (receiver clock) or "not received" (inside one flow packets are never reordered,
+//! so a gap is a loss). Arrivals older than what was already reported are ignored.
 
-use crate::packet::{FrameAck, TransportFeedback};
-use crate::units::{Duration, Time};
-use std::collections::{HashMap, VecDeque};
+use crate::packet::TransportFeedback;
+use crate::units::Time;
+use std::collections::VecDeque;
 
-/// A packet as it arrives at the receiver.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ArrivedPacket {
-    pub seq: u64,
-    pub size: u32,
-    pub frame: Option<u64>,
-    pub index_in_frame: u16,
-    pub packets_in_frame: u16,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Assembly {
-    received: u16,
-    first: Time,
-    last: Time,
-    bytes: u32,
-}
-
-#[derive(Debug)]
-pub struct Receiver {
-    /// Receiver clock = true time + offset.
-    clock_offset: Duration,
+#[derive(Debug, Default, Clone)]
+pub struct ArrivalRecorder {
     /// Receive times from `report_from` on (None = not (yet) received).
     pending: VecDeque<Option<Time>>,
     report_from: u64,
-    frames: HashMap<u64, Assembly>,
-    /// Frames completed, highest id, to forget stale partial frames.
-    highest_complete: Option<u64>,
+    started: bool,
 }
 
-impl Receiver {
-    pub fn new(clock_offset: Duration) -> Receiver {
-        Receiver {
-            clock_offset,
-            pending: VecDeque::new(),
-            report_from: 0,
-            frames: HashMap::new(),
-            highest_complete: None,
-        }
+impl ArrivalRecorder {
+    pub fn new() -> ArrivalRecorder {
+        ArrivalRecorder::default()
     }
 
-    /// The receiver's clock at true time `now`.
-    pub fn local_time(&self, now: Time) -> Time {
-        now + self.clock_offset
-    }
-
-    /// Record an arrival at true time `now`; returns the frame acknowledgement if the packet
-    /// completes its frame.
-    pub fn on_packet(&mut self, now: Time, pkt: &ArrivedPacket) -> Option<FrameAck> {
-        let local = self.local_time(now);
-        if pkt.seq >= self.report_from {
-            let idx = (pkt.seq - self.report_from) as usize;
-            if idx >= self.pending.len() {
-                self.pending.resize(idx + 1, None);
-            }
-            self.pending[idx] = Some(local);
+    /// Transport-wide sequence number `seq` arrived at `now` (receiver clock). The first
+    /// arrival starts the record (a receiver joining a stream does not report what came before).
+    pub fn on_packet(&mut self, now: Time, seq: u64) {
+        if !self.started {
+            self.started = true;
+            self.report_from = seq;
         }
-        let frame = pkt.frame?;
-        if self.highest_complete.is_some_and(|h| frame <= h) && !self.frames.contains_key(&frame) {
-            return None; // a duplicate or very late packet of an old frame
+        if seq < self.report_from {
+            return;
         }
-        let a = self.frames.entry(frame).or_insert(Assembly {
-            received: 0,
-            first: local,
-            last: local,
-            bytes: 0,
-        });
-        a.received += 1;
-        a.last = local;
-        a.bytes += pkt.size;
-        if a.received < pkt.packets_in_frame {
-            return None;
+        let idx = (seq - self.report_from) as usize;
+        if idx >= self.pending.len() {
+            self.pending.resize(idx + 1, None);
         }
-        let a = self.frames.remove(&frame).unwrap();
-        self.highest_complete = Some(self.highest_complete.map_or(frame, |h| h.max(frame)));
-        // Older partial frames can no longer complete (no reordering): forget them.
-        self.frames.retain(|&f, _| f > frame);
-        Some(FrameAck {
-            frame,
-            first_receive_time: a.first,
-            last_receive_time: a.last,
-            complete_time: local,
-            size: a.bytes,
-        })
+        self.pending[idx] = Some(now);
     }
 
     /// Whether something not yet reported is missing (a later packet arrived first): a TCP
@@ -129,37 +70,13 @@ impl Receiver {
 mod tests {
     use super::*;
 
-    fn arrive(
-        r: &mut Receiver,
-        t: u64,
-        seq: u64,
-        frame: u64,
-        idx: u16,
-        n: u16,
-    ) -> Option<FrameAck> {
-        r.on_packet(
-            Time(t),
-            &ArrivedPacket {
-                seq,
-                size: 100,
-                frame: Some(frame),
-                index_in_frame: idx,
-                packets_in_frame: n,
-            },
-        )
-    }
-
     #[test]
-    fn reports_gaps_as_losses_and_acks_complete_frames() {
-        let mut r = Receiver::new(Duration(1000));
-        assert!(arrive(&mut r, 10, 0, 0, 0, 2).is_none());
-        let ack = arrive(&mut r, 20, 1, 0, 1, 2).unwrap();
-        assert_eq!(
-            (ack.first_receive_time, ack.last_receive_time, ack.size),
-            (Time(1010), Time(1020), 200)
-        );
-        // seq 2 (frame 1, first of two) is lost; seq 3 arrives.
-        assert!(arrive(&mut r, 40, 3, 1, 1, 2).is_none());
+    fn reports_gaps_as_losses_once() {
+        let mut r = ArrivalRecorder::new();
+        r.on_packet(Time(1010), 0);
+        r.on_packet(Time(1020), 1);
+        r.on_packet(Time(1040), 3);
+        assert!(r.has_gap());
         let fb = r.build_feedback().unwrap();
         assert_eq!(fb.base_seq, 0);
         assert_eq!(
@@ -167,8 +84,9 @@ mod tests {
             vec![Some(Time(1010)), Some(Time(1020)), None, Some(Time(1040))]
         );
         assert!(r.build_feedback().is_none(), "nothing new to report");
-        // Frame 2 completes; frame 1 can never complete and is forgotten.
-        assert!(arrive(&mut r, 50, 4, 2, 0, 1).is_some());
+        r.on_packet(Time(1050), 2);
+        assert!(r.build_feedback().is_none(), "a packet already reported lost stays so");
+        r.on_packet(Time(1060), 4);
         assert_eq!(r.build_feedback().unwrap().base_seq, 4);
     }
 }

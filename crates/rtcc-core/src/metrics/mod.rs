@@ -48,6 +48,12 @@ pub struct FrameRecord {
     pub psnr_db: Option<f64>,
     /// Resolution the frame was coded at (`None` for models without one).
     pub resolution: Option<crate::media::quality::Resolution>,
+    /// When the receiver showed it (`None`: never shown).
+    pub display: Option<Time>,
+    /// Completed thanks to a retransmission or FEC.
+    pub recovered: bool,
+    /// The receiver gave up on it (never complete) or could not decode it.
+    pub unrecoverable: bool,
 }
 
 /// P50/P95/P99 of a sample, `None` when empty.
@@ -209,6 +215,19 @@ pub struct FlowSummary {
     pub packets_lost: usize,
     pub one_way_delay_ms: Percentiles,
     pub queuing_delay_ms: Percentiles,
+    /// Retransmitted packets (NACK/RTX for video, lost segments for TCP).
+    pub retransmissions: usize,
+    /// FEC parity packets sent.
+    pub fec_packets: usize,
+    /// Frames completed thanks to a retransmission or FEC.
+    pub frames_recovered: usize,
+    /// Frames the receiver gave up on (never complete) or could not decode.
+    pub frames_unrecoverable: usize,
+    /// Bytes (on the wire) of everything the receiver sent back: feedback, acknowledgements,
+    /// NACKs, keyframe requests, receiver reports.
+    pub feedback_bytes: u64,
+    /// Feedback bit rate over the capacity of the link it travels (`None` when unlimited).
+    pub feedback_share: Option<f64>,
     /// SQP's simulated video (§6.2, Eq. 10) for each smoothing window n; filled in by the
     /// caller that knows the flow's frame interval ([`sqp_frame_delay::summarize`]).
     pub sqp_frame_delay: Vec<sqp_frame_delay::SqpFrameDelay>,
@@ -222,6 +241,10 @@ pub struct FlowLog<'a> {
     pub stop: Time,
     pub packets: &'a [PacketRecord],
     pub frames: &'a [FrameRecord],
+    /// Bytes the receiver sent back, and what the link they travel could carry meanwhile
+    /// (infinite when unlimited).
+    pub feedback_bytes: u64,
+    pub feedback_capacity_bytes: f64,
 }
 
 /// Summarise one flow. `capacity_bytes(from, to)` is what the bottleneck could carry.
@@ -312,6 +335,22 @@ pub fn summarize_flow(
         packets_lost: lost,
         one_way_delay_ms: Percentiles::of(&mut owd),
         queuing_delay_ms: Percentiles::of(&mut queuing),
+        retransmissions: log
+            .packets
+            .iter()
+            .filter(|p| p.kind == PacketKind::Retransmission)
+            .count(),
+        fec_packets: log
+            .packets
+            .iter()
+            .filter(|p| p.kind == PacketKind::Fec)
+            .count(),
+        frames_recovered: log.frames.iter().filter(|f| f.recovered).count(),
+        frames_unrecoverable: log.frames.iter().filter(|f| f.unrecoverable).count(),
+        feedback_bytes: log.feedback_bytes,
+        feedback_share: (log.feedback_capacity_bytes.is_finite()
+            && log.feedback_capacity_bytes > 0.0)
+            .then(|| log.feedback_bytes as f64 / log.feedback_capacity_bytes),
         sqp_frame_delay: Vec::new(),
     }
 }
@@ -408,6 +447,9 @@ mod tests {
             keyframe: i == 0,
             psnr_db: None,
             resolution: None,
+            display: None,
+            recovered: false,
+            unrecoverable: false,
         }
     }
 

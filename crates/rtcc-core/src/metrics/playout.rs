@@ -1,9 +1,10 @@
 //! Playout metrics: what the viewer saw, computed from a flow's frame log.
 //!
-//! The receiver's decoder ([`crate::media::playout::Playout`]) is replayed over the frames in
-//! capture order: each complete frame is decoded if it is a keyframe or its reference (the
-//! previous frame with at least one packet) was decoded, and shown in order at its completion
-//! time. From that:
+//! The receiver's decoder ([`crate::media::playout::Playout`], inside its jitter buffer) decides
+//! which frames are shown and when: a complete frame is decoded if it is a keyframe or its
+//! reference (the previous frame with at least one packet) was decoded, frames are shown in
+//! order, and with loss recovery on a frame waits for its repairs (see
+//! [`crate::media::jitter_buffer`]). The frame log records each frame's display time. From that:
 //!
 //! - **display time** of each frame (`None`: never shown: lost, incomplete, undecodable, or
 //!   skipped by the encoder);
@@ -21,8 +22,16 @@ use super::FrameRecord;
 use crate::media::playout::{FrameOutcome, Playout};
 use crate::units::{Duration, Time};
 
-/// Display time of each frame of `frames` (one flow, in frame order).
+/// Display time of each frame of `frames` (one flow, in frame order), as the receiver recorded
+/// it (the simulator's receivers run the decoder and jitter buffer themselves).
 pub fn display_times(frames: &[FrameRecord]) -> Vec<Option<Time>> {
+    frames.iter().map(|f| f.display).collect()
+}
+
+/// Display times replayed from completion times, for a frame log without the receiver's: the
+/// decoder ([`Playout`]) runs over the frames in capture order, each complete frame shown at its
+/// completion if it decodes (no waiting for repairs, no playout delay).
+pub fn replay_display_times(frames: &[FrameRecord]) -> Vec<Option<Time>> {
     let mut playout = Playout::default();
     let mut reference: Option<u64> = None;
     frames
@@ -79,6 +88,9 @@ mod tests {
             keyframe,
             psnr_db: None,
             resolution: None,
+            display: None,
+            recovered: false,
+            unrecoverable: false,
         }
     }
 
@@ -97,7 +109,7 @@ mod tests {
             frame(5, Some(60), true),
             frame(6, Some(20), false),
         ];
-        let shown = display_times(&log);
+        let shown = replay_display_times(&log);
         assert_eq!(
             ms(&shown),
             vec![
@@ -139,13 +151,13 @@ mod tests {
         ];
         log[1].packets = 0; // paused: frame 2 predicts from frame 0
         log[1].size = 0;
-        let shown = display_times(&log);
+        let shown = replay_display_times(&log);
         assert_eq!(ms(&shown), vec![Some(10.0), None, Some(76.0)]);
         let lat = frame_latencies(&log, &shown, Time::from_millis(500));
         assert_eq!(lat[1], Duration::from_millis(76 - 33));
         // Nothing shown after the last display: the end of the run.
         let log = [frame(0, Some(10), true), frame(1, None, false)];
-        let shown = display_times(&log);
+        let shown = replay_display_times(&log);
         assert_eq!(
             frame_latencies(&log, &shown, Time::from_millis(500))[1],
             Duration::from_millis(500 - 33)
@@ -165,6 +177,9 @@ mod tests {
         for (f, psnr) in log.iter_mut().zip([30.0, 31.0, 50.0, 34.0, 36.0]) {
             f.psnr_db = Some(psnr);
         }
+        for (f, shown) in log.clone().iter().zip(replay_display_times(&log)) {
+            log[f.frame as usize].display = shown;
+        }
         let s = summarize_flow(
             &FlowLog {
                 name: "f",
@@ -173,6 +188,8 @@ mod tests {
                 stop: Time::from_millis(1000),
                 packets: &[],
                 frames: &log,
+                feedback_bytes: 0,
+                feedback_capacity_bytes: f64::INFINITY,
             },
             Time::from_millis(1000),
             &|_, _| f64::INFINITY,
@@ -193,6 +210,6 @@ mod tests {
             frame(1, Some(10), false),
             frame(2, Some(10), true),
         ];
-        assert_eq!(ms(&display_times(&log)), vec![None, None, Some(76.0)]);
+        assert_eq!(ms(&replay_display_times(&log)), vec![None, None, Some(76.0)]);
     }
 }

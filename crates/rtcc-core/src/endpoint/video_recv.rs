@@ -1,0 +1,415 @@
+//! The video receiver endpoint: parses RTP, records arrivals for transport-wide feedback,
+//! repairs losses (NACK, FEC), assembles and releases frames in its jitter buffer, decodes, and
+//! sends back only the RTCP its sender's controller asks for.
+//!
+//! RTCP it sends, each in the compound datagram of the moment it is due (one datagram per
+//! arrival or timer at most, like the simulator's former combined messages):
+//! - **transport-wide feedback** (draft-holmer-rmcat-transport-wide-cc-extensions-01) every
+//!   `interval` of the controller's [`FeedbackPolicy`], and when a frame's last packet arrives
+//!   if the policy asks for per-frame feedback;
+//! - a **frame acknowledgement** when a frame is complete, only if the policy asks for them;
+//! - **generic NACK** (RFC 4585 §6.2.1) with the [`NackRequester`]'s timing, when NACK is on;
+//! - **PLI** (RFC 4585 §6.3.1) when a frame cannot be decoded ([`Playout`] paces the requests),
+//!   or when the NACK list overflows;
+//! - a **receiver report** (RFC 3550 §6.4.2) every second (libwebrtc's video RTCP interval).
+//!
+//! Recovered packets (RTX, FEC) complete frames but are not reported in transport-wide feedback
+//! under their original number (the retransmission has its own transport-wide number; an FEC
+//! recovery has none), as in libwebrtc.
+
+use super::{rtp_time, unwrap_near, Endpoint, EndpointEvent, Recovery, Transmit};
+use super::{PT_FEC, PT_MEDIA, PT_RTX};
+use crate::cc::FeedbackPolicy;
+use crate::media::jitter_buffer::{FrameEvent, FramePacket, JitterBuffer, JitterBufferConfig};
+use crate::media::nack::NackRequester;
+use crate::media::{ArrivalRecorder, Playout};
+use crate::packet::PacketKind;
+use crate::units::{Duration, Time};
+use crate::wire::fec::{self, FecHeader};
+use crate::wire::rtcp::{
+    FrameAckMessage, Nack, Pli, ReceiverReport, ReportBlock, RtcpPacket, TransportCcFeedback,
+};
+use crate::wire::rtp::{is_rtcp, RtpHeader};
+use crate::wire::{SeqUnwrapper, IP_UDP_OVERHEAD};
+use std::collections::VecDeque;
+
+/// Receiver reports go out this often (libwebrtc's default video RTCP interval).
+pub const REPORT_INTERVAL: Duration = Duration(1_000_000_000);
+/// Media packets kept for FEC recovery.
+const FEC_WINDOW: usize = 96;
+/// Largest number of statuses in one transport-wide feedback message.
+const MAX_STATUSES_PER_MESSAGE: usize = 4096;
+/// The receiver's own SSRC (it sends no media).
+const RECEIVER_SSRC: u32 = 1;
+
+pub struct VideoRecvEndpoint {
+    policy: FeedbackPolicy,
+    recovery: Recovery,
+    media_ssrc: u32,
+    arrivals: ArrivalRecorder,
+    transport_seq: SeqUnwrapper,
+    /// Newest unwrapped media sequence number, frame id and RTP timestamp.
+    newest_seq: Option<u64>,
+    newest_frame: Option<u64>,
+    newest_ts: Option<u64>,
+    jitter: JitterBuffer,
+    nack: Option<NackRequester>,
+    /// Recent media packets (sequence number, contents, wire size) for FEC recovery.
+    fec_window: VecDeque<(u16, Vec<u8>, u32)>,
+    /// Parity packets that could not recover anything yet.
+    fec_parity: VecDeque<(FecHeader, Vec<u8>)>,
+    next_feedback: Option<Time>,
+    next_report: Time,
+    feedback_count: u8,
+    /// RTCP packets to send in the next datagram.
+    pending: Vec<RtcpPacket>,
+    /// Encoded datagrams waiting to be polled.
+    out: VecDeque<Vec<u8>>,
+    events: VecDeque<EndpointEvent>,
+    received_media: u64,
+    highest_seen: u64,
+    malformed: u64,
+    nack_scratch: Vec<u64>,
+}
+
+impl VideoRecvEndpoint {
+    /// A receiver created at `now` (its clock) for the stream `media_ssrc`.
+    pub fn new(
+        now: Time,
+        media_ssrc: u32,
+        policy: FeedbackPolicy,
+        recovery: Recovery,
+    ) -> VideoRecvEndpoint {
+        let jitter = JitterBuffer::new(
+            JitterBufferConfig {
+                wait_for_missing: recovery.nack || recovery.fec_group.is_some(),
+                playout_delay: recovery.playout_delay,
+                ..JitterBufferConfig::default()
+            },
+            Playout::default(),
+        );
+        VideoRecvEndpoint {
+            policy,
+            recovery,
+            media_ssrc,
+            arrivals: ArrivalRecorder::new(),
+            transport_seq: SeqUnwrapper::new(),
+            newest_seq: None,
+            newest_frame: None,
+            newest_ts: None,
+            jitter,
+            nack: recovery.nack.then(NackRequester::default),
+            fec_window: VecDeque::new(),
+            fec_parity: VecDeque::new(),
+            next_feedback: policy.interval.map(|iv| now + iv),
+            next_report: now + REPORT_INTERVAL,
+            feedback_count: 0,
+            pending: Vec::new(),
+            out: VecDeque::new(),
+            events: VecDeque::new(),
+            received_media: 0,
+            highest_seen: 0,
+            malformed: 0,
+            nack_scratch: Vec::new(),
+        }
+    }
+
+    fn unwrap(newest: &mut Option<u64>, v: u64, bits: u32) -> u64 {
+        let u = match *newest {
+            Some(n) => unwrap_near(n, v, bits),
+            None => v,
+        };
+        *newest = Some(newest.map_or(u, |n| n.max(u)));
+        u
+    }
+
+    /// A media packet (first transmission, retransmission or FEC recovery) with header `h`.
+    fn on_media(&mut self, now: Time, h: &RtpHeader, size: u32, recovered: bool) {
+        let seq = Self::unwrap(&mut self.newest_seq, h.sequence as u64, 16);
+        self.received_media += 1;
+        self.highest_seen = self.highest_seen.max(seq);
+        if let Some(n) = &mut self.nack {
+            n.on_packet(now, seq);
+        }
+        let Some(d) = h.frame else {
+            return;
+        };
+        let frame = Self::unwrap(&mut self.newest_frame, d.frame_id as u64, 16);
+        let ts = Self::unwrap(&mut self.newest_ts, h.timestamp as u64, 32);
+        self.jitter.insert(
+            now,
+            &FramePacket {
+                frame,
+                index: d.index,
+                count: d.count,
+                keyframe: d.keyframe,
+                reference: (d.reference_delta > 0)
+                    .then(|| frame.checked_sub(d.reference_delta as u64))
+                    .flatten(),
+                seq,
+                size,
+                capture: rtp_time(ts),
+                recovered,
+            },
+        );
+        let last_of_frame = d.index + 1 == d.count;
+        if self.policy.per_frame && last_of_frame {
+            self.queue_feedback();
+        }
+    }
+
+    fn on_rtp(&mut self, now: Time, datagram: &[u8], size: u32) {
+        let (h, len) = match RtpHeader::parse(datagram) {
+            Ok(v) => v,
+            Err(_) => {
+                self.malformed += 1;
+                return;
+            }
+        };
+        if let Some(ts) = h.transport_seq {
+            let seq = self.transport_seq.unwrap(ts);
+            self.arrivals.on_packet(now, seq);
+        }
+        match h.payload_type {
+            PT_MEDIA => {
+                if self.recovery.fec_group.is_some() {
+                    if self.fec_window.len() == FEC_WINDOW {
+                        self.fec_window.pop_front();
+                    }
+                    self.fec_window
+                        .push_back((h.sequence, datagram.to_vec(), size));
+                }
+                self.on_media(now, &h, size, false);
+                self.try_fec(now);
+            }
+            PT_RTX => {
+                let Some(osn) = datagram.get(len..len + 2) else {
+                    self.malformed += 1;
+                    return;
+                };
+                let original = RtpHeader {
+                    ssrc: self.media_ssrc,
+                    payload_type: PT_MEDIA,
+                    sequence: u16::from_be_bytes([osn[0], osn[1]]),
+                    transport_seq: None,
+                    ..h
+                };
+                self.on_media(now, &original, size.saturating_sub(2), true);
+            }
+            PT_FEC => match FecHeader::parse(&datagram[len..]) {
+                Ok((fh, flen)) => {
+                    if self.fec_parity.len() == 8 {
+                        self.fec_parity.pop_front();
+                    }
+                    self.fec_parity
+                        .push_back((fh, datagram[len + flen..].to_vec()));
+                    self.try_fec(now);
+                }
+                Err(_) => self.malformed += 1,
+            },
+            _ => {} // padding and probes: only their arrival matters
+        }
+    }
+
+    /// Recover what the parity packets held can recover.
+    fn try_fec(&mut self, now: Time) {
+        let mut i = 0;
+        while i < self.fec_parity.len() {
+            let (header, parity) = &self.fec_parity[i];
+            let others: Vec<(u16, &[u8], u32)> = self
+                .fec_window
+                .iter()
+                .filter(|(s, ..)| {
+                    let off = s.wrapping_sub(header.base_seq);
+                    off < 16 && header.mask & (1 << off) != 0
+                })
+                .map(|(s, c, z)| (*s, c.as_slice(), *z))
+                .collect();
+            let protected = header.mask.count_ones() as usize;
+            if others.len() >= protected {
+                self.fec_parity.remove(i); // nothing missing: done with it
+                continue;
+            }
+            match fec::recover(header, parity, &others) {
+                Ok(Some((_, contents, size))) => {
+                    self.fec_parity.remove(i);
+                    if let Ok((h, _)) = RtpHeader::parse(&contents) {
+                        let h = RtpHeader {
+                            transport_seq: None,
+                            ..h
+                        };
+                        self.fec_window.push_back((h.sequence, contents, size));
+                        self.on_media(now, &h, size, true);
+                    }
+                }
+                Ok(None) => i += 1,
+                Err(_) => {
+                    self.malformed += 1;
+                    self.fec_parity.remove(i);
+                }
+            }
+        }
+    }
+
+    fn queue_feedback(&mut self) {
+        let Some(fb) = self.arrivals.build_feedback() else {
+            return;
+        };
+        for m in TransportCcFeedback::build(
+            RECEIVER_SSRC,
+            self.media_ssrc,
+            fb.base_seq as u16,
+            self.feedback_count,
+            &fb.receive_times,
+            MAX_STATUSES_PER_MESSAGE,
+        ) {
+            self.feedback_count = self.feedback_count.wrapping_add(1);
+            self.pending.push(RtcpPacket::TransportCc(m));
+        }
+    }
+
+    /// Act on what the jitter buffer and the NACK requester decided, then encode what is due.
+    fn after_input(&mut self, now: Time) {
+        while let Some(e) = self.jitter.poll_event() {
+            if let FrameEvent::Complete {
+                frame,
+                first_receive,
+                last_receive,
+                at,
+                size,
+                ..
+            } = e
+            {
+                if self.policy.frame_acks {
+                    self.pending.push(RtcpPacket::FrameAck(FrameAckMessage {
+                        sender_ssrc: RECEIVER_SSRC,
+                        media_ssrc: self.media_ssrc,
+                        frame_id: frame as u16,
+                        first_receive,
+                        last_receive,
+                        complete: at,
+                        size,
+                    }));
+                }
+            }
+            if matches!(e, FrameEvent::Abandoned { .. }) {
+                if let (Some(n), Some(seq)) = (&mut self.nack, self.jitter.oldest_wanted_seq()) {
+                    n.clear_up_to(seq);
+                }
+            }
+            self.events.push_back(EndpointEvent::Frame(e));
+        }
+        if let Some(n) = &mut self.nack {
+            // Frames wait for repairs a few round trips (two or three NACK rounds).
+            let wait = Duration(4 * n.rtt().0).clamp(Duration::from_millis(100), Duration::from_millis(1000));
+            self.jitter.set_max_wait(wait);
+            n.poll_requests(now, &mut self.nack_scratch);
+            if !self.nack_scratch.is_empty() {
+                self.pending.push(RtcpPacket::Nack(Nack {
+                    sender_ssrc: RECEIVER_SSRC,
+                    media_ssrc: self.media_ssrc,
+                    lost: self.nack_scratch.iter().map(|&s| s as u16).collect(),
+                }));
+            }
+            n.take_given_up();
+            if n.take_keyframe_needed() {
+                self.pending.push(RtcpPacket::Pli(Pli {
+                    sender_ssrc: RECEIVER_SSRC,
+                    media_ssrc: self.media_ssrc,
+                }));
+            }
+        }
+        if self.recovery.keyframe_requests && self.jitter.playout().poll_keyframe_request(now) {
+            self.pending.push(RtcpPacket::Pli(Pli {
+                sender_ssrc: RECEIVER_SSRC,
+                media_ssrc: self.media_ssrc,
+            }));
+        }
+        if !self.pending.is_empty() {
+            let mut bytes = Vec::new();
+            for p in self.pending.drain(..) {
+                // Only messages this endpoint built itself are encoded: they always fit.
+                let encoded = p.encode(&mut bytes);
+                debug_assert!(encoded.is_ok(), "{p:?} does not encode: {encoded:?}");
+            }
+            self.out.push_back(bytes);
+        }
+    }
+
+    fn receiver_report(&self) -> RtcpPacket {
+        let expected = self.highest_seen + 1;
+        let lost = expected.saturating_sub(self.received_media);
+        RtcpPacket::ReceiverReport(ReceiverReport {
+            sender_ssrc: RECEIVER_SSRC,
+            blocks: vec![ReportBlock {
+                ssrc: self.media_ssrc,
+                fraction_lost: 0,
+                cumulative_lost: lost.min(0x7F_FFFF) as i32,
+                extended_highest_seq: self.highest_seen as u32,
+                jitter: 0,
+                last_sr: 0,
+                delay_since_last_sr: 0,
+            }],
+        })
+    }
+}
+
+impl Endpoint for VideoRecvEndpoint {
+    fn handle_datagram(&mut self, now: Time, datagram: &[u8], size: u32) {
+        if is_rtcp(datagram) {
+            return; // sender reports: nothing a receiver here needs
+        }
+        self.on_rtp(now, datagram, size);
+        self.after_input(now);
+    }
+
+    fn poll_transmit(&mut self, _now: Time, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let bytes = self.out.pop_front()?;
+        buf.clear();
+        buf.extend_from_slice(&bytes);
+        Some(Transmit {
+            size: bytes.len() as u32 + IP_UDP_OVERHEAD,
+            kind: PacketKind::Control,
+            seq: None,
+            frame: None,
+        })
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        [
+            self.next_feedback,
+            Some(self.next_report),
+            self.nack.as_ref().and_then(|n| n.poll_timeout()),
+            self.jitter.poll_timeout(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    fn handle_timeout(&mut self, now: Time) {
+        if let (Some(at), Some(iv)) = (self.next_feedback, self.policy.interval) {
+            if at <= now {
+                self.queue_feedback();
+                self.next_feedback = Some(at + iv);
+            }
+        }
+        if self.next_report <= now {
+            if self.received_media > 0 {
+                let rr = self.receiver_report();
+                self.pending.push(rr);
+            }
+            self.next_report += REPORT_INTERVAL;
+        }
+        self.jitter.handle_timeout(now);
+        self.after_input(now);
+    }
+
+    fn poll_event(&mut self) -> Option<EndpointEvent> {
+        self.events.pop_front()
+    }
+
+    fn malformed(&self) -> u64 {
+        self.malformed
+    }
+}
