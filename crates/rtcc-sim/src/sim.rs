@@ -218,12 +218,28 @@ fn endpoints(
                 payload: f.payload,
                 overhead: f.overhead,
             };
-            let sender = VideoSender::new(controller()?, enc, packetizer, f.fps, f.padding_size.0 as u32);
-            let source = FrameSource::new(f.start, f.fps, f.frame_jitter, derive_seed(sc.seed, i as u64))
-                .with_model(f.frame_jitter_model);
+            let sender = VideoSender::new(
+                controller()?,
+                enc,
+                packetizer,
+                f.fps,
+                f.padding_size.0 as u32,
+            );
+            let source = FrameSource::new(
+                f.start,
+                f.fps,
+                f.frame_jitter,
+                derive_seed(sc.seed, i as u64),
+            )
+            .with_model(f.frame_jitter_model);
             [
                 Box::new(VideoSendEndpoint::new(sender, source, ssrcs, f.recovery)),
-                Box::new(VideoRecvEndpoint::new(b_start, ssrcs.media, f.feedback, f.recovery)),
+                Box::new(VideoRecvEndpoint::new(
+                    b_start,
+                    ssrcs.media,
+                    f.feedback,
+                    f.recovery,
+                )),
             ]
         }
         FlowKind::Tcp {
@@ -272,7 +288,11 @@ impl Simulation {
                     malformed: 0,
                 },
                 wake_at: [None, None],
-                a_dir: if f.reverse { Dir::Reverse } else { Dir::Forward },
+                a_dir: if f.reverse {
+                    Dir::Reverse
+                } else {
+                    Dir::Forward
+                },
                 clock_offset: f.clock_offset,
                 active: true,
                 state_logged_at: None,
@@ -308,11 +328,8 @@ impl Simulation {
         for i in 0..sim.flows.len() {
             let cfg = &sim.flows[i].logs.config;
             let (start, stop, is_video) = (cfg.start, cfg.stop, cfg.kind == FlowKind::Video);
-            let pauses: Vec<(Time, Time)> = cfg
-                .active
-                .windows(2)
-                .map(|w| (w[0].1, w[1].0))
-                .collect();
+            let pauses: Vec<(Time, Time)> =
+                cfg.active.windows(2).map(|w| (w[0].1, w[1].0)).collect();
             sim.push(stop, Event::FlowStop(i as u32));
             for (off, on) in pauses {
                 sim.push(off, Event::SetActive(i as u32, false));
@@ -409,10 +426,13 @@ impl Simulation {
     fn pump(&mut self, i: usize, side: Side) {
         let now = self.now;
         let local = self.local(i, side, now);
+        // A stopped flow's sender sends nothing more; its receiver may still answer.
         let can_send = side == Side::B || self.flows[i].active;
-        while can_send {
+        loop {
             let mut buf = std::mem::take(&mut self.buf);
-            let t = self.flows[i].ends[side as usize].poll_transmit(local, &mut buf);
+            let t = can_send
+                .then(|| self.flows[i].ends[side as usize].poll_transmit(local, &mut buf))
+                .flatten();
             let Some(t) = t else {
                 self.buf = buf;
                 break;

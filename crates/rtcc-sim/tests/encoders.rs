@@ -211,14 +211,22 @@ keyframe_requests = false"#,
 
     // NACK on (the default): the same losses are repaired within a round trip or two, and
     // almost every frame is shown.
-    let r = run_quiet(&fixed("2Mbps", "30s", "loss = 0.01", r#"encoder = "lagged""#));
+    let r = run_quiet(&fixed(
+        "2Mbps",
+        "30s",
+        "loss = 0.01",
+        r#"encoder = "lagged""#,
+    ));
     let f = &r.summary.flows[0];
     eprintln!(
         "nack: {} retransmissions, {} recovered, {} unrecoverable, {} undecodable, display {:.1} fps, latency P95 {:?} ms",
         f.retransmissions, f.frames_recovered, f.frames_unrecoverable, f.frames_undecodable,
         f.display_rate_fps, f.frame_latency_ms.p95
     );
-    assert!(f.retransmissions > 0 && f.frames_recovered > 30, "losses are repaired");
+    assert!(
+        f.retransmissions > 0 && f.frames_recovered > 30,
+        "losses are repaired"
+    );
     assert!(
         f.frames_unrecoverable <= 3 && f.display_rate_fps > 29.0,
         "a 1 % loss costs almost no frames with retransmissions: {} lost, {:.1} fps",

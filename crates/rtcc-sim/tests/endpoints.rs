@@ -80,7 +80,13 @@ fn nack_repairs_random_loss() {
         "repairs take about one RTT (40 ms) plus a NACK round: P95 frame delay {p95:.0} ms"
     );
     // Retransmissions count in what the sender puts on the wire.
-    let bytes = |r: &RunResult| r.flows[0].packets.iter().map(|p| p.size as u64).sum::<u64>();
+    let bytes = |r: &RunResult| {
+        r.flows[0]
+            .packets
+            .iter()
+            .map(|p| p.size as u64)
+            .sum::<u64>()
+    };
     assert!(bytes(&on) > bytes(&off));
 }
 
@@ -242,7 +248,11 @@ controller = "gcc"
             .filter(|f| f.capture >= Time::from_secs_f64(a) && f.capture < Time::from_secs_f64(b))
             .count()
     };
-    assert_eq!(captured_in(40.0, 60.0), 0, "no frames captured while paused");
+    assert_eq!(
+        captured_in(40.0, 60.0),
+        0,
+        "no frames captured while paused"
+    );
     let before = frames
         .iter()
         .rev()
@@ -280,7 +290,11 @@ controller = "gcc"
     // And all three get a share again after the resume.
     for i in 0..3 {
         let t = throughput_bps(&r, i, 90.0, 120.0);
-        assert!(t > 0.5e6, "flow {i}: {:.2} Mbit/s after the resume", t / 1e6);
+        assert!(
+            t > 0.5e6,
+            "flow {i}: {:.2} Mbit/s after the resume",
+            t / 1e6
+        );
     }
 }
 
@@ -340,7 +354,13 @@ controller = "cubic"
     }
     assert_eq!(a.summary.to_json(), b.summary.to_json());
     let s = &a.summary.flows[0];
-    assert!(s.retransmissions > 0 && s.fec_packets > 0, "recovery was exercised");
+    assert!(
+        s.retransmissions > 0 && s.fec_packets > 0,
+        "recovery was exercised"
+    );
     let c = run(&sc, Some(8), &mut |_| {}).unwrap();
-    assert_ne!(a.flows[0].packets, c.flows[0].packets, "another seed differs");
+    assert_ne!(
+        a.flows[0].packets, c.flows[0].packets,
+        "another seed differs"
+    );
 }

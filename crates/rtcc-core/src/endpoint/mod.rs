@@ -172,7 +172,10 @@ pub(crate) fn rtp_time(ticks: u64) -> Time {
 }
 
 #[cfg(test)]
-mod tests {
+mod tests;
+
+#[cfg(test)]
+mod unit_tests {
     use super::*;
 
     #[test]

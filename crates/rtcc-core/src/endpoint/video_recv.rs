@@ -301,7 +301,8 @@ impl VideoRecvEndpoint {
         }
         if let Some(n) = &mut self.nack {
             // Frames wait for repairs a few round trips (two or three NACK rounds).
-            let wait = Duration(4 * n.rtt().0).clamp(Duration::from_millis(100), Duration::from_millis(1000));
+            let wait = Duration(4 * n.rtt().0)
+                .clamp(Duration::from_millis(100), Duration::from_millis(1000));
             self.jitter.set_max_wait(wait);
             n.poll_requests(now, &mut self.nack_scratch);
             if !self.nack_scratch.is_empty() {

@@ -10,8 +10,9 @@
 //!   first in the payload), asked for by the receiver's NACKs. As libwebrtc's
 //!   `RTPSender::ReSendPacket` with its `RtpPacketHistory`: a packet is resent only while it is in
 //!   the history (sent within the last max(1 s, 3 × SRTT), `kMinPacketDuration` and
-//!   `kMinPacketDurationRtt`), and not again within one SRTT of its last transmission (repeated
-//!   NACKs for a packet still in flight);
+//!   `kMinPacketDurationRtt`); the first NACK for a packet is always served, a later one not
+//!   within one SRTT of the last retransmission (`RtpPacketHistory::VerifyRtt`: that copy may
+//!   still be in flight);
 //! - **FEC** (optional) on the FEC SSRC ([`PT_FEC`]): one XOR parity packet after every `k`
 //!   media packets or at the end of a frame, whichever comes first ([`crate::wire::fec`]);
 //! - **padding and probes** on the RTX SSRC ([`PT_PADDING`]), as libwebrtc pads on RTX.
@@ -69,6 +70,7 @@ struct HistoryEntry {
     timestamp: u32,
     marker: bool,
     last_sent: Time,
+    retransmitted: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -222,10 +224,11 @@ impl VideoSendEndpoint {
             else {
                 continue; // too old (or never sent): give up on it
             };
-            if now.saturating_since(e.last_sent) < srtt {
-                continue; // sent within the last RTT: the copy may still arrive
+            if e.retransmitted && now.saturating_since(e.last_sent) < srtt {
+                continue; // resent within the last RTT: the copy may still arrive
             }
             e.last_sent = now;
+            e.retransmitted = true;
             let original = e.packet;
             let mut copy = original;
             copy.size += 2; // RFC 4588: the original sequence number
@@ -311,8 +314,9 @@ impl VideoSendEndpoint {
                     timestamp: header.timestamp,
                     marker: header.marker,
                     last_sent: now,
+                    retransmitted: false,
                 });
-                if self.history.len() % 64 == 0 {
+                if self.history.len().is_multiple_of(64) {
                     self.trim_history(now);
                 }
                 self.protect(now, buf, pkt.size, rtp_seq as u16, header.marker);
@@ -342,7 +346,11 @@ impl VideoSendEndpoint {
                 header.sequence = self.fec_seq as u16;
                 self.fec_seq += 1;
                 header.encode(buf);
-                while self.fec_pending.front().is_some_and(|(id, ..)| *id < ref_id) {
+                while self
+                    .fec_pending
+                    .front()
+                    .is_some_and(|(id, ..)| *id < ref_id)
+                {
                     self.fec_pending.pop_front();
                 }
                 if let Some((_, fec_header, parity)) = self

@@ -85,7 +85,10 @@ mod tests {
         );
         assert!(r.build_feedback().is_none(), "nothing new to report");
         r.on_packet(Time(1050), 2);
-        assert!(r.build_feedback().is_none(), "a packet already reported lost stays so");
+        assert!(
+            r.build_feedback().is_none(),
+            "a packet already reported lost stays so"
+        );
         r.on_packet(Time(1060), 4);
         assert_eq!(r.build_feedback().unwrap().base_seq, 4);
     }

@@ -210,6 +210,9 @@ mod tests {
             frame(1, Some(10), false),
             frame(2, Some(10), true),
         ];
-        assert_eq!(ms(&replay_display_times(&log)), vec![None, None, Some(76.0)]);
+        assert_eq!(
+            ms(&replay_display_times(&log)),
+            vec![None, None, Some(76.0)]
+        );
     }
 }

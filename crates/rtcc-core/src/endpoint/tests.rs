@@ -1,0 +1,376 @@
+//! The endpoints on their own, driven the way a live transport drives them: a sender and a
+//! receiver joined by a 20 ms wire that can drop chosen datagrams, no simulator involved.
+
+use super::video_send::Ssrcs;
+use super::*;
+use crate::cc::{self, ControllerContext, FeedbackPolicy};
+use crate::media::{encoder, FrameSource, Packetizer, VideoSender};
+use crate::units::Bytes;
+use crate::wire::rtcp::{self, RtcpPacket};
+use crate::wire::rtp::{FrameDescriptor, RtpHeader};
+
+const ONE_WAY: Duration = Duration(20_000_000);
+
+fn video_sender(recovery: Recovery) -> VideoSendEndpoint {
+    let params: cc::Params = toml::from_str("rate = \"1Mbps\"").unwrap();
+    let ctx = ControllerContext {
+        now: Time::ZERO,
+        fps: 30.0,
+        max_payload: Bytes(1200),
+        capacity: None,
+    };
+    let controller = cc::create("fixed", &params, &ctx).unwrap();
+    let packetizer = Packetizer {
+        payload: Bytes(1200),
+        overhead: Bytes(40),
+    };
+    let sender = VideoSender::new(
+        controller,
+        encoder::create("ideal", 1).unwrap(),
+        packetizer,
+        30.0,
+        0,
+    );
+    let source = FrameSource::new(Time::ZERO, 30.0, Duration::ZERO, 1);
+    VideoSendEndpoint::new(sender, source, Ssrcs::for_flow(0), recovery)
+}
+
+fn policy(frame_acks: bool) -> FeedbackPolicy {
+    FeedbackPolicy {
+        interval: Some(Duration::from_millis(50)),
+        per_frame: false,
+        frame_acks,
+    }
+}
+
+/// Everything that crossed the wire, and the receiver's frame events.
+#[derive(Default)]
+struct Log {
+    /// (time, bytes) of each datagram, per direction (0: sender → receiver).
+    sent: [Vec<(Time, Vec<u8>)>; 2],
+    frames: Vec<FrameEvent>,
+}
+
+/// Run both endpoints until `until`. `drop(bytes)` decides whether a sender → receiver
+/// datagram is lost.
+fn call(
+    ends: &mut [Box<dyn Endpoint>; 2],
+    until: Time,
+    mut drop: impl FnMut(&[u8]) -> bool,
+) -> Log {
+    let mut log = Log::default();
+    let mut wire: Vec<(Time, usize, Vec<u8>, u32)> = Vec::new();
+    let mut buf = Vec::new();
+    let mut now = Time::ZERO;
+    loop {
+        // Everything due now: deliveries in order, then timers, then what the ends send.
+        wire.sort_by_key(|w| w.0);
+        while wire.first().is_some_and(|w| w.0 <= now) {
+            let (_, to, bytes, size) = wire.remove(0);
+            ends[to].handle_datagram(now, &bytes, size);
+        }
+        for (side, end) in ends.iter_mut().enumerate() {
+            if end.poll_timeout().is_some_and(|t| t <= now) {
+                end.handle_timeout(now);
+            }
+            while let Some(t) = end.poll_transmit(now, &mut buf) {
+                log.sent[side].push((now, buf.clone()));
+                if side == 1 || !drop(&buf) {
+                    wire.push((now + ONE_WAY, 1 - side, buf.clone(), t.size));
+                }
+            }
+            while let Some(e) = end.poll_event() {
+                if let EndpointEvent::Frame(f) = e {
+                    log.frames.push(f);
+                }
+            }
+        }
+        let next = [ends[0].poll_timeout(), ends[1].poll_timeout()]
+            .into_iter()
+            .chain(wire.iter().map(|w| Some(w.0)))
+            .flatten()
+            .min();
+        match next {
+            Some(t) if t <= until => now = t.max(now + Duration(1)),
+            _ => return log,
+        }
+    }
+}
+
+fn pair(recovery: Recovery, frame_acks: bool) -> [Box<dyn Endpoint>; 2] {
+    let ssrcs = Ssrcs::for_flow(0);
+    [
+        Box::new(video_sender(recovery)),
+        Box::new(VideoRecvEndpoint::new(
+            Time::ZERO,
+            ssrcs.media,
+            policy(frame_acks),
+            recovery,
+        )),
+    ]
+}
+
+fn rtcp_packets(log: &Log) -> Vec<RtcpPacket> {
+    log.sent[1]
+        .iter()
+        .flat_map(|(_, b)| rtcp::parse_compound(b).expect("the receiver sends valid RTCP"))
+        .collect()
+}
+
+fn rtp(bytes: &[u8]) -> RtpHeader {
+    RtpHeader::parse(bytes)
+        .expect("the sender sends valid RTP")
+        .0
+}
+
+fn displayed(log: &Log) -> usize {
+    log.frames
+        .iter()
+        .filter(|e| matches!(e, FrameEvent::Displayed { .. }))
+        .count()
+}
+
+#[test]
+fn a_clean_call_shows_every_frame_and_sends_only_transport_feedback() {
+    let mut ends = pair(Recovery::default(), false);
+    let log = call(&mut ends, Time::from_millis(2000), |_| false);
+    // 60 frames captured in 2 s; those captured in the last ~60 ms are still on their way.
+    assert!(displayed(&log) >= 57, "{} frames shown", displayed(&log));
+    let rtcp = rtcp_packets(&log);
+    assert!(rtcp.iter().any(|p| matches!(p, RtcpPacket::TransportCc(_))));
+    assert!(
+        rtcp.iter().all(|p| matches!(
+            p,
+            RtcpPacket::TransportCc(_) | RtcpPacket::ReceiverReport(_)
+        )),
+        "no NACK, PLI or frame ack on a clean call that does not ask for frame acks"
+    );
+    assert!(log.sent[0]
+        .iter()
+        .all(|(_, b)| rtp(b).payload_type == PT_MEDIA));
+    assert_eq!(ends[0].malformed() + ends[1].malformed(), 0);
+}
+
+#[test]
+fn frame_acks_go_back_only_when_the_policy_asks() {
+    let mut ends = pair(Recovery::default(), true);
+    let log = call(&mut ends, Time::from_millis(2000), |_| false);
+    let acks = rtcp_packets(&log)
+        .iter()
+        .filter(|p| matches!(p, RtcpPacket::FrameAck(_)))
+        .count();
+    assert!(
+        (57..=60).contains(&acks),
+        "one acknowledgement per complete frame: {acks}"
+    );
+}
+
+#[test]
+fn a_lost_packet_is_nacked_resent_on_rtx_and_its_frame_shown() {
+    let mut ends = pair(Recovery::default(), false);
+    let mut dropped = false;
+    let log = call(&mut ends, Time::from_millis(2000), |b| {
+        let h = rtp(b);
+        let hit = !dropped && h.payload_type == PT_MEDIA && h.sequence == 100;
+        dropped |= hit;
+        hit
+    });
+    assert!(dropped);
+    let lost_frame = log.sent[0]
+        .iter()
+        .map(|(_, b)| rtp(b))
+        .find(|h| h.payload_type == PT_MEDIA && h.sequence == 100)
+        .and_then(|h| h.frame)
+        .map(|d| d.frame_id as u64)
+        .unwrap();
+    let nacks: Vec<u16> = rtcp_packets(&log)
+        .into_iter()
+        .filter_map(|p| match p {
+            RtcpPacket::Nack(n) => Some(n.lost),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(nacks, vec![100], "one NACK for the one lost packet");
+    let (resent_at, resent) = log.sent[0]
+        .iter()
+        .find(|(_, b)| rtp(b).payload_type == PT_RTX)
+        .expect("a retransmission on the RTX stream");
+    let h = rtp(resent);
+    assert_eq!(h.ssrc, Ssrcs::for_flow(0).rtx);
+    let (_, len) = RtpHeader::parse(resent).unwrap();
+    assert_eq!(
+        &resent[len..len + 2],
+        &100u16.to_be_bytes(),
+        "RFC 4588: the original sequence number leads the payload"
+    );
+    assert_eq!(h.frame.map(|d| d.frame_id as u64), Some(lost_frame));
+    let lost_at = log.sent[0]
+        .iter()
+        .find(|(_, b)| rtp(b).sequence == 100 && rtp(b).payload_type == PT_MEDIA)
+        .unwrap()
+        .0;
+    let repair = resent_at.saturating_since(lost_at);
+    assert!(
+        repair < Duration::from_millis(100),
+        "resent within about one round trip (40 ms) of the next packet's arrival: {repair:?}"
+    );
+    let completed = log.frames.iter().find_map(|e| match e {
+        FrameEvent::Complete {
+            frame, recovered, ..
+        } if *frame == lost_frame => Some(*recovered),
+        _ => None,
+    });
+    assert_eq!(
+        completed,
+        Some(true),
+        "frame {lost_frame} completed by the retransmission"
+    );
+    assert!(
+        displayed(&log) >= 57,
+        "no frame lost for good: {} shown",
+        displayed(&log)
+    );
+}
+
+#[test]
+fn without_nack_a_lost_packet_costs_a_keyframe_request() {
+    let recovery = Recovery {
+        nack: false,
+        ..Recovery::default()
+    };
+    let mut ends = pair(recovery, false);
+    let mut dropped = false;
+    let log = call(&mut ends, Time::from_millis(2000), |b| {
+        let hit = !dropped && rtp(b).sequence == 100;
+        dropped |= hit;
+        hit
+    });
+    let rtcp = rtcp_packets(&log);
+    assert!(!rtcp.iter().any(|p| matches!(p, RtcpPacket::Nack(_))));
+    assert!(rtcp.iter().any(|p| matches!(p, RtcpPacket::Pli(_))));
+    assert!(log.frames.iter().any(|e| matches!(
+        e,
+        FrameEvent::Abandoned { .. } | FrameEvent::Undecodable { .. }
+    )));
+    // The sender answered with a keyframe.
+    let keyframes = log.sent[0]
+        .iter()
+        .filter_map(|(_, b)| rtp(b).frame)
+        .filter(|d| d.keyframe && d.index == 0)
+        .count();
+    assert_eq!(keyframes, 2, "the first frame and the requested one");
+}
+
+#[test]
+fn the_receiver_assembles_frames_from_the_packets_alone() {
+    // Hand-made packets, no sender: frame 0 (a keyframe, 2 packets) arrives out of order,
+    // frame 1 (1 packet) predicts from it.
+    let mut rx = VideoRecvEndpoint::new(Time::ZERO, 7, policy(false), Recovery::default());
+    let packet = |seq: u16, frame: u16, index: u16, count: u16, keyframe: bool| {
+        let mut b = Vec::new();
+        RtpHeader {
+            marker: index + 1 == count,
+            payload_type: PT_MEDIA,
+            sequence: seq,
+            timestamp: frame as u32 * 3000,
+            ssrc: 7,
+            transport_seq: Some(seq),
+            abs_send_time: None,
+            frame: Some(FrameDescriptor {
+                keyframe,
+                frame_id: frame,
+                index,
+                count,
+                reference_delta: if keyframe { 0 } else { 1 },
+            }),
+        }
+        .encode(&mut b);
+        b
+    };
+    rx.handle_datagram(Time::from_millis(20), &packet(1, 0, 1, 2, true), 1240);
+    rx.handle_datagram(Time::from_millis(21), &packet(0, 0, 0, 2, true), 1240);
+    rx.handle_datagram(Time::from_millis(54), &packet(2, 1, 0, 1, false), 800);
+    let mut events = Vec::new();
+    while let Some(EndpointEvent::Frame(e)) = rx.poll_event() {
+        events.push(e);
+    }
+    let shown: Vec<u64> = events
+        .iter()
+        .filter_map(|e| match e {
+            FrameEvent::Displayed { frame, .. } => Some(*frame),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(shown, vec![0, 1], "{events:?}");
+    assert!(events.contains(&FrameEvent::Complete {
+        frame: 0,
+        first_receive: Time::from_millis(20),
+        last_receive: Time::from_millis(21),
+        at: Time::from_millis(21),
+        size: 2480,
+        recovered: false,
+    }));
+}
+
+#[test]
+fn malformed_datagrams_are_counted_and_ignored() {
+    let mut ends = pair(Recovery::default(), false);
+    for (side, junk) in [
+        (0, &[0x80u8, 0xC9, 0x00][..]),         // truncated RTCP
+        (0, &[0x80, 96, 0, 1, 0, 0, 0, 0][..]), // RTP sent to the sender
+        (1, &[0x80, 96, 0][..]),                // truncated RTP
+        (1, &[][..]),
+    ] {
+        ends[side].handle_datagram(Time::ZERO, junk, 100);
+    }
+    assert_eq!(ends[0].malformed(), 2);
+    assert_eq!(ends[1].malformed(), 2);
+    // And the call goes on.
+    let log = call(&mut ends, Time::from_millis(1000), |_| false);
+    assert!(displayed(&log) >= 27);
+}
+
+#[test]
+fn the_tcp_receiver_delays_acks_as_rfc_5681_says() {
+    let mut rx = TcpRecvEndpoint::new(9, true);
+    let segment = |seq: u16| {
+        let mut b = Vec::new();
+        RtpHeader {
+            payload_type: PT_TCP,
+            sequence: seq,
+            ssrc: 9,
+            transport_seq: Some(seq),
+            ..RtpHeader::default()
+        }
+        .encode(&mut b);
+        b
+    };
+    let mut buf = Vec::new();
+    let t = Time::from_millis;
+    rx.handle_datagram(t(0), &segment(0), 1500);
+    assert!(
+        rx.poll_transmit(t(0), &mut buf).is_none(),
+        "one segment waits"
+    );
+    assert_eq!(rx.poll_timeout(), Some(t(0) + tcp::DELAYED_ACK_TIMEOUT));
+    rx.handle_datagram(t(1), &segment(1), 1500);
+    assert!(
+        rx.poll_transmit(t(1), &mut buf).is_some(),
+        "every second segment is acknowledged at once"
+    );
+    rx.handle_datagram(t(2), &segment(2), 1500);
+    assert!(rx.poll_transmit(t(2), &mut buf).is_none());
+    rx.handle_timeout(t(42));
+    let ack = rx.poll_transmit(t(42), &mut buf).expect("after 40 ms");
+    assert_eq!(ack.kind, PacketKind::Control);
+    assert_eq!(
+        ack.size as usize,
+        buf.len() + crate::wire::IP_UDP_OVERHEAD as usize
+    );
+    rx.handle_datagram(t(50), &segment(5), 1500);
+    assert!(
+        rx.poll_transmit(t(50), &mut buf).is_some(),
+        "a gap is acknowledged at once"
+    );
+}
