@@ -45,11 +45,24 @@ pub struct Rate(pub f64);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Bytes(pub u64);
 
+/// `x.round() as u64` (halves away from zero, negatives and NaN to 0, saturating) without a
+/// call into the software `round` of targets without SSE4.1: it runs several times per packet.
+#[inline]
+pub fn round_to_u64(x: f64) -> u64 {
+    let whole = x as u64; // truncates; saturates; NaN and negatives give 0
+                          // Exact for |x| < 2^53; above that x is an integer and the fraction is 0.
+    if x - whole as f64 >= 0.5 {
+        whole.saturating_add(1)
+    } else {
+        whole
+    }
+}
+
 impl Time {
     pub const ZERO: Time = Time(0);
     pub const MAX: Time = Time(u64::MAX);
     pub fn from_secs_f64(s: f64) -> Time {
-        Time((s * NS_PER_S as f64).round() as u64)
+        Time(round_to_u64(s * NS_PER_S as f64))
     }
     pub fn from_millis(ms: u64) -> Time {
         Time(ms * NS_PER_MS)
@@ -73,7 +86,7 @@ impl Time {
 impl Duration {
     pub const ZERO: Duration = Duration(0);
     pub fn from_secs_f64(s: f64) -> Duration {
-        Duration((s.max(0.0) * NS_PER_S as f64).round() as u64)
+        Duration(round_to_u64(s.max(0.0) * NS_PER_S as f64))
     }
     pub fn from_millis(ms: u64) -> Duration {
         Duration(ms * NS_PER_MS)
@@ -109,7 +122,9 @@ impl Rate {
         if self.0 <= 0.0 {
             return Duration(u64::MAX);
         }
-        Duration(((bytes as f64 * 8.0) / self.0 * NS_PER_S as f64).round() as u64)
+        Duration(round_to_u64(
+            (bytes as f64 * 8.0) / self.0 * NS_PER_S as f64,
+        ))
     }
     /// Bytes carried at this rate over `d`.
     pub fn bytes_in(self, d: Duration) -> f64 {
@@ -350,6 +365,28 @@ unit_serde!(Bytes, "size", "1200B");
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn round_to_u64_is_round_as_u64() {
+        for x in [
+            0.0,
+            0.49999999999999994,
+            0.5,
+            1.5,
+            2.5,
+            1e15 + 0.5,
+            4503599627370497.0,
+            1e19,
+            1e30,
+            -0.4,
+            -3.0,
+            f64::NAN,
+            f64::INFINITY,
+            123456.789,
+        ] {
+            assert_eq!(round_to_u64(x), x.round() as u64, "{x}");
+        }
+    }
 
     #[test]
     fn parses_rates() {

@@ -38,7 +38,7 @@ use rtcc_core::packet::PacketKind;
 use rtcc_core::tcp::BulkSender;
 use rtcc_core::{Duration, Time};
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
 
 /// A datagram in the network.
@@ -85,7 +85,8 @@ enum Event {
     /// Pause (`false`) or resume (`true`) a flow's sender.
     SetActive(u32, bool),
     Link(Dir),
-    Deliver(SimPacket),
+    /// The packet at the head of a delay line (flow × direction) arrives.
+    Deliver(u32),
     Progress,
 }
 
@@ -174,6 +175,11 @@ pub struct Simulation {
     impairments: [Option<Impairments>; 2],
     forward_delay: Duration,
     reverse_delay: Duration,
+    /// Packets on their way after the link, per flow and direction (index `2 · flow + dir`), in
+    /// arrival order, each with the sequence number its event was given when it left the link:
+    /// only each line's head is in the heap (so the heap stays small), and events run in the
+    /// same order as if every packet's were.
+    delay_lines: Vec<VecDeque<(Time, u64, SimPacket)>>,
     /// Bytes of the datagrams in the network, by slot, and the free slots.
     datagrams: Vec<Vec<u8>>,
     free_slots: Vec<u32>,
@@ -317,6 +323,7 @@ impl Simulation {
             }),
             forward_delay: sc.forward.delay,
             reverse_delay: sc.reverse.delay,
+            delay_lines: vec![VecDeque::new(); 2 * sc.flows.len()],
             datagrams: Vec::new(),
             free_slots: Vec::new(),
             buf: Vec::with_capacity(1500),
@@ -345,12 +352,12 @@ impl Simulation {
     }
 
     fn push(&mut self, time: Time, event: Event) {
-        self.heap.push(Entry {
-            time,
-            seq: self.next_seq,
-            event,
-        });
+        self.push_with_seq(time, self.next_seq, event);
         self.next_seq += 1;
+    }
+
+    fn push_with_seq(&mut self, time: Time, seq: u64, event: Event) {
+        self.heap.push(Entry { time, seq, event });
     }
 
     /// Run to the end. `progress(fraction)` is called once per simulated second.
@@ -373,7 +380,14 @@ impl Simulation {
                     }
                 }
                 Event::Link(dir) => self.on_link_event(dir, time),
-                Event::Deliver(p) => self.on_deliver(p),
+                Event::Deliver(line) => {
+                    let line = &mut self.delay_lines[line as usize];
+                    let (_, _, p) = line.pop_front().expect("a delivery event has its packet");
+                    if let Some(&(next, seq, _)) = line.front() {
+                        self.push_with_seq(next, seq, event);
+                    }
+                    self.on_deliver(p);
+                }
                 Event::Progress => {
                     progress((time.as_secs_f64() / self.end.as_secs_f64()).min(1.0));
                     self.push(time + Duration::from_millis(1000), Event::Progress);
@@ -651,6 +665,24 @@ impl Simulation {
         self.drain_link_output(dir);
     }
 
+    /// Put a packet on its delay line, to arrive at `at`.
+    fn schedule_delivery(&mut self, at: Time, p: SimPacket, dir: Dir) {
+        let index = 2 * p.flow as usize + dir as usize;
+        let line = &mut self.delay_lines[index];
+        // Links send in order, impairments never reorder and a flow's delay is constant.
+        debug_assert!(
+            line.back().is_none_or(|&(last, ..)| last <= at),
+            "a delay line must stay in arrival order"
+        );
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let was_empty = line.is_empty();
+        line.push_back((at, seq, p));
+        if was_empty {
+            self.push_with_seq(at, seq, Event::Deliver(index as u32));
+        }
+    }
+
     /// Route departures and drops, and keep one pending event for the link.
     fn drain_link_output(&mut self, dir: Dir) {
         let mut out = std::mem::take(&mut self.link_out);
@@ -672,7 +704,7 @@ impl Simulation {
                 record.dropped = released.is_none();
             }
             match released {
-                Some(r) => self.push(r + delay + extra, Event::Deliver(p)),
+                Some(r) => self.schedule_delivery(r + delay + extra, p, dir),
                 None => self.free(p.slot),
             }
         }

@@ -145,6 +145,15 @@ impl Default for Recovery {
     }
 }
 
+/// The earlier of two optional instants.
+#[inline]
+pub(crate) fn earliest(a: Option<Time>, b: Option<Time>) -> Option<Time> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// The 64-bit value of a wrapped `bits`-bit counter `v` closest to `reference`.
 pub(crate) fn unwrap_near(reference: u64, v: u64, bits: u32) -> u64 {
     let modulus = 1u64 << bits;
@@ -163,12 +172,16 @@ pub(crate) fn unwrap_near(reference: u64, v: u64, bits: u32) -> u64 {
 
 /// RTP media clock: 90 kHz for video (RFC 3551 §5).
 pub(crate) fn rtp_timestamp(t: Time) -> u32 {
-    ((t.0 as u128 * 90_000 / 1_000_000_000) & 0xFFFF_FFFF) as u32
+    // 90 000 / 10^9 = 9 / 10^5, split so that nothing overflows (and no 128-bit division on
+    // the per-packet path).
+    let ticks = t.0 / 100_000 * 9 + t.0 % 100_000 * 9 / 100_000;
+    (ticks & 0xFFFF_FFFF) as u32
 }
 
 /// The instant of an unwrapped 90 kHz timestamp.
 pub(crate) fn rtp_time(ticks: u64) -> Time {
-    Time((ticks as u128 * 1_000_000_000 / 90_000) as u64)
+    // 10^9 / 90 000 = 10^5 / 9.
+    Time(ticks / 9 * 100_000 + ticks % 9 * 100_000 / 9)
 }
 
 #[cfg(test)]
@@ -191,5 +204,11 @@ mod unit_tests {
     fn rtp_timestamps_are_90_khz() {
         assert_eq!(rtp_timestamp(Time::from_millis(1000)), 90_000);
         assert_eq!(rtp_time(90_000), Time::from_millis(1000));
+        for ns in [0, 11_111, 99_999, 100_000, 123_456_789_012, u64::MAX / 2] {
+            let exact = (ns as u128 * 90_000 / 1_000_000_000) as u64;
+            assert_eq!(rtp_timestamp(Time(ns)), exact as u32, "{ns} ns");
+            let back = (exact as u128 * 1_000_000_000 / 90_000) as u64;
+            assert_eq!(rtp_time(exact), Time(back), "{exact} ticks");
+        }
     }
 }

@@ -17,7 +17,7 @@
 //! under their original number (the retransmission has its own transport-wide number; an FEC
 //! recovery has none), as in libwebrtc.
 
-use super::{rtp_time, unwrap_near, Endpoint, EndpointEvent, Recovery, Transmit};
+use super::{earliest, rtp_time, unwrap_near, Endpoint, EndpointEvent, Recovery, Transmit};
 use super::{PT_FEC, PT_MEDIA, PT_RTX};
 use crate::cc::FeedbackPolicy;
 use crate::media::jitter_buffer::{FrameEvent, FramePacket, JitterBuffer, JitterBufferConfig};
@@ -213,6 +213,9 @@ impl VideoRecvEndpoint {
 
     /// Recover what the parity packets held can recover.
     fn try_fec(&mut self, now: Time) {
+        if self.fec_parity.is_empty() {
+            return;
+        }
         let mut i = 0;
         while i < self.fec_parity.len() {
             let (header, parity) = &self.fec_parity[i];
@@ -377,15 +380,12 @@ impl Endpoint for VideoRecvEndpoint {
     }
 
     fn poll_timeout(&self) -> Option<Time> {
-        [
+        let nack = self.nack.as_ref().and_then(|n| n.poll_timeout());
+        let timers = earliest(
             self.next_feedback,
-            Some(self.next_report),
-            self.nack.as_ref().and_then(|n| n.poll_timeout()),
-            self.jitter.poll_timeout(),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+            earliest(nack, self.jitter.poll_timeout()),
+        );
+        Some(timers.map_or(self.next_report, |t| t.min(self.next_report)))
     }
 
     fn handle_timeout(&mut self, now: Time) {

@@ -25,8 +25,8 @@
 //! (the next frame is a keyframe) and receiver reports (counted only).
 
 use super::{
-    rtp_timestamp, unwrap_near, EncodedFrameInfo, Endpoint, EndpointEvent, Recovery, Transmit,
-    PT_FEC, PT_MEDIA, PT_PADDING, PT_RTX,
+    earliest, rtp_timestamp, unwrap_near, EncodedFrameInfo, Endpoint, EndpointEvent, Recovery,
+    Transmit, PT_FEC, PT_MEDIA, PT_PADDING, PT_RTX,
 };
 use crate::media::{FrameSource, VideoSender};
 use crate::packet::{FrameAck, PacketKind, SentPacket, TransportFeedback};
@@ -444,10 +444,7 @@ impl Endpoint for VideoSendEndpoint {
             return None;
         }
         let capture = self.next_capture.filter(|_| self.active);
-        [capture, self.sender.poll_timeout()]
-            .into_iter()
-            .flatten()
-            .min()
+        earliest(capture, self.sender.poll_timeout())
     }
 
     fn handle_timeout(&mut self, now: Time) {

@@ -114,6 +114,8 @@ pub struct JitterBuffer {
     events: VecDeque<FrameEvent>,
     /// When waiting for a missing frame ends.
     wake: Option<Time>,
+    /// `max_wait` changed since the last release: the next packet re-evaluates the waits.
+    deadline_moved: bool,
     /// Smallest `arrival − capture` seen, in ns.
     min_transit: Option<i128>,
 }
@@ -127,12 +129,16 @@ impl JitterBuffer {
             playout,
             events: VecDeque::new(),
             wake: None,
+            deadline_moved: false,
             min_transit: None,
         }
     }
 
     pub fn set_max_wait(&mut self, d: Duration) {
-        self.config.max_wait = d;
+        if d != self.config.max_wait {
+            self.config.max_wait = d;
+            self.deadline_moved = true; // a pending wait may now end at another time
+        }
     }
 
     pub fn playout(&mut self) -> &mut Playout {
@@ -185,7 +191,11 @@ impl JitterBuffer {
                 recovered: slot.recovered,
             });
         }
-        self.release(now);
+        // Only a newly complete frame, or a wait whose length changed, can release anything
+        // before the next timeout.
+        if slot.complete_at == Some(now) || self.deadline_moved {
+            self.release(now);
+        }
     }
 
     /// When a waiting frame's time runs out.
@@ -222,6 +232,7 @@ impl JitterBuffer {
     /// Release every frame that can go, in frame order.
     fn release(&mut self, now: Time) {
         self.wake = None;
+        self.deadline_moved = false;
         while let Some((&f, slot)) = self.frames.first_key_value() {
             let (keyframe, reference, capture) = (slot.keyframe, slot.reference, slot.capture);
             match slot.complete_at {

@@ -111,6 +111,9 @@ impl NackRequester {
     /// The sequence numbers to request at `now`; each counts as requested.
     pub fn poll_requests(&mut self, now: Time, out: &mut Vec<u64>) {
         out.clear();
+        if self.missing.is_empty() {
+            return; // the usual case, once per arriving packet
+        }
         let rtt = self.rtt;
         let mut exhausted = Vec::new();
         for (&seq, m) in self.missing.iter_mut() {
@@ -133,6 +136,9 @@ impl NackRequester {
 
     /// When a request is next due.
     pub fn poll_timeout(&self) -> Option<Time> {
+        if self.missing.is_empty() {
+            return None;
+        }
         self.missing
             .values()
             .map(|m| m.requested_at.map_or(Time::ZERO, |t| t + self.rtt))

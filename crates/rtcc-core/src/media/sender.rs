@@ -268,6 +268,12 @@ impl VideoSender {
 
     /// The next packet to put on the wire at `now`, if any.
     pub fn poll_transmit(&mut self, now: Time) -> Option<Outgoing> {
+        // The pacer said to wait until `pacer_wake`, and nothing that could change that has
+        // happened since (every such input clears it): no need to ask again. Most calls end
+        // here, once per packet after the one released.
+        if self.pacer_wake.is_some_and(|t| now < t) {
+            return None;
+        }
         let decision = self.effective_decision();
         let probe = decision.probe;
         let in_flight = self.history.in_flight();
@@ -378,6 +384,7 @@ impl VideoSender {
     pub fn handle_timeout(&mut self, now: Time) {
         if self.controller.next_timeout().is_some_and(|t| t <= now) {
             self.controller.on_timeout(now);
+            self.pacer_wake = None; // the rates may have changed
         }
         if let Some(rto) = &mut self.rto {
             if rto.poll_expired(now) {

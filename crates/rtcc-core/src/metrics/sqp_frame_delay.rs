@@ -54,6 +54,36 @@ pub struct SimulatedFrame {
 /// The windows of Fig. 15b.
 pub const WINDOWS: [u32; 6] = [1, 2, 4, 8, 16, 32];
 
+/// Prefix sums over a flow's packets, shared by every window.
+struct Stream<'a> {
+    packets: &'a [SentPacket],
+    /// `cum[i]`: bytes of packets before `i`; `lost_before[i]`: packets before `i` that never
+    /// arrived.
+    cum: Vec<u64>,
+    lost_before: Vec<u32>,
+}
+
+impl<'a> Stream<'a> {
+    fn new(packets: &'a [SentPacket]) -> Self {
+        let mut cum = Vec::with_capacity(packets.len() + 1);
+        let mut lost_before = Vec::with_capacity(packets.len() + 1);
+        let (mut bytes, mut lost) = (0u64, 0u32);
+        cum.push(bytes);
+        lost_before.push(lost);
+        for p in packets {
+            bytes += p.size as u64;
+            lost += p.recv.is_none() as u32;
+            cum.push(bytes);
+            lost_before.push(lost);
+        }
+        Stream {
+            packets,
+            cum,
+            lost_before,
+        }
+    }
+}
+
 /// Eq. 10 over `packets` (in ingress order) for the slots `start + k·interval < stop`, then the
 /// frames' delays. `end` is the end of the run.
 pub fn simulate(
@@ -64,40 +94,60 @@ pub fn simulate(
     n: u32,
     end: Time,
 ) -> Vec<SimulatedFrame> {
+    simulate_stream(&Stream::new(packets), start, stop, interval, n, end)
+}
+
+fn simulate_stream(
+    stream: &Stream,
+    start: Time,
+    stop: Time,
+    interval: Duration,
+    n: u32,
+    end: Time,
+) -> Vec<SimulatedFrame> {
     if interval.0 == 0 || stop <= start {
         return Vec::new();
     }
-    let n = n.max(1);
-    // cum[i] = bytes of packets before i; lost_before[i] = packets before i that never arrived.
-    let mut cum = Vec::with_capacity(packets.len() + 1);
-    let mut lost_before = Vec::with_capacity(packets.len() + 1);
-    cum.push(0u64);
-    lost_before.push(0u32);
-    for p in packets {
-        cum.push(cum.last().unwrap() + p.size as u64);
-        lost_before.push(lost_before.last().unwrap() + p.recv.is_none() as u32);
-    }
-    // Bytes with ingress in [a, b).
-    let idx = |t: Time| packets.partition_point(|p| p.ingress < t);
-    let sent = |a: Time, b: Time| (cum[idx(b)] - cum[idx(a)]) as f64;
-
+    let (packets, cum, lost_before) = (stream.packets, &stream.cum, &stream.lost_before);
+    let n = n.max(1) as usize;
     let slots = ((stop - start).0.div_ceil(interval.0)) as usize;
+    // bound[k]: the first packet with ingress at or after slot boundary k (start + k·I), for
+    // every boundary a window reaches; found in one forward walk, so the bytes sent between
+    // two boundaries are a difference of prefix sums.
+    let mut bound = Vec::with_capacity(slots + n + 1);
+    let mut i = packets.partition_point(|p| p.ingress < start);
+    for k in 0..=slots + n {
+        let t = start + Duration(interval.0 * k as u64);
+        while i < packets.len() && packets[i].ingress < t {
+            i += 1;
+        }
+        bound.push(i);
+    }
+    let sent = |a: usize, b: usize| (cum[bound[b]] - cum[bound[a]]) as f64;
+
     let mut frames = Vec::with_capacity(slots);
     let mut pending = 0.0f64;
     // Position in the byte stream (from the flow's first packet) where the next frame begins.
-    let mut begin = sent(Time::ZERO, start);
+    let mut begin = cum[bound[0]] as f64;
+    // The packets carrying a frame's first and last bytes only move forward, frame by frame.
+    let (mut first, mut last) = (0usize, 0usize);
+    let eps = 1e-6;
     for k in 0..slots {
         let t = start + Duration(interval.0 * k as u64);
-        let one = sent(t, t + interval);
-        let window = sent(t, t + Duration(interval.0 * n as u64));
+        let one = sent(k, k + 1);
+        let window = sent(k, k + n);
         let size = ((window - pending) / n as f64).max(one - pending).max(0.0);
         pending = (pending + size - one).max(0.0);
         let complete = if size > 0.0 {
             // Packets carrying bytes [begin, begin + size): the first whose end passes `begin`
             // to the first whose end reaches the frame's last byte.
-            let eps = 1e-6;
-            let first = cum[1..].partition_point(|&c| (c as f64) <= begin + eps);
-            let last = cum[1..].partition_point(|&c| (c as f64) < begin + size - eps);
+            while first < packets.len() && (cum[first + 1] as f64) <= begin + eps {
+                first += 1;
+            }
+            last = last.max(first);
+            while last < packets.len() && (cum[last + 1] as f64) < begin + size - eps {
+                last += 1;
+            }
             if last < packets.len() && lost_before[last + 1] == lost_before[first] {
                 packets[last].recv
             } else {
@@ -165,10 +215,11 @@ pub fn summarize(
     interval: Duration,
     end: Time,
 ) -> Vec<SqpFrameDelay> {
+    let stream = Stream::new(packets);
     WINDOWS
         .iter()
         .map(|&n| {
-            let frames = simulate(packets, start, stop, interval, n, end);
+            let frames = simulate_stream(&stream, start, stop, interval, n, end);
             let mut delays: Vec<f64> = frames.iter().map(|f| f.delay.as_millis_f64()).collect();
             let mut rates: Vec<f64> = frames
                 .iter()

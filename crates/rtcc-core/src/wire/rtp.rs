@@ -113,12 +113,15 @@ impl FrameDescriptor {
         out[7..9].copy_from_slice(&self.reference_delta.to_be_bytes());
     }
 
+    #[inline]
     fn parse(data: &[u8]) -> Result<FrameDescriptor, WireError> {
-        let d: &[u8; FRAME_DESCRIPTOR_LEN] =
-            data.try_into().map_err(|_| WireError::Inconsistent {
-                what: "RTP frame descriptor extension",
-                detail: format!("{} data bytes, expected {FRAME_DESCRIPTOR_LEN}", data.len()),
-            })?;
+        let d: &[u8; FRAME_DESCRIPTOR_LEN] = data.try_into().map_err(|_| {
+            wrong_length(
+                "RTP frame descriptor extension",
+                data.len(),
+                FRAME_DESCRIPTOR_LEN,
+            )
+        })?;
         let fd = FrameDescriptor {
             keyframe: d[0] & FRAME_FLAG_KEYFRAME != 0,
             frame_id: be16(d, 1),
@@ -283,22 +286,23 @@ impl RtpHeader {
 }
 
 /// Apply one extension element to `h`.
+#[inline]
 fn apply_element(id: u8, data: &[u8], h: &mut RtpHeader) -> Result<(), WireError> {
     match id {
         EXT_TRANSPORT_SEQ => {
-            let d: [u8; TRANSPORT_SEQ_LEN] =
-                data.try_into().map_err(|_| WireError::Inconsistent {
-                    what: "RTP transport-wide sequence extension",
-                    detail: format!("{} data bytes, expected {TRANSPORT_SEQ_LEN}", data.len()),
-                })?;
+            let d: [u8; TRANSPORT_SEQ_LEN] = data.try_into().map_err(|_| {
+                wrong_length(
+                    "RTP transport-wide sequence extension",
+                    data.len(),
+                    TRANSPORT_SEQ_LEN,
+                )
+            })?;
             h.transport_seq = Some(u16::from_be_bytes(d));
         }
         EXT_ABS_SEND_TIME => {
-            let d: [u8; ABS_SEND_TIME_LEN] =
-                data.try_into().map_err(|_| WireError::Inconsistent {
-                    what: "RTP abs-send-time extension",
-                    detail: format!("{} data bytes, expected {ABS_SEND_TIME_LEN}", data.len()),
-                })?;
+            let d: [u8; ABS_SEND_TIME_LEN] = data.try_into().map_err(|_| {
+                wrong_length("RTP abs-send-time extension", data.len(), ABS_SEND_TIME_LEN)
+            })?;
             h.abs_send_time = Some(u32::from_be_bytes([0, d[0], d[1], d[2]]));
         }
         EXT_FRAME => h.frame = Some(FrameDescriptor::parse(data)?),
@@ -307,6 +311,16 @@ fn apply_element(id: u8, data: &[u8], h: &mut RtpHeader) -> Result<(), WireError
     Ok(())
 }
 
+/// An extension element of the wrong length (kept out of the per-packet path).
+#[cold]
+fn wrong_length(what: &'static str, got: usize, expected: usize) -> WireError {
+    WireError::Inconsistent {
+        what,
+        detail: format!("{got} data bytes, expected {expected}"),
+    }
+}
+
+#[cold]
 fn element_overrun(at: usize, len: usize, block: usize) -> WireError {
     WireError::Inconsistent {
         what: "RTP header extension element",

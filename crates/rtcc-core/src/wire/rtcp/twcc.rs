@@ -100,17 +100,23 @@ pub struct TransportCcFeedback {
 /// taking the difference modulo [`REFERENCE_WRAP`] to the nearest.
 fn delta_ticks(running: i128, t: Time) -> i128 {
     let wrap = REFERENCE_WRAP.0 as i128;
-    let mut d = (t.0 as i128 - running).rem_euclid(wrap);
-    if d > wrap / 2 {
-        d -= wrap;
+    let mut d = t.0 as i128 - running;
+    // The difference is taken to (−wrap/2, wrap/2]; the usual small one needs no 128-bit
+    // remainder (this runs once per packet).
+    if d <= -wrap / 2 || d > wrap / 2 {
+        d = d.rem_euclid(wrap);
+        if d > wrap / 2 {
+            d -= wrap;
+        }
     }
-    let tick = DELTA_TICK.0 as i128;
+    let d = d as i64; // |d| ≤ wrap/2 ≈ 5.4e14 ns
+    let tick = DELTA_TICK.0 as i64;
     // Division truncates toward zero, so adding half a tick away from zero rounds to nearest.
-    if d >= 0 {
+    i128::from(if d >= 0 {
         (d + tick / 2) / tick
     } else {
         (d - tick / 2) / tick
-    }
+    })
 }
 
 /// The reference (in 64 ms ticks, unreduced) and the running start for a first received `t`.
@@ -388,8 +394,11 @@ impl TransportCcFeedback {
                 }
             };
             running += ticks * DELTA_TICK.0 as i128;
-            // In [0, wrap): fits u64.
-            receive_times.push(Some(Time(running.rem_euclid(wrap) as u64)));
+            // In [0, wrap): fits u64 (a remainder only when a delta crossed the wrap).
+            if !(0..wrap).contains(&running) {
+                running = running.rem_euclid(wrap);
+            }
+            receive_times.push(Some(Time(running as u64)));
         }
         let extra = body.len() - at;
         if extra >= 4 {
@@ -453,6 +462,14 @@ impl TransportCcFeedback {
             let (_, mut running) = reference_of(t0);
             running += delta_ticks(running, t0) * DELTA_TICK.0 as i128;
             let mut end = first + 1;
+            // The usual case: the rest fits one message and its receive times span at most
+            // 8 s, so every delta fits 16 bits of ticks (±8.19 s) without checking each.
+            let rest = times[first..=last_rx].iter().flatten();
+            let (lo, hi) = rest.fold((t0, t0), |(lo, hi), &t| (lo.min(t), hi.max(t)));
+            if last_rx + 1 - start <= max && hi.saturating_since(lo) <= Duration::from_millis(8000)
+            {
+                end = last_rx + 1;
+            }
             while end <= last_rx && end - start < max {
                 if let Some(t) = times[end] {
                     let ticks = delta_ticks(running, t);
