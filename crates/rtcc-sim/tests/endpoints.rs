@@ -79,15 +79,27 @@ fn nack_repairs_random_loss() {
         p95 < 250.0,
         "repairs take about one RTT (40 ms) plus a NACK round: P95 frame delay {p95:.0} ms"
     );
-    // Retransmissions count in what the sender puts on the wire.
-    let bytes = |r: &RunResult| {
+    // Retransmissions are part of the target: the encoder gets what they leave (libwebrtc's
+    // protection overhead rule), so media plus repairs send what the controller asked for.
+    let bytes = |r: &RunResult, kind: Option<PacketKind>| {
         r.flows[0]
             .packets
             .iter()
-            .map(|p| p.size as u64)
-            .sum::<u64>()
+            .filter(|p| kind.is_none_or(|k| p.kind == k))
+            .map(|p| p.size as f64)
+            .sum::<f64>()
     };
-    assert!(bytes(&on) > bytes(&off));
+    let (total_on, total_off) = (bytes(&on, None), bytes(&off, None));
+    assert!(
+        (total_on / total_off - 1.0).abs() < 0.01,
+        "the same bytes on the wire with and without repairs: {total_on} vs {total_off}"
+    );
+    let repaired = bytes(&on, Some(PacketKind::Retransmission));
+    let media_less = bytes(&off, Some(PacketKind::Media)) - bytes(&on, Some(PacketKind::Media));
+    assert!(
+        (media_less / repaired - 1.0).abs() < 0.25,
+        "the encoder gave up about what the repairs took: {media_less} vs {repaired} bytes"
+    );
 }
 
 #[test]
@@ -316,6 +328,15 @@ fn an_active_schedule_is_validated() {
     assert!(bad("[[\"2s\", \"1s\"]]").contains("from < to"));
     assert!(bad("[[\"0s\", \"3s\"], [\"2s\", \"5s\"]]").contains("in order"));
     assert!(bad("[[\"0s\", \"30s\"]]").contains("stop"));
+    let tcp = rtcc_sim::Scenario::from_toml_str(
+        "duration = \"10s\"\n[path.forward]\ncapacity = \"1Mbps\"\n[[flows]]\nkind = \"tcp\"\ncontroller = \"cubic\"\nactive = [[\"0s\", \"1s\"]]\n",
+        std::path::Path::new("."),
+        "t",
+        None,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(tcp.contains("onoff"), "{tcp}");
 }
 
 #[test]

@@ -118,9 +118,6 @@ impl VideoSendEndpoint {
     ) -> VideoSendEndpoint {
         sender.set_rto_enabled(recovery.rto);
         sender.set_min_rate(recovery.min_rate);
-        if let Some(k) = recovery.fec_group {
-            sender.set_protection_overhead(1.0 / k.max(1) as f64);
-        }
         let (_, first) = source.next_capture();
         VideoSendEndpoint {
             sender,

@@ -8,6 +8,7 @@ pub mod nack;
 pub mod pacer;
 pub mod packetizer;
 pub mod playout;
+pub mod protection;
 pub mod quality;
 pub mod receiver;
 pub mod sender;

@@ -18,9 +18,10 @@
 //! Around the controller it keeps the transport's safety nets, each switchable:
 //! - **Retransmissions and FEC** ([`VideoSender::queue_retransmission`],
 //!   [`VideoSender::queue_fec`]) go through the pacer's priority lane, so they are paced, count
-//!   in bytes in flight and reach the controller through `on_packet_sent` like media. With FEC on,
-//!   the encoder's target is the controller's target less the protection overhead
-//!   ([`VideoSender::set_protection_overhead`]), so media and parity together stay at the target.
+//!   in bytes in flight and reach the controller through `on_packet_sent` like media. The encoder
+//!   gets the controller's target less what retransmissions and FEC took of the bytes sent in the
+//!   last second (libwebrtc's rule, [`super::protection`]), so media and repairs together stay
+//!   at the target.
 //! - **A retransmission timeout** (RFC 6298, [`crate::rto::RtoTimer`]) for window-based
 //!   controllers (a `cwnd` in their decision): if nothing is acknowledged for an RTO while bytes
 //!   are in flight, everything in flight is declared lost and forgotten, the controller's
@@ -36,6 +37,7 @@
 use super::encoder::{EncodedFrame, Encoder};
 use super::pacer::{Pacer, PacerPoll, QueuedPacket};
 use super::packetizer::Packetizer;
+use super::protection::ProtectionRates;
 use super::quality::Resolution;
 use crate::cc::{Controller, Decision, EncodeAction, FrameAction, FrameView};
 use crate::packet::TransportFeedback;
@@ -85,8 +87,8 @@ pub struct VideoSender {
     /// Retransmission timer for window-based controllers (`None`: switched off).
     rto: Option<RtoTimer>,
     min_rate: Rate,
-    /// Parity bytes per media byte (0 without FEC).
-    protection_overhead: f64,
+    /// Video, retransmission and FEC bytes sent in the last second.
+    protection: ProtectionRates,
 }
 
 impl VideoSender {
@@ -113,7 +115,7 @@ impl VideoSender {
             last_encoded: None,
             rto: Some(RtoTimer::with_max(VIDEO_RTO_MAX)),
             min_rate: DEFAULT_MIN_RATE,
-            protection_overhead: 0.0,
+            protection: ProtectionRates::default(),
         }
     }
 
@@ -125,11 +127,6 @@ impl VideoSender {
     /// Floor of a rate-based controller's target and pacing rate (0 for none).
     pub fn set_min_rate(&mut self, rate: Rate) {
         self.min_rate = rate;
-    }
-
-    /// Parity bytes sent per media byte; the encoder's target shrinks by `1 / (1 + overhead)`.
-    pub fn set_protection_overhead(&mut self, overhead: f64) {
-        self.protection_overhead = overhead.max(0.0);
     }
 
     /// The controller's decision with the rate floor applied to rate-based controllers.
@@ -187,7 +184,7 @@ impl VideoSender {
             Rate::ZERO
         } else {
             let t = self.effective_decision().target_bitrate;
-            Rate(t.bps() / (1.0 + self.protection_overhead))
+            self.protection.encoder_target(now, t)
         };
         let encoded = self.encoder.encode(now, target, self.fps);
         self.last_encoded = Some(encoded);
@@ -326,6 +323,7 @@ impl VideoSender {
                 }
             };
         pkt = self.history.on_sent(pkt);
+        self.protection.on_sent(now, pkt.kind, pkt.size);
         // The retransmission timer guards window-based controllers only (a `cwnd`).
         if let (Some(rto), Some(_)) = (&mut self.rto, decision.cwnd) {
             rto.on_send(now);
