@@ -172,6 +172,12 @@ fn run<'py>(
     );
     col!(cols, "display_ns", display.into_iter());
     col!(cols, "latency_ns", latency.into_iter());
+    col!(cols, "recovered", frames.iter().map(|f| f.recovered));
+    col!(
+        cols,
+        "unrecoverable",
+        frames.iter().map(|f| f.unrecoverable)
+    );
     out.set_item("frames", cols)?;
 
     let st = &result.state;

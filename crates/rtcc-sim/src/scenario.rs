@@ -509,6 +509,12 @@ impl Scenario {
                 min_rate: r.min_rate.unwrap_or(defaults.min_rate),
                 playout_delay: r.playout_delay.unwrap_or(defaults.playout_delay),
             };
+            if f.active.is_some() && matches!(kind, FlowKind::Tcp { .. }) {
+                return Err(err(
+                    &at("active"),
+                    "a TCP flow pauses through its application: app = { model = \"onoff\", on = \"2s\", off = \"3s\" }; active schedules are for video and cbr flows".into(),
+                ));
+            }
             let active = match &f.active {
                 Some(p) => p.iter().map(|w| (Time(w.0 .0), Time(w.1 .0))).collect(),
                 None => vec![(Time(start.0), Time(stop.0))],
