@@ -312,10 +312,10 @@ controller = "gcc"
 
 #[test]
 fn an_active_schedule_is_validated() {
-    let bad = |active: &str| {
+    let error = |flow: &str, active: &str| {
         rtcc_sim::Scenario::from_toml_str(
             &format!(
-                "duration = \"10s\"\n[path.forward]\ncapacity = \"1Mbps\"\n[[flows]]\ncontroller = \"gcc\"\nactive = {active}\n"
+                "duration = \"10s\"\n[path.forward]\ncapacity = \"1Mbps\"\n[[flows]]\n{flow}\nactive = {active}\n"
             ),
             std::path::Path::new("."),
             "t",
@@ -324,18 +324,15 @@ fn an_active_schedule_is_validated() {
         .unwrap_err()
         .to_string()
     };
+    let bad = |active: &str| error("controller = \"gcc\"", active);
     assert!(bad("[]").contains("at least one period"));
     assert!(bad("[[\"2s\", \"1s\"]]").contains("from < to"));
     assert!(bad("[[\"0s\", \"3s\"], [\"2s\", \"5s\"]]").contains("in order"));
     assert!(bad("[[\"0s\", \"30s\"]]").contains("stop"));
-    let tcp = rtcc_sim::Scenario::from_toml_str(
-        "duration = \"10s\"\n[path.forward]\ncapacity = \"1Mbps\"\n[[flows]]\nkind = \"tcp\"\ncontroller = \"cubic\"\nactive = [[\"0s\", \"1s\"]]\n",
-        std::path::Path::new("."),
-        "t",
-        None,
-    )
-    .unwrap_err()
-    .to_string();
+    let tcp = error(
+        "kind = \"tcp\"\ncontroller = \"cubic\"",
+        "[[\"0s\", \"1s\"]]",
+    );
     assert!(tcp.contains("onoff"), "{tcp}");
 }
 

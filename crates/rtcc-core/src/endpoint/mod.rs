@@ -63,6 +63,21 @@ pub struct Transmit {
     pub frame: Option<u64>,
 }
 
+impl Transmit {
+    /// An RTCP datagram (feedback, acknowledgements): `bytes` copied into `buf`, its size on the
+    /// wire with IPv4 and UDP headers.
+    pub fn control(bytes: &[u8], buf: &mut Vec<u8>) -> Transmit {
+        buf.clear();
+        buf.extend_from_slice(bytes);
+        Transmit {
+            size: bytes.len() as u32 + crate::wire::IP_UDP_OVERHEAD,
+            kind: PacketKind::Control,
+            seq: None,
+            frame: None,
+        }
+    }
+}
+
 /// A frame as the encoder produced it (for logs).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EncodedFrameInfo {
@@ -142,15 +157,6 @@ impl Default for Recovery {
             min_rate: crate::media::sender::DEFAULT_MIN_RATE,
             playout_delay: Duration::ZERO,
         }
-    }
-}
-
-/// The earlier of two optional instants.
-#[inline]
-pub(crate) fn earliest(a: Option<Time>, b: Option<Time>) -> Option<Time> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
     }
 }
 

@@ -12,12 +12,12 @@
 
 use super::{unwrap_near, Endpoint, Transmit, PT_TCP};
 use crate::media::ArrivalRecorder;
-use crate::packet::{PacketKind, TransportFeedback};
+use crate::packet::TransportFeedback;
 use crate::tcp::BulkSender;
 use crate::units::{Duration, Time};
 use crate::wire::rtcp::{self, RtcpPacket, TransportCcFeedback};
 use crate::wire::rtp::{is_rtcp, RtpHeader};
-use crate::wire::{SeqUnwrapper, IP_UDP_OVERHEAD};
+use crate::wire::SeqUnwrapper;
 
 /// Linux's minimum delayed-ACK timeout (`TCP_DELACK_MIN`, 40 ms); RFC 1122 allows up to 500 ms.
 pub const DELAYED_ACK_TIMEOUT: Duration = Duration(40_000_000);
@@ -189,15 +189,7 @@ impl Endpoint for TcpRecvEndpoint {
     }
 
     fn poll_transmit(&mut self, _now: Time, buf: &mut Vec<u8>) -> Option<Transmit> {
-        let bytes = self.out.take()?;
-        buf.clear();
-        buf.extend_from_slice(&bytes);
-        Some(Transmit {
-            size: bytes.len() as u32 + IP_UDP_OVERHEAD,
-            kind: PacketKind::Control,
-            seq: None,
-            frame: None,
-        })
+        Some(Transmit::control(&self.out.take()?, buf))
     }
 
     fn poll_timeout(&self) -> Option<Time> {

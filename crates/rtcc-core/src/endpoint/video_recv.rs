@@ -17,20 +17,19 @@
 //! under their original number (the retransmission has its own transport-wide number; an FEC
 //! recovery has none), as in libwebrtc.
 
-use super::{earliest, rtp_time, unwrap_near, Endpoint, EndpointEvent, Recovery, Transmit};
+use super::{rtp_time, unwrap_near, Endpoint, EndpointEvent, Recovery, Transmit};
 use super::{PT_FEC, PT_MEDIA, PT_RTX};
 use crate::cc::FeedbackPolicy;
 use crate::media::jitter_buffer::{FrameEvent, FramePacket, JitterBuffer, JitterBufferConfig};
 use crate::media::nack::NackRequester;
 use crate::media::{ArrivalRecorder, Playout};
-use crate::packet::PacketKind;
-use crate::units::{Duration, Time};
+use crate::units::{earliest, Duration, Time};
 use crate::wire::fec::{self, FecHeader};
 use crate::wire::rtcp::{
     FrameAckMessage, Nack, Pli, ReceiverReport, ReportBlock, RtcpPacket, TransportCcFeedback,
 };
 use crate::wire::rtp::{is_rtcp, RtpHeader};
-use crate::wire::{SeqUnwrapper, IP_UDP_OVERHEAD};
+use crate::wire::SeqUnwrapper;
 use std::collections::VecDeque;
 
 /// Receiver reports go out this often (libwebrtc's default video RTCP interval).
@@ -368,15 +367,7 @@ impl Endpoint for VideoRecvEndpoint {
     }
 
     fn poll_transmit(&mut self, _now: Time, buf: &mut Vec<u8>) -> Option<Transmit> {
-        let bytes = self.out.pop_front()?;
-        buf.clear();
-        buf.extend_from_slice(&bytes);
-        Some(Transmit {
-            size: bytes.len() as u32 + IP_UDP_OVERHEAD,
-            kind: PacketKind::Control,
-            seq: None,
-            frame: None,
-        })
+        Some(Transmit::control(&self.out.pop_front()?, buf))
     }
 
     fn poll_timeout(&self) -> Option<Time> {

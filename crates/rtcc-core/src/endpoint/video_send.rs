@@ -25,12 +25,12 @@
 //! (the next frame is a keyframe) and receiver reports (counted only).
 
 use super::{
-    earliest, rtp_timestamp, unwrap_near, EncodedFrameInfo, Endpoint, EndpointEvent, Recovery,
-    Transmit, PT_FEC, PT_MEDIA, PT_PADDING, PT_RTX,
+    rtp_timestamp, unwrap_near, EncodedFrameInfo, Endpoint, EndpointEvent, Recovery, Transmit,
+    PT_FEC, PT_MEDIA, PT_PADDING, PT_RTX,
 };
 use crate::media::{FrameSource, VideoSender};
 use crate::packet::{FrameAck, PacketKind, SentPacket, TransportFeedback};
-use crate::units::{Duration, Time};
+use crate::units::{earliest, Duration, Time};
 use crate::wire::fec::{FecEncoder, FecHeader};
 use crate::wire::rtcp::{self, RtcpPacket};
 use crate::wire::rtp::{abs_send_time, FrameDescriptor, RtpHeader};

@@ -43,7 +43,7 @@ use crate::cc::{Controller, Decision, EncodeAction, FrameAction, FrameView};
 use crate::packet::TransportFeedback;
 use crate::packet::{FeedbackReport, FrameAck, FrameInfo, PacketKind, SendHistory, SentPacket};
 use crate::rto::RtoTimer;
-use crate::units::{Rate, Time};
+use crate::units::{earliest, Rate, Time};
 
 /// libwebrtc's default minimum video bitrate (`kDefaultMinVideoBitrateBps`, 30 kbit/s): the
 /// floor of a rate-based controller's target and pacing rate.
@@ -54,14 +54,6 @@ pub const DEFAULT_MIN_RATE: Rate = Rate(30_000.0);
 /// loss burst) instead of backing off towards TCP's two minutes: the media behind it is useless
 /// seconds later anyway. Our judgment call; libwebrtc, rate-based, never stops sending at all.
 pub const VIDEO_RTO_MAX: crate::units::Duration = crate::units::Duration(1_000_000_000);
-
-/// The earlier of two optional instants.
-fn earliest(a: Option<Time>, b: Option<Time>) -> Option<Time> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
 
 /// A packet the sender releases, with what the wire layer needs to build it.
 #[derive(Debug, Clone, Copy, PartialEq)]
