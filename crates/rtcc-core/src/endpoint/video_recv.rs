@@ -127,8 +127,9 @@ impl VideoRecvEndpoint {
         let seq = Self::unwrap(&mut self.newest_seq, h.sequence as u64, 16);
         self.received_media += 1;
         self.highest_seen = self.highest_seen.max(seq);
+        let keyframe_start = h.frame.is_some_and(|d| d.keyframe && d.index == 0);
         if let Some(n) = &mut self.nack {
-            n.on_packet(now, seq);
+            n.on_packet(now, seq, keyframe_start);
         }
         let Some(d) = h.frame else {
             return;

@@ -12,7 +12,8 @@
 //!   the history (sent within the last max(1 s, 3 × SRTT), `kMinPacketDuration` and
 //!   `kMinPacketDurationRtt`); the first NACK for a packet is always served, a later one not
 //!   within one SRTT of the last retransmission (`RtpPacketHistory::VerifyRtt`: that copy may
-//!   still be in flight);
+//!   still be in flight), and only within the retransmission budget (at most the target rate
+//!   over 500 ms, [`crate::media::protection::RetransmissionBudget`]);
 //! - **FEC** (optional) on the FEC SSRC ([`PT_FEC`]): one XOR parity packet after every `k`
 //!   media packets or at the end of a frame, whichever comes first ([`crate::wire::fec`]);
 //! - **padding and probes** on the RTX SSRC ([`PT_PADDING`]), as libwebrtc pads on RTX.
@@ -28,6 +29,7 @@ use super::{
     rtp_timestamp, unwrap_near, EncodedFrameInfo, Endpoint, EndpointEvent, Recovery, Transmit,
     PT_FEC, PT_MEDIA, PT_PADDING, PT_RTX,
 };
+use crate::media::protection::RetransmissionBudget;
 use crate::media::{FrameSource, VideoSender};
 use crate::packet::{FrameAck, PacketKind, SentPacket, TransportFeedback};
 use crate::units::{earliest, Duration, Time};
@@ -106,6 +108,8 @@ pub struct VideoSendEndpoint {
     events: VecDeque<EndpointEvent>,
     malformed: u64,
     nacks_received: u64,
+    /// libwebrtc's retransmission rate limit.
+    budget: RetransmissionBudget,
 }
 
 impl VideoSendEndpoint {
@@ -141,6 +145,7 @@ impl VideoSendEndpoint {
             events: VecDeque::new(),
             malformed: 0,
             nacks_received: 0,
+            budget: RetransmissionBudget::default(),
         }
     }
 
@@ -224,11 +229,16 @@ impl VideoSendEndpoint {
             if e.retransmitted && now.saturating_since(e.last_sent) < srtt {
                 continue; // resent within the last RTT: the copy may still arrive
             }
+            let mut copy = e.packet;
+            copy.size += 2; // RFC 4588: the original sequence number
+            if !self
+                .budget
+                .try_use(now, copy.size, self.sender.target_rate())
+            {
+                continue; // over the retransmission budget: the receiver asks again later
+            }
             e.last_sent = now;
             e.retransmitted = true;
-            let original = e.packet;
-            let mut copy = original;
-            copy.size += 2; // RFC 4588: the original sequence number
             self.sender.queue_retransmission(now, &copy, seq);
         }
     }

@@ -8,8 +8,13 @@
 //! - a request is **repeated** every round-trip time while the packet stays missing
 //!   (libwebrtc's `kDefaultRttMs` = 100 ms until an RTT is known), at most
 //!   [`MAX_NACK_RETRIES`] = 10 times (`kMaxNackRetries`), then the requester gives up;
-//! - at most [`MAX_NACK_PACKETS`] = 1000 packets are tracked (`kMaxNackPackets`); beyond that the
-//!   oldest are dropped and the caller is told to ask for a keyframe;
+//! - at most [`MAX_NACK_PACKETS`] = 1000 packets are tracked (`kMaxNackPackets`). When a gap would
+//!   go beyond that, the packets before the newest keyframe that still leaves some are dropped
+//!   (they are not needed to decode from it), keyframe by keyframe; if the list is still too
+//!   long, it is cleared, the gap itself is not requested, and the caller is told to ask for a
+//!   keyframe (`AddPacketsToNack` and `RemovePacketsUntilKeyFrame`). Asking for thousands of
+//!   packets after an outage would only bury the link in retransmissions of frames nobody will
+//!   show;
 //! - packets of frames the receiver no longer wants (it gave up on them, or a keyframe made them
 //!   useless) are removed with [`NackRequester::clear_up_to`].
 //!
@@ -19,12 +24,15 @@
 //! what a repeated request should wait for anyway.
 
 use crate::units::{Duration, Time};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// libwebrtc `kMaxNackRetries`.
 pub const MAX_NACK_RETRIES: u32 = 10;
 /// libwebrtc `kMaxNackPackets`.
 pub const MAX_NACK_PACKETS: usize = 1000;
+/// libwebrtc `kMaxPacketAge`: packets (and keyframes) this many numbers behind the newest are
+/// forgotten.
+pub const MAX_PACKET_AGE: u64 = 10_000;
 /// libwebrtc `kDefaultRttMs`: the RTT assumed before a sample.
 pub const DEFAULT_RTT: Duration = Duration(100_000_000);
 
@@ -39,6 +47,8 @@ struct Missing {
 pub struct NackRequester {
     newest: Option<u64>,
     missing: BTreeMap<u64, Missing>,
+    /// First packets of keyframes seen (libwebrtc's `keyframe_list_`).
+    keyframes: BTreeSet<u64>,
     rtt: Duration,
     /// Packets given up on (retries exhausted or list overflow) since the last call to
     /// [`NackRequester::take_given_up`].
@@ -51,6 +61,7 @@ impl Default for NackRequester {
         NackRequester {
             newest: None,
             missing: BTreeMap::new(),
+            keyframes: BTreeSet::new(),
             rtt: DEFAULT_RTT,
             given_up: 0,
             keyframe_needed: false,
@@ -69,38 +80,68 @@ impl NackRequester {
         self.missing.len()
     }
 
-    /// Media packet `seq` (unwrapped RTP sequence number) arrived at `now`.
-    pub fn on_packet(&mut self, now: Time, seq: u64) {
+    /// Media packet `seq` (unwrapped RTP sequence number) arrived at `now`; `keyframe_start`: it
+    /// is the first packet of a keyframe.
+    pub fn on_packet(&mut self, now: Time, seq: u64, keyframe_start: bool) {
+        if keyframe_start {
+            self.keyframes.insert(seq);
+            let oldest = seq.saturating_sub(MAX_PACKET_AGE);
+            while self.keyframes.first().is_some_and(|&k| k < oldest) {
+                self.keyframes.pop_first();
+            }
+        }
         let Some(newest) = self.newest else {
             self.newest = Some(seq);
             return;
         };
         if seq > newest {
-            for s in newest + 1..seq {
-                self.missing.insert(
-                    s,
-                    Missing {
-                        requested_at: None,
-                        retries: 0,
-                    },
-                );
-            }
             self.newest = Some(seq);
-            if self.missing.len() > MAX_NACK_PACKETS {
-                let excess = self.missing.len() - MAX_NACK_PACKETS;
-                let drop: Vec<u64> = self.missing.keys().take(excess).copied().collect();
-                for s in drop {
-                    self.missing.remove(&s);
-                }
-                self.given_up += excess as u64;
-                self.keyframe_needed = true;
-            }
+            self.add_gap(newest + 1, seq);
         } else if let Some(m) = self.missing.remove(&seq) {
             if let Some(at) = m.requested_at {
                 let sample = now.saturating_since(at);
                 self.rtt = Duration((7 * self.rtt.0 + sample.0) / 8);
             }
         }
+    }
+
+    /// Packets `from..to` are missing.
+    fn add_gap(&mut self, from: u64, to: u64) {
+        self.missing = self.missing.split_off(&to.saturating_sub(MAX_PACKET_AGE));
+        let new = (to - from) as usize;
+        if self.missing.len() + new > MAX_NACK_PACKETS {
+            while self.missing.len() + new > MAX_NACK_PACKETS && self.remove_until_keyframe() {}
+            if self.missing.len() + new > MAX_NACK_PACKETS {
+                self.given_up += (self.missing.len() + new) as u64;
+                self.missing.clear();
+                self.keyframe_needed = true;
+                return;
+            }
+        }
+        for s in from..to {
+            self.missing.insert(
+                s,
+                Missing {
+                    requested_at: None,
+                    retries: 0,
+                },
+            );
+        }
+    }
+
+    /// Drop the missing packets before the oldest keyframe that is newer than some of them;
+    /// false if no keyframe does.
+    fn remove_until_keyframe(&mut self) -> bool {
+        while let Some(&k) = self.keyframes.first() {
+            let before = self.missing.range(..k).count();
+            if before > 0 {
+                self.given_up += before as u64;
+                self.missing = self.missing.split_off(&k);
+                return true;
+            }
+            self.keyframes.pop_first(); // too old to remove anything
+        }
+        false
     }
 
     /// Forget missing packets below `seq` (their frames are no longer wanted).
@@ -168,14 +209,14 @@ mod tests {
     fn requests_a_gap_at_once_then_every_rtt_and_gives_up_after_ten_tries() {
         let mut n = NackRequester::default();
         let mut out = Vec::new();
-        n.on_packet(ms(0), 10);
-        n.on_packet(ms(1), 13);
+        n.on_packet(ms(0), 10, true);
+        n.on_packet(ms(1), 13, false);
         n.poll_requests(ms(1), &mut out);
         assert_eq!(out, vec![11, 12], "a gap is requested at once");
         n.poll_requests(ms(50), &mut out);
         assert!(out.is_empty(), "not again within the 100 ms default RTT");
         assert_eq!(n.poll_timeout(), Some(ms(101)));
-        n.on_packet(ms(60), 11);
+        n.on_packet(ms(60), 11, false);
         assert_eq!(n.missing(), 1, "11 arrived (retransmitted)");
         assert!(n.rtt() < DEFAULT_RTT, "a 59 ms sample pulls the RTT down");
         let mut t = 1;
@@ -194,14 +235,39 @@ mod tests {
     }
 
     #[test]
-    fn overflow_drops_the_oldest_and_asks_for_a_keyframe() {
+    fn a_gap_beyond_the_list_clears_it_and_asks_for_a_keyframe() {
         let mut n = NackRequester::default();
-        n.on_packet(ms(0), 0);
-        n.on_packet(ms(1), MAX_NACK_PACKETS as u64 + 11);
-        assert_eq!(n.missing(), MAX_NACK_PACKETS);
+        n.on_packet(ms(0), 0, true);
+        n.on_packet(ms(1), 5, false);
+        assert_eq!(n.missing(), 4);
+        n.on_packet(ms(2), MAX_NACK_PACKETS as u64 + 11, false);
+        assert_eq!(
+            n.missing(),
+            0,
+            "nothing requested: the list and the gap are dropped"
+        );
         assert!(n.take_keyframe_needed());
-        assert_eq!(n.take_given_up(), 10);
-        n.clear_up_to(MAX_NACK_PACKETS as u64 + 1);
-        assert_eq!(n.missing(), 10, "only the newest ten are still wanted");
+        assert_eq!(n.take_given_up(), 4 + MAX_NACK_PACKETS as u64 + 5);
+    }
+
+    #[test]
+    fn a_full_list_first_drops_what_a_newer_keyframe_made_useless() {
+        let mut n = NackRequester::default();
+        n.on_packet(ms(0), 0, true);
+        n.on_packet(ms(1), 601, false); // 1..=600 missing
+        n.on_packet(ms(2), 602, true); // a keyframe starts at 602
+        n.on_packet(ms(3), 1003, false); // 603..=1002 missing: 1000 in all
+        assert_eq!(n.missing(), 1000);
+        n.on_packet(ms(4), 1005, false); // one more: over the limit
+        assert_eq!(
+            n.missing(),
+            401,
+            "the 600 before the keyframe at 602 are dropped"
+        );
+        assert!(
+            !n.take_keyframe_needed(),
+            "the keyframe at 602 is enough to decode from"
+        );
+        assert_eq!(n.take_given_up(), 600);
     }
 }

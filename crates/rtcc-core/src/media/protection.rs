@@ -12,10 +12,47 @@
 //!
 //! so a loss burst that is being repaired lowers the encoder's rate by what the repairs cost, and
 //! media plus repairs stay at the target. Padding and probes count in none of the three.
+//!
+//! Retransmissions themselves are budgeted ([`RetransmissionBudget`]): libwebrtc's
+//! `RTPSender::ReSendPacket` serves a NACK only if the retransmission rate over the last 500 ms
+//! (`kRetransmitWindowSizeMs`) stays within the current target (`RateLimiter`, its maximum set
+//! from the bandwidth estimate by `RtpTransportControllerSend`); a refused packet is asked for
+//! again a round trip later. After an outage this keeps a flood of requests for packets lost in
+//! a full queue from taking the whole link.
 
 use crate::packet::PacketKind;
 use crate::units::{Duration, Rate, Time};
 use std::collections::VecDeque;
+
+/// libwebrtc's retransmission window (`kRetransmitWindowSizeMs`).
+pub const RETRANSMIT_WINDOW: Duration = Duration(500_000_000);
+
+/// Bytes retransmitted in the last [`RETRANSMIT_WINDOW`], against a budget of the target rate.
+#[derive(Debug, Default, Clone)]
+pub struct RetransmissionBudget {
+    used: VecDeque<(Time, u32)>,
+    bytes: u64,
+}
+
+impl RetransmissionBudget {
+    /// Take `size` bytes at `now` if the rate over the window stays within `max`.
+    pub fn try_use(&mut self, now: Time, size: u32, max: Rate) -> bool {
+        while let Some(&(t, b)) = self.used.front() {
+            if now.saturating_since(t) < RETRANSMIT_WINDOW {
+                break;
+            }
+            self.bytes -= b as u64;
+            self.used.pop_front();
+        }
+        let allowed = max.bps() / 8.0 * RETRANSMIT_WINDOW.as_secs_f64();
+        if (self.bytes + size as u64) as f64 > allowed {
+            return false;
+        }
+        self.used.push_back((now, size));
+        self.bytes += size as u64;
+        true
+    }
+}
 
 /// libwebrtc's send-rate window (`kBitrateStatisticsWindowMs`).
 pub const RATE_WINDOW: Duration = Duration(1_000_000_000);
@@ -99,6 +136,19 @@ mod tests {
         // A second later the repairs have left the window.
         p.on_sent(t(1085), PacketKind::Media, 1000);
         assert_eq!(p.overhead(t(1091)), 0.0);
+    }
+
+    #[test]
+    fn retransmissions_stay_within_the_target_over_half_a_second() {
+        let mut b = RetransmissionBudget::default();
+        let t = Time::from_millis;
+        // 1 Mbit/s: 62 500 bytes per 500 ms.
+        let sent = (0..100)
+            .filter(|_| b.try_use(t(0), 1000, Rate(1e6)))
+            .count();
+        assert_eq!(sent, 62);
+        assert!(!b.try_use(t(499), 1000, Rate(1e6)));
+        assert!(b.try_use(t(500), 1000, Rate(1e6)), "the window moved on");
     }
 
     #[test]

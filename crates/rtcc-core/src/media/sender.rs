@@ -116,6 +116,11 @@ impl VideoSender {
         self.rto = on.then(|| RtoTimer::with_max(VIDEO_RTO_MAX));
     }
 
+    /// The controller's target rate (with the floor), what retransmissions are budgeted against.
+    pub fn target_rate(&self) -> Rate {
+        self.effective_decision().target_bitrate
+    }
+
     /// Floor of a rate-based controller's target and pacing rate (0 for none).
     pub fn set_min_rate(&mut self, rate: Rate) {
         self.min_rate = rate;
