@@ -82,7 +82,11 @@ impl ProtectionRates {
             self.sent.push_back((now, c, size));
             self.bytes[c as usize] += size as u64;
         }
-        self.expire(now);
+        // The window is trimmed when it is read (once per frame); here only often enough to
+        // bound its memory.
+        if self.sent.len() >= 4096 {
+            self.expire(now);
+        }
     }
 
     fn expire(&mut self, now: Time) {
