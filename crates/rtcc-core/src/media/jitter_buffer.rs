@@ -235,6 +235,14 @@ impl JitterBuffer {
         self.deadline_moved = false;
         while let Some((&f, slot)) = self.frames.first_key_value() {
             let (keyframe, reference, capture) = (slot.keyframe, slot.reference, slot.capture);
+            // A complete keyframe behind the head needs nothing before it: the buffer jumps to
+            // it at once instead of waiting for repairs (libwebrtc's frame buffer decodes from
+            // a keyframe without the frames before it; they may never come, e.g. after the
+            // sender reset its encoder).
+            let keyframe_behind = self
+                .frames
+                .range(f + 1..)
+                .any(|(_, s)| s.keyframe && s.complete_at.is_some());
             match slot.complete_at {
                 Some(done) => {
                     // A reference that has not been released, and of which nothing is held:
@@ -243,7 +251,7 @@ impl JitterBuffer {
                         .filter(|&r| !keyframe && r < f)
                         .filter(|&r| self.released_up_to.is_none_or(|u| r > u));
                     if let Some(r) = unseen_reference {
-                        if !self.wait_over(now, done) {
+                        if !keyframe_behind && !self.wait_over(now, done) {
                             return;
                         }
                         self.abandon(r);
@@ -261,12 +269,14 @@ impl JitterBuffer {
                     self.events.push_back(event);
                 }
                 None => {
-                    let later = self.frames.range(f + 1..).find_map(|(_, s)| s.complete_at);
-                    let Some(done) = later else {
-                        return; // nothing complete behind it: keep waiting for its packets
-                    };
-                    if !self.wait_over(now, done) {
-                        return;
+                    if !keyframe_behind {
+                        let later = self.frames.range(f + 1..).find_map(|(_, s)| s.complete_at);
+                        let Some(done) = later else {
+                            return; // nothing complete behind it: keep waiting for its packets
+                        };
+                        if !self.wait_over(now, done) {
+                            return;
+                        }
                     }
                     self.abandon(f);
                 }
@@ -396,6 +406,33 @@ mod tests {
             ]
         );
         assert!(j.playout().poll_keyframe_request(ms(175)));
+    }
+
+    #[test]
+    fn with_nack_a_complete_keyframe_ends_the_wait_at_once() {
+        let cfg = JitterBufferConfig {
+            wait_for_missing: true,
+            ..Default::default()
+        };
+        let mut j = JitterBuffer::new(cfg, Playout::default());
+        j.insert(ms(10), &pkt(0, 0, 1, 0));
+        j.insert(ms(40), &pkt(1, 0, 3, 1)); // the rest of frame 1 never comes (encoder reset)
+        let keyframe = FramePacket {
+            keyframe: true,
+            reference: None,
+            ..pkt(2, 0, 1, 4)
+        };
+        j.insert(ms(75), &keyframe);
+        let ev = drain(&mut j);
+        assert!(
+            ev.contains(&FrameEvent::Abandoned { frame: 1 })
+                && ev.contains(&FrameEvent::Displayed {
+                    frame: 2,
+                    at: ms(75)
+                }),
+            "the keyframe is shown when it completes, not after max_wait: {ev:?}"
+        );
+        assert_eq!(j.poll_timeout(), None);
     }
 
     #[test]
