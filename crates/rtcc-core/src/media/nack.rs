@@ -96,7 +96,9 @@ impl NackRequester {
         };
         if seq > newest {
             self.newest = Some(seq);
-            self.add_gap(newest + 1, seq);
+            if seq > newest + 1 {
+                self.add_gap(newest + 1, seq);
+            }
         } else if let Some(m) = self.missing.remove(&seq) {
             if let Some(at) = m.requested_at {
                 let sample = now.saturating_since(at);

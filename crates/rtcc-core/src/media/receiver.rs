@@ -33,10 +33,14 @@ impl ArrivalRecorder {
             return;
         }
         let idx = (seq - self.report_from) as usize;
-        if idx >= self.pending.len() {
-            self.pending.resize(idx + 1, None);
+        if idx == self.pending.len() {
+            self.pending.push_back(Some(now)); // the usual case: the next number
+        } else {
+            if idx > self.pending.len() {
+                self.pending.resize(idx + 1, None);
+            }
+            self.pending[idx] = Some(now);
         }
-        self.pending[idx] = Some(now);
     }
 
     /// Whether something not yet reported is missing (a later packet arrived first): a TCP
