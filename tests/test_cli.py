@@ -218,6 +218,21 @@ def test_validate(tmp_path, scenario, capsys):
     assert lines[2].startswith(f"{tmp_path / 'missing.toml'}: error:")
 
 
+def test_validate_checks_every_cell_of_a_sweep_file(tmp_path, capsys):
+    base = SCENARIO.replace("[path.forward]", "[scenario.path.forward]")
+    base = base.replace("[[flows]]", "[[scenario.flows]]")
+    base = "[scenario]\n" + base
+    good = tmp_path / "sweep.toml"
+    good.write_text('[sweep.grid]\n"path.forward.capacity" = ["4Mbps", "8Mbps"]\n' + base)
+    assert main(["validate", str(good)]) == 0
+    assert capsys.readouterr().out == f"{good}: OK (sweep, 2 cells)\n"
+    bad = tmp_path / "bad-sweep.toml"
+    bad.write_text('[sweep.grid]\n"path.forward.capacity" = ["4Mbps", "8Mbmps"]\n' + base)
+    assert main(["validate", str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f"{bad}: error:") and "capacity" in out, out
+
+
 def test_trace_lte(tmp_path, capsys):
     out = tmp_path / "lte.trace"
     assert main(["trace", "lte", "--seed", "3", "--duration", "10s", "--mean", "6Mbps", "-o", str(out)]) == 0

@@ -121,12 +121,29 @@ def _default(p: dict) -> str:
     return "(required)" if p["default"] == "" else f"= {p['default']}"
 
 
+def _is_sweep_file(path) -> bool:
+    """A sweep file has `[sweep]` and `[scenario]` tables; a scenario file neither."""
+    import tomllib
+
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError):
+        return False  # the scenario parser reports the problem with its own message
+    return "sweep" in data or "scenario" in data
+
+
 def cmd_validate(args) -> int:
     from .scenario import Scenario
+    from .sweep import Sweep
 
     failed = False
     for path in args.scenarios:
         try:
+            if _is_sweep_file(path):
+                cells = Sweep.from_file(path).validate()
+                print(f"{path}: OK (sweep, {len(cells)} cells)")
+                continue
             Scenario.from_file(path).validate()
         except ScenarioError as e:
             failed = True
@@ -212,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("controllers", help="list registered controllers and their parameters")
     p.set_defaults(func=cmd_controllers)
 
-    p = sub.add_parser("validate", help="check scenario files without running them")
+    p = sub.add_parser("validate", help="check scenario and sweep files without running them")
     p.add_argument("scenarios", nargs="+", metavar="SCENARIO")
     p.set_defaults(func=cmd_validate)
 
