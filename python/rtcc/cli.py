@@ -230,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_controllers)
 
     p = sub.add_parser("validate", help="check scenario and sweep files without running them")
-    p.add_argument("scenarios", nargs="+", metavar="SCENARIO")
+    p.add_argument("scenarios", nargs="+", metavar="FILE")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("bench", help="simulator speed on standard scenarios")
