@@ -233,6 +233,35 @@ def test_validate_checks_every_cell_of_a_sweep_file(tmp_path, capsys):
     assert out.startswith(f"{bad}: error:") and "capacity" in out, out
 
 
+def test_extreme_inputs_get_named_errors_not_tracebacks_or_wrong_results(tmp_path, capsys):
+    # An infinite rate used to pass validation and become an unlimited link.
+    inf = tmp_path / "inf.toml"
+    inf.write_text(SCENARIO.replace('"8Mbps"', '"1e300Gbps"'))
+    assert main(["validate", str(inf)]) == 1
+    assert "largest accepted rate" in capsys.readouterr().out
+    # A trace offset whose time overflows used to wrap: utilisation 2082, packets leaving before
+    # they were queued.
+    trace = tmp_path / "huge.trace"
+    trace.write_text("1\n18446744073710\n")
+    wrapped = tmp_path / "wrapped.toml"
+    wrapped.write_text(SCENARIO.replace('capacity = "8Mbps"', f'trace = "{trace.name}"'))
+    assert main(["validate", str(wrapped)]) == 1
+    out = capsys.readouterr().out
+    assert f"{trace.name}:2:" in out and "largest accepted" in out, out
+    # Tracebacks before: ValueError, OverflowError, RecursionError.
+    err = error_of(capsys, ["trace", "lte", "--mean", "1e300Gbps", "-o", tmp_path / "x.trace"])
+    assert "largest accepted rate" in err
+    with pytest.raises(SystemExit) as exit_:  # an argparse usage error
+        main(["trace", "lte", "--seed", "18446744073709551616", "-o", str(tmp_path / "x.trace")])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "18446744073709551615" in err and "Traceback" not in err
+    deep = tmp_path / "deep.toml"
+    deep.write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    err = error_of(capsys, ["run", deep, "-o", tmp_path / "out"])
+    assert "nested too deeply" in err
+
+
 def test_trace_lte(tmp_path, capsys):
     out = tmp_path / "lte.trace"
     assert main(["trace", "lte", "--seed", "3", "--duration", "10s", "--mean", "6Mbps", "-o", str(out)]) == 0

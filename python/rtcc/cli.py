@@ -85,12 +85,26 @@ def cmd_sweep(args) -> int:
     return 0
 
 
+SEED_MAX = 2**64 - 1
+
+
+def _seed(text: str) -> int:
+    """argparse type of --seed: an integer the core's 64-bit seed can hold."""
+    try:
+        seed = int(text)
+    except ValueError:
+        seed = -1
+    if not 0 <= seed <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"expected an integer from 0 to {SEED_MAX}, got {text!r}")
+    return seed
+
+
 def _seed_list(text: str) -> list[int]:
     try:
         seeds = [int(s) for s in text.split(",")]
     except ValueError:
         seeds = []
-    if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
+    if not seeds or min(seeds) < 0 or max(seeds) > SEED_MAX or len(set(seeds)) != len(seeds):
         raise UsageError(f"--seeds: expected distinct non-negative integers separated by commas, e.g. 1,2,3; "
                          f"got {text!r}")
     return seeds
@@ -128,7 +142,7 @@ def _is_sweep_file(path) -> bool:
     try:
         with open(path, "rb") as f:
             data = tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError):
+    except (OSError, tomllib.TOMLDecodeError, RecursionError):
         return False  # the scenario parser reports the problem with its own message
     return "sweep" in data or "scenario" in data
 
@@ -168,8 +182,6 @@ def cmd_trace_lte(args) -> int:
     mean = _parse(_core.parse_rate, "--mean", args.mean)
     if duration <= 0 or mean <= 0:
         raise UsageError("--duration and --mean must be positive")
-    if args.seed < 0:
-        raise UsageError(f"--seed: expected a non-negative integer, got {args.seed}")
     check_dest(args.output, args.force, kind="file")
     lines = _core.generate_lte_trace(args.seed, duration, mean / 1e6)
     with atomic_file(args.output, force=args.force) as f:
@@ -194,7 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run one scenario and write a run folder")
     p.add_argument("scenario", metavar="SCENARIO", help="scenario file (.toml)")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="run folder to write")
-    p.add_argument("--seed", type=int, help="override the scenario's seed")
+    p.add_argument("--seed", type=_seed, help="override the scenario's seed")
     p.add_argument("--controller", metavar="SPEC", help=f"use this controller for every flow ({SPEC_HELP})")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--force", action="store_true", help="replace DIR if it exists")
@@ -205,7 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-c", "--controller", action="append", metavar="SPEC",
                    help=f"{SPEC_HELP}; repeat for more (default: every registered controller)")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="comparison folder to write")
-    p.add_argument("--seed", type=int, help="override the scenario's seed")
+    p.add_argument("--seed", type=_seed, help="override the scenario's seed")
     p.add_argument("--fixed-rate", default="2Mbps", metavar="RATE",
                    help="rate of the fixed controller when no -c is given (default: 2Mbps)")
     p.add_argument("--force", action="store_true", help="replace DIR if it exists")
@@ -241,7 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("trace", help="generate link traces")
     tsub = p.add_subparsers(dest="kind", required=True, metavar="KIND")
     t = tsub.add_parser("lte", help="synthetic LTE-like mahimahi trace")
-    t.add_argument("--seed", type=int, default=1, help="random seed (default: 1)")
+    t.add_argument("--seed", type=_seed, default=1, help="random seed (default: 1)")
     t.add_argument("--duration", default="60s", help="trace length (default: 60s)")
     t.add_argument("--mean", default="6Mbps", help="mean capacity (default: 6Mbps)")
     t.add_argument("-o", "--output", required=True, metavar="FILE", help="trace file to write")
@@ -264,6 +276,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = str(e)
     except OSError as e:
         message = _os_message(e)
+    except RecursionError:
+        message = "the input is nested too deeply to process"
     except KeyboardInterrupt:
         print("\nrtcc: interrupted", file=sys.stderr)
         return 130

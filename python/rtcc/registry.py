@@ -48,7 +48,7 @@ def register_controller(name: str, factory, summary: str = "", params: dict | No
 def _value(text: str):
     try:
         value = tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         return text
     if isinstance(value, (bool, int, str)) or (isinstance(value, float) and math.isfinite(value)):
         return value

@@ -88,6 +88,8 @@ class Scenario:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
             raise ScenarioError(f"{path}: invalid TOML: {e}") from None
+        except RecursionError:
+            raise ScenarioError(f"{path}: invalid TOML: nested too deeply to read") from None
         data.setdefault("name", p.stem)
         self = cls.__new__(cls)
         self._init(data, p.absolute().parent, str(path))

@@ -232,6 +232,8 @@ class Sweep:
             raise ScenarioError(f"{path}: sweep file is not UTF-8 text") from None
         except tomllib.TOMLDecodeError as e:
             raise ScenarioError(f"{path}: invalid TOML: {e}") from None
+        except RecursionError:
+            raise ScenarioError(f"{path}: invalid TOML: nested too deeply to read") from None
         return cls.from_dict(data, base_dir=p.absolute().parent, source=str(path), default_name=p.stem)
 
     @classmethod

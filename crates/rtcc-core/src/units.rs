@@ -175,6 +175,33 @@ impl Add for Duration {
 // ---------------------------------------------------------------------------------------------
 // Parsing
 
+/// The largest rate a scenario may give: 10 Tbit/s, far above any link rtcc simulates, and small
+/// enough that every byte count and transmit time derived from it stays exact.
+pub const MAX_RATE: Rate = Rate(1e13);
+/// The longest duration a scenario may give: 10⁶ s (about 11.6 days).
+pub const MAX_DURATION: Duration = Duration(1_000_000 * NS_PER_S);
+/// The largest size a scenario may give: 1 TB.
+pub const MAX_BYTES: Bytes = Bytes(1_000_000_000_000);
+
+/// `value` (already in base units) if it is within `max`, else an error naming the bound.
+fn bounded(
+    what: &'static str,
+    input: &str,
+    value: f64,
+    max: f64,
+    max_text: &str,
+) -> Result<f64, UnitError> {
+    if value.is_finite() && value <= max {
+        Ok(value)
+    } else {
+        Err(UnitError {
+            what,
+            input: input.to_string(),
+            reason: format!("above the largest accepted {what}, {max_text}"),
+        })
+    }
+}
+
 /// Split `"1.5 MB"` into `(1.5, "MB")`.
 fn split_number(what: &'static str, input: &str) -> Result<(f64, String), UnitError> {
     let s = input.trim();
@@ -225,7 +252,14 @@ impl Duration {
                 })
             }
         };
-        Ok(Duration((v * scale).round() as u64))
+        let ns = bounded(
+            "duration",
+            input,
+            v * scale,
+            MAX_DURATION.0 as f64,
+            "1000000s (about 11.6 days)",
+        )?;
+        Ok(Duration(round_to_u64(ns)))
     }
 }
 
@@ -256,7 +290,13 @@ impl Rate {
                 })
             }
         };
-        Ok(Rate(v * scale))
+        Ok(Rate(bounded(
+            "rate",
+            input,
+            v * scale,
+            MAX_RATE.0,
+            "10000Gbps",
+        )?))
     }
 }
 
@@ -281,7 +321,7 @@ impl Bytes {
                 })
             }
         };
-        let bytes = v * scale;
+        let bytes = bounded("size", input, v * scale, MAX_BYTES.0 as f64, "1000GB")?;
         if bytes.fract() != 0.0 {
             return Err(UnitError {
                 what: "size",
@@ -374,6 +414,35 @@ unit_serde!(Bytes, "size", "1200B");
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn magnitudes_beyond_the_documented_bounds_are_errors() {
+        // "1e300Gbps" used to parse to infinity and become an unlimited link.
+        for bad in ["1e300Gbps", "10001Gbps", "1e14bps"] {
+            let e = Rate::parse(bad).unwrap_err();
+            assert!(
+                e.to_string().contains("largest accepted rate"),
+                "{bad}: {e}"
+            );
+        }
+        assert_eq!(Rate::parse("10000Gbps").unwrap(), MAX_RATE);
+        for bad in ["1e9s", "1000001s", "1e300ms", "20000min"] {
+            let e = Duration::parse(bad).unwrap_err();
+            assert!(
+                e.to_string().contains("largest accepted duration"),
+                "{bad}: {e}"
+            );
+        }
+        assert_eq!(Duration::parse("1000000s").unwrap(), MAX_DURATION);
+        for bad in ["1001GB", "1e13B", "1e300MB"] {
+            let e = Bytes::parse(bad).unwrap_err();
+            assert!(
+                e.to_string().contains("largest accepted size"),
+                "{bad}: {e}"
+            );
+        }
+        assert_eq!(Bytes::parse("1000GB").unwrap(), MAX_BYTES);
+    }
 
     #[test]
     fn round_to_u64_is_round_as_u64() {

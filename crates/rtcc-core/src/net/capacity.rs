@@ -20,6 +20,10 @@ use crate::units::{Duration, Rate, Time, UnitError};
 use std::path::Path;
 use std::sync::Arc;
 
+/// The largest offset a trace may hold: 10⁹ ms (about 11.6 days, the longest scenario
+/// duration), so every opportunity time of a run fits in nanoseconds without overflow.
+pub const MAX_TRACE_OFFSET_MS: u64 = 1_000_000_000;
+
 /// Bytes one mahimahi delivery opportunity carries.
 pub const OPPORTUNITY_BYTES: u32 = 1500;
 const NS_PER_MS: u64 = 1_000_000;
@@ -75,6 +79,14 @@ impl MahimahiTrace {
                     format!("{line:?} is not a whole number of milliseconds"),
                 )
             })?;
+            if ms > MAX_TRACE_OFFSET_MS {
+                return Err(err(
+                    i + 1,
+                    format!(
+                        "offset {ms} ms is beyond the largest accepted, {MAX_TRACE_OFFSET_MS} ms (about 11.6 days)"
+                    ),
+                ));
+            }
             if let Some(&prev) = opportunities_ms.last() {
                 if ms < prev {
                     return Err(err(
@@ -132,7 +144,12 @@ impl MahimahiTrace {
     pub fn opportunity_time(&self, j: u64) -> Time {
         let n = self.opportunities_ms.len() as u64;
         let (p, i) = (j / n, (j % n) as usize);
-        Time((p * self.period_ms() + self.opportunities_ms[i]) * NS_PER_MS)
+        // Saturating: an opportunity beyond the representable future is "never", not a wrap to
+        // the past.
+        let ms = p
+            .saturating_mul(self.period_ms())
+            .saturating_add(self.opportunities_ms[i]);
+        Time(ms.saturating_mul(NS_PER_MS))
     }
 }
 
@@ -328,6 +345,42 @@ impl crate::cc::CapacityView for Capacity {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn offsets_too_large_to_time_are_rejected_and_times_never_wrap() {
+        // A two-line trace `1` / `18446744073710` (a 2400 bit/s link) used to wrap
+        // `opportunity_time` in release builds: packets departed before they were queued.
+        let e = MahimahiTrace::parse(
+            "1
+18446744073710
+",
+            "a.trace",
+        )
+        .unwrap_err();
+        assert!(e.line == 2 && e.reason.contains("largest accepted"), "{e}");
+        let e = MahimahiTrace::parse(
+            "7777777777777
+",
+            "a.trace",
+        )
+        .unwrap_err();
+        assert_eq!(e.line, 1, "{e}");
+        let t = MahimahiTrace::parse(
+            &format!(
+                "1
+{MAX_TRACE_OFFSET_MS}
+"
+            ),
+            "a.trace",
+        )
+        .unwrap();
+        assert!(t.opportunity_time(3) > t.opportunity_time(2));
+        assert_eq!(
+            t.opportunity_time(u64::MAX),
+            Time(u64::MAX),
+            "saturates: never"
+        );
+    }
 
     #[test]
     fn rejects_malformed_traces_with_file_and_line() {
