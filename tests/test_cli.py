@@ -1,6 +1,7 @@
 """The ``rtcc`` command line: outputs, error messages and exit codes, ``--force``, atomicity."""
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -204,6 +205,25 @@ def test_controllers(capsys):
     out = capsys.readouterr().out
     assert "fixed" in out and "oracle" in out and "rate" in out and "fraction" in out
     assert "(required)" in out
+
+
+def test_the_next_run_removes_what_a_killed_run_left(tmp_path, scenario, capsys):
+    out = tmp_path / "out"
+    # A process killed with SIGKILL in the middle of writing `out` cannot clean up.
+    code = ("import os, signal\nfrom rtcc.atomic import atomic_dir\n"
+            f"with atomic_dir({str(out)!r}) as d:\n"
+            "    (d / 'partial.parquet').write_bytes(b'x' * 1000)\n"
+            "    os.kill(os.getpid(), signal.SIGKILL)\n")
+    killed = subprocess.run([sys.executable, "-c", code], cwd=tmp_path)
+    assert killed.returncode == -9
+    assert len(leftovers(tmp_path)) == 1, "the killed run left its temporary folder"
+    # A temporary folder of a live process (this one) is not touched.
+    alive = tmp_path / f".out.tmp-{os.getpid()}-live"
+    alive.mkdir()
+    assert main(["run", str(scenario), "-o", str(out), "--no-plots"]) == 0
+    assert "left by an interrupted run" in capsys.readouterr().err
+    assert leftovers(tmp_path) == [alive.name]
+    assert (out / "summary.json").exists()
 
 
 def test_validate(tmp_path, scenario, capsys):
