@@ -1,9 +1,11 @@
 """Sweeps: path setting, cells and labels, validation, parallel determinism, output folder, CLI."""
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import polars as pl
 import pytest
@@ -397,3 +399,49 @@ def test_cli_dry_run_and_force(tmp_path, capsys):
     assert main(["sweep", str(small), "-o", str(out), "--force", "-j", "1"]) == 0
     assert not (out / "old.txt").exists() and (out / "results.csv").is_file()
     assert leftovers(tmp_path) == []
+
+
+def _children(pid: int) -> list[int]:
+    """Processes whose parent is `pid` (Linux /proc)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] != "Z":
+                out.append(int(entry))
+    return out
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal is Linux's")
+def test_sweep_workers_die_with_a_parent_killed_outright(tmp_path):
+    # Runs long enough (ten flows for 3000 s) that the workers are busy when the parent dies.
+    long = BASE.replace('duration = "2s"', 'duration = "3000s"').replace('"4Mbps"', '"60Mbps"')
+    long += "".join(f'[[scenario.flows]]\nname = "v{i}"\ncontroller = "oracle"\n' for i in range(9))
+    sweep = tmp_path / "long.toml"
+    sweep.write_text('[sweep]\nseeds = [1, 2]\n' + long)
+    parent = subprocess.Popen([sys.executable, "-m", "rtcc", "sweep", str(sweep), "-o", str(tmp_path / "out"),
+                               "--jobs", "2"], stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    workers: list[int] = []
+    while time.monotonic() < deadline and len(workers) < 2:
+        time.sleep(0.2)
+        workers = [p for p in _children(parent.pid) if b"spawn_main" in open(f"/proc/{p}/cmdline", "rb").read()]
+    assert workers, "the sweep started its workers"
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not all(_gone(p) for p in workers):
+        time.sleep(0.1)
+    assert all(_gone(p) for p in workers), "workers outlived their killed parent"

@@ -37,6 +37,7 @@ and the variant label, e.g. ``capacity=1Mbps,queue=codel,n=2``. Labels are file-
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import itertools
@@ -50,6 +51,7 @@ import statistics
 import sys
 import tomllib
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, Callable
 
@@ -428,8 +430,17 @@ def _run_task(task: tuple) -> tuple[bool, str]:
     return False, result.summary_json
 
 
-def _quiet_worker() -> None:
+def _quiet_worker(parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is handled by the parent, which stops the workers
+    # Die with the parent, even when it is killed outright (kill -9): Linux's parent-death signal.
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
 
 
 def _execute(tasks: list[tuple], jobs: int, progress: Callable[[int, int], None] | None) -> list:
@@ -447,14 +458,21 @@ def _execute(tasks: list[tuple], jobs: int, progress: Callable[[int, int], None]
         return outputs
     # "spawn": forking a process that holds polars' (or the core's) threads can deadlock.
     pool = ProcessPoolExecutor(max_workers=min(jobs, total), mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_quiet_worker)
+                               initializer=_quiet_worker, initargs=(os.getpid(),))
     try:
         index = {pool.submit(_run_task, task): i for i, task in enumerate(tasks)}
         pending, done = set(index), 0
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
-                outputs[index[future]] = future.result()
+                try:
+                    outputs[index[future]] = future.result()
+                except BrokenProcessPool:
+                    finished_runs = sum(o is not None for o in outputs)
+                    raise ScenarioError(
+                        "a sweep worker process died (killed, or an abort in the core); "
+                        f"{finished_runs} of {total} runs had finished, nothing was written"
+                    ) from None
                 done += 1
                 if outputs[index[future]][0]:
                     pending = set()  # a failed run: stop (the others are cancelled below)
