@@ -610,7 +610,11 @@ impl Simulation {
                             }
                         }
                         FrameEvent::Undecodable { frame } | FrameEvent::Abandoned { frame } => {
-                            if let Some(r) = frames.get_mut(frame as usize) {
+                            // A frame the encoder skipped has no packets: the receiver, which
+                            // cannot tell it from a lost one, gives up on it, but nothing was lost.
+                            if let Some(r) =
+                                frames.get_mut(frame as usize).filter(|r| r.packets > 0)
+                            {
                                 r.unrecoverable = true;
                             }
                         }

@@ -173,11 +173,7 @@ impl VideoRecvEndpoint {
         match h.payload_type {
             PT_MEDIA => {
                 if self.recovery.fec_group.is_some() {
-                    if self.fec_window.len() == FEC_WINDOW {
-                        self.fec_window.pop_front();
-                    }
-                    self.fec_window
-                        .push_back((h.sequence, datagram.to_vec(), size));
+                    self.remember_for_fec(h.sequence, datagram.to_vec(), size);
                 }
                 self.on_media(now, &h, size, false);
                 self.try_fec(now);
@@ -211,6 +207,15 @@ impl VideoRecvEndpoint {
         }
     }
 
+    /// Keep a media packet for FEC recovery: the newest [`FEC_WINDOW`] only, so that a 16-bit
+    /// sequence number never stands for two packets in the window.
+    fn remember_for_fec(&mut self, seq: u16, contents: Vec<u8>, size: u32) {
+        while self.fec_window.len() >= FEC_WINDOW {
+            self.fec_window.pop_front();
+        }
+        self.fec_window.push_back((seq, contents, size));
+    }
+
     /// Recover what the parity packets held can recover.
     fn try_fec(&mut self, now: Time) {
         if self.fec_parity.is_empty() {
@@ -241,7 +246,7 @@ impl VideoRecvEndpoint {
                             transport_seq: None,
                             ..h
                         };
-                        self.fec_window.push_back((h.sequence, contents, size));
+                        self.remember_for_fec(h.sequence, contents, size);
                         self.on_media(now, &h, size, true);
                     }
                 }
@@ -404,5 +409,88 @@ impl Endpoint for VideoRecvEndpoint {
 
     fn malformed(&self) -> u64 {
         self.malformed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::fec::FecEncoder;
+    use crate::wire::rtp::FrameDescriptor;
+
+    #[test]
+    fn fec_keeps_recovering_across_sequence_number_wraps_with_a_bounded_window() {
+        // Groups of 4 one-packet frames plus a parity packet, the second of each group lost,
+        // for more than 65 536 media packets.
+        let recovery = Recovery {
+            nack: false,
+            fec_group: Some(4),
+            ..Recovery::default()
+        };
+        let policy = FeedbackPolicy {
+            interval: None,
+            per_frame: false,
+            frame_acks: false,
+        };
+        let mut rx = VideoRecvEndpoint::new(Time::ZERO, 7, policy, recovery);
+        let (mut recovered, mut recovered_late) = (0, 0);
+        let total: u64 = 70_000;
+        for group in 0..total / 4 {
+            let mut enc = FecEncoder::new();
+            for k in 0..4 {
+                let seq = group * 4 + k;
+                let mut b = Vec::new();
+                RtpHeader {
+                    marker: true,
+                    payload_type: PT_MEDIA,
+                    sequence: seq as u16,
+                    timestamp: (seq * 3000) as u32,
+                    ssrc: 7,
+                    transport_seq: Some(seq as u16),
+                    abs_send_time: None,
+                    frame: Some(FrameDescriptor {
+                        keyframe: seq == 0,
+                        frame_id: seq as u16,
+                        index: 0,
+                        count: 1,
+                        reference_delta: u16::from(seq > 0),
+                    }),
+                }
+                .encode(&mut b);
+                enc.protect(&b, 1200, seq as u16).unwrap();
+                if k != 1 {
+                    rx.handle_datagram(Time::from_millis(seq * 33), &b, 1200);
+                }
+            }
+            let (header, parity) = enc.finish().unwrap();
+            let mut b = Vec::new();
+            RtpHeader {
+                payload_type: PT_FEC,
+                sequence: group as u16,
+                ssrc: 9,
+                ..RtpHeader::default()
+            }
+            .encode(&mut b);
+            header.encode(&mut b);
+            b.extend_from_slice(&parity);
+            rx.handle_datagram(Time::from_millis(group * 4 * 33 + 100), &b, 1210);
+            while let Some(e) = rx.poll_event() {
+                if let EndpointEvent::Frame(FrameEvent::Complete {
+                    recovered: true,
+                    frame,
+                    ..
+                }) = e
+                {
+                    recovered += 1;
+                    if frame >= 66_000 {
+                        recovered_late += 1;
+                    }
+                }
+            }
+            assert!(rx.fec_window.len() <= FEC_WINDOW);
+        }
+        assert_eq!(rx.malformed(), 0, "no parity packet is rejected");
+        assert_eq!(recovered, total / 4, "every lost packet is recovered");
+        assert!(recovered_late > 0, "also after the 16-bit wrap");
     }
 }

@@ -110,6 +110,9 @@ pub struct JitterBuffer {
     frames: BTreeMap<u64, Slot>,
     /// Highest frame id released (decoded, undecodable or abandoned).
     released_up_to: Option<u64>,
+    /// The sequence number after the last packet of the newest frame released or given up on
+    /// (the packets before it are no longer wanted once no frame is held).
+    next_wanted_seq: Option<u64>,
     playout: Playout,
     events: VecDeque<FrameEvent>,
     /// When waiting for a missing frame ends.
@@ -126,6 +129,7 @@ impl JitterBuffer {
             config,
             frames: BTreeMap::new(),
             released_up_to: None,
+            next_wanted_seq: None,
             playout,
             events: VecDeque::new(),
             wake: None,
@@ -148,7 +152,11 @@ impl JitterBuffer {
     /// Sequence number of the first packet of the oldest frame still held (packets before it
     /// are no longer wanted).
     pub fn oldest_wanted_seq(&self) -> Option<u64> {
-        self.frames.values().next().map(|s| s.first_seq)
+        self.frames
+            .values()
+            .next()
+            .map(|s| s.first_seq)
+            .or(self.next_wanted_seq)
     }
 
     /// A packet arrived at `now` (receiver clock).
@@ -214,9 +222,26 @@ impl JitterBuffer {
     }
 
     fn abandon(&mut self, frame: u64) {
-        self.frames.remove(&frame);
-        self.released_up_to = Some(frame);
+        self.pass(frame);
         self.events.push_back(FrameEvent::Abandoned { frame });
+    }
+
+    /// Move past `frame` (released or given up on): forget it, and report the frames before it
+    /// of which no packet ever arrived (lost whole, or skipped by the encoder: the receiver
+    /// cannot tell) as given up on.
+    fn pass(&mut self, frame: u64) {
+        if let Some(slot) = self.frames.remove(&frame) {
+            let next = slot.first_seq + slot.count as u64;
+            self.next_wanted_seq = Some(self.next_wanted_seq.map_or(next, |n| n.max(next)));
+        }
+        if let Some(u) = self.released_up_to {
+            // Frame ids are unwrapped within half their 16-bit range of each other.
+            for unseen in (u + 1..frame).take(1 << 15) {
+                self.events
+                    .push_back(FrameEvent::Abandoned { frame: unseen });
+            }
+        }
+        self.released_up_to = Some(self.released_up_to.map_or(frame, |u| u.max(frame)));
     }
 
     /// Whether waiting for something that a frame completed at `complete_at` needs is over.
@@ -256,8 +281,7 @@ impl JitterBuffer {
                         }
                         self.abandon(r);
                     }
-                    self.frames.remove(&f);
-                    self.released_up_to = Some(f);
+                    self.pass(f);
                     let shown_at = self.render_time(now, capture);
                     let event = match self
                         .playout
@@ -406,6 +430,28 @@ mod tests {
             ]
         );
         assert!(j.playout().poll_keyframe_request(ms(175)));
+    }
+
+    #[test]
+    fn frames_lost_whole_are_reported_and_their_packets_no_longer_wanted() {
+        let cfg = JitterBufferConfig {
+            wait_for_missing: true,
+            max_wait: ms(100) - Time::ZERO,
+            ..Default::default()
+        };
+        let mut j = JitterBuffer::new(cfg, Playout::default());
+        j.insert(ms(10), &pkt(0, 0, 1, 0));
+        // Frames 1 and 2 (seq 1, 2) are lost whole; frame 3 predicts from 2.
+        j.insert(ms(110), &pkt(3, 0, 1, 3));
+        j.handle_timeout(ms(210));
+        let ev = drain(&mut j);
+        assert!(
+            ev.contains(&FrameEvent::Abandoned { frame: 1 })
+                && ev.contains(&FrameEvent::Abandoned { frame: 2 }),
+            "both lost frames are reported, not only frame 3's reference: {ev:?}"
+        );
+        // Nothing is held now; packets before frame 3's end are no longer wanted.
+        assert_eq!(j.oldest_wanted_seq(), Some(4));
     }
 
     #[test]

@@ -19,8 +19,9 @@
 //!   useless) are removed with [`NackRequester::clear_up_to`].
 //!
 //! The RTT comes from the requester itself (our judgment call; libwebrtc takes it from RTCP): a
-//! packet that arrives after it was requested gives a sample `arrival − last request`, smoothed
-//! with gain 1/8 as RFC 6298 smooths RTT. That sample includes the sender's pacing delay, which is
+//! packet that arrives after it was requested gives a sample `arrival − first request`, smoothed
+//! with gain 1/8 as RFC 6298 smooths RTT (timed from the last request, the estimate could only
+//! fall, since requests repeat every estimated RTT). That sample includes the sender's pacing delay, which is
 //! what a repeated request should wait for anyway.
 
 use crate::units::{Duration, Time};
@@ -40,6 +41,8 @@ pub const DEFAULT_RTT: Duration = Duration(100_000_000);
 struct Missing {
     /// When the last request for it was sent (`None`: not yet).
     requested_at: Option<Time>,
+    /// When the first request was sent.
+    first_requested_at: Option<Time>,
     retries: u32,
 }
 
@@ -100,7 +103,10 @@ impl NackRequester {
                 self.add_gap(newest + 1, seq);
             }
         } else if let Some(m) = self.missing.remove(&seq) {
-            if let Some(at) = m.requested_at {
+            // Measured from the first request: requests repeat every RTT estimate, so timing
+            // from the last one could only ever pull the estimate down (a copy answering a
+            // later request makes the sample too long, the safe direction).
+            if let Some(at) = m.first_requested_at {
                 let sample = now.saturating_since(at);
                 self.rtt = Duration((7 * self.rtt.0 + sample.0) / 8);
             }
@@ -125,6 +131,7 @@ impl NackRequester {
                 s,
                 Missing {
                     requested_at: None,
+                    first_requested_at: None,
                     retries: 0,
                 },
             );
@@ -169,6 +176,7 @@ impl NackRequester {
             }
             m.retries += 1;
             m.requested_at = Some(now);
+            m.first_requested_at.get_or_insert(now);
             out.push(seq);
         }
         for seq in exhausted {
@@ -234,6 +242,36 @@ mod tests {
         assert_eq!(requests, MAX_NACK_RETRIES, "ten requests, then none");
         assert_eq!(n.take_given_up(), 1);
         assert_eq!(n.missing(), 0);
+    }
+
+    #[test]
+    fn the_rtt_follows_a_long_path_from_packets_requested_once() {
+        // 300 ms round trips: each loss is repaired 300 ms after its first request. Sampling
+        // from the last of several requests would keep the estimate at or below 100 ms.
+        let mut n = NackRequester::default();
+        let mut out = Vec::new();
+        let mut t = 0;
+        n.on_packet(ms(t), 0, true);
+        for k in 0..50u64 {
+            let lost = 2 * k + 1;
+            t += 10;
+            n.on_packet(ms(t), lost + 1, false);
+            n.poll_requests(ms(t), &mut out);
+            assert_eq!(out, vec![lost]);
+            let requested = t;
+            // Requests repeat every RTT estimate until the copy arrives 300 ms later.
+            while t + 10 < requested + 300 {
+                t += 10;
+                n.poll_requests(ms(t), &mut out);
+            }
+            t = requested + 300;
+            n.on_packet(ms(t), lost, false);
+        }
+        assert!(
+            n.rtt() > Duration::from_millis(250),
+            "the estimate follows the 300 ms path: {:?}",
+            n.rtt()
+        );
     }
 
     #[test]

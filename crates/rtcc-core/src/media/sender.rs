@@ -81,6 +81,8 @@ pub struct VideoSender {
     min_rate: Rate,
     /// Video, retransmission and FEC bytes sent in the last second.
     protection: ProtectionRates,
+    /// Smoothed RTT (RFC 6298), kept whether or not the retransmission timeout is on.
+    rtt: RtoTimer,
 }
 
 impl VideoSender {
@@ -108,6 +110,7 @@ impl VideoSender {
             rto: Some(RtoTimer::with_max(VIDEO_RTO_MAX)),
             min_rate: DEFAULT_MIN_RATE,
             protection: ProtectionRates::default(),
+            rtt: RtoTimer::default(),
         }
     }
 
@@ -338,9 +341,12 @@ impl VideoSender {
         if !self.report.packets.is_empty() {
             let window_based = self.controller.decision().cwnd.is_some();
             let outstanding = window_based && self.history.in_flight() > 0;
-            if let (Some(rto), Some(rtt)) = (&mut self.rto, self.report.latest_rtt()) {
-                rto.on_rtt_sample(rtt);
-                rto.restart(now, outstanding);
+            if let Some(rtt) = self.report.latest_rtt() {
+                self.rtt.on_rtt_sample(rtt);
+                if let Some(rto) = &mut self.rto {
+                    rto.on_rtt_sample(rtt);
+                    rto.restart(now, outstanding);
+                }
             }
             self.controller.on_feedback(now, &self.report);
         }
@@ -349,7 +355,7 @@ impl VideoSender {
 
     /// The smoothed round-trip time, once feedback has given a sample.
     pub fn srtt(&self) -> Option<crate::units::Duration> {
-        self.rto.as_ref().and_then(RtoTimer::srtt)
+        self.rtt.srtt()
     }
 
     /// The last joined feedback report (for logging).
