@@ -375,11 +375,14 @@ encoder = "lagged"
             info.name,
             f.frames_sent
         );
+        // A clean 5 Mbit/s link: almost every one of the 180 frames is shown (Vidaptive's
+        // pause rule skips a few: 167), and none is undecodable.
         assert!(
-            f.frames_displayed > 30,
-            "{}: {} frames shown",
+            f.frames_displayed >= 160 && f.frames_undecodable == 0,
+            "{}: {} frames shown, {} undecodable",
             info.name,
-            f.frames_displayed
+            f.frames_displayed,
+            f.frames_undecodable
         );
         assert!(f.psnr_db.is_some_and(|p| p.is_finite()), "{}", info.name);
     }
