@@ -276,6 +276,10 @@ def test_extreme_inputs_get_named_errors_not_tracebacks_or_wrong_results(tmp_pat
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert "18446744073709551615" in err and "Traceback" not in err
+    err = error_of(capsys, ["run", "/dev/zero", "-o", tmp_path / "zero"])
+    assert "larger than 64 MiB" in err
+    assert main(["validate", "/dev/zero"]) == 1
+    assert "larger than 64 MiB" in capsys.readouterr().out
     deep = tmp_path / "deep.toml"
     deep.write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
     err = error_of(capsys, ["run", deep, "-o", tmp_path / "out"])

@@ -138,11 +138,13 @@ def _default(p: dict) -> str:
 def _is_sweep_file(path) -> bool:
     """A sweep file has `[sweep]` and `[scenario]` tables; a scenario file neither."""
     import tomllib
+    from pathlib import Path
+
+    from .scenario import read_bounded
 
     try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError, RecursionError):
+        data = tomllib.loads(read_bounded(Path(path), "file").decode("utf-8"))
+    except (OSError, ScenarioError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
         return False  # the scenario parser reports the problem with its own message
     return "sweep" in data or "scenario" in data
 

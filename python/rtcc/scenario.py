@@ -30,6 +30,19 @@ _CORE_SOURCE = "scenario: "  # how the core names a scenario handed over as JSON
 DEFAULT_FLOWS = [{"controller": "fixed", "params": {"rate": "9Mbps"}}]
 
 
+
+MAX_INPUT_FILE_BYTES = 64 << 20  # as the core's MAX_INPUT_FILE_BYTES
+
+
+def read_bounded(path: Path, what: str) -> bytes:
+    """A file's bytes, at most 64 MiB (a wrong path such as /dev/zero is an error, not a hang)."""
+    with open(path, "rb") as f:
+        data = f.read(MAX_INPUT_FILE_BYTES + 1)
+    if len(data) > MAX_INPUT_FILE_BYTES:
+        raise ScenarioError(f"{path}: {what} is larger than {MAX_INPUT_FILE_BYTES >> 20} MiB; is this the right file?")
+    return data
+
+
 class Scenario:
     """A simulation scenario.
 
@@ -75,7 +88,7 @@ class Scenario:
         """Load a TOML scenario; its name defaults to the file stem, paths are relative to its folder."""
         p = Path(path)
         try:
-            text = p.read_bytes().decode("utf-8")
+            text = read_bounded(p, "scenario file").decode("utf-8")
         except FileNotFoundError:
             raise ScenarioError(f"{path}: no such scenario file") from None
         except IsADirectoryError:

@@ -59,7 +59,7 @@ import polars as pl
 
 from ._core import ScenarioError
 from .atomic import atomic_dir
-from .scenario import Scenario, _check_seed
+from .scenario import Scenario, _check_seed, read_bounded
 
 __all__ = ["Sweep", "SweepResult", "run_sweep", "set_path"]
 
@@ -223,7 +223,7 @@ class Sweep:
         """Load a TOML sweep file; its name defaults to the file stem."""
         p = Path(path)
         try:
-            data = tomllib.loads(p.read_bytes().decode("utf-8"))
+            data = tomllib.loads(read_bounded(p, "sweep file").decode("utf-8"))
         except FileNotFoundError:
             raise ScenarioError(f"{path}: no such sweep file") from None
         except IsADirectoryError:

@@ -218,11 +218,13 @@ impl Scenario {
     /// against the file's folder.
     pub fn from_file(path: &Path) -> Result<Scenario, ScenarioError> {
         let source_name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
-            source_name: source_name.clone(),
-            field: String::new(),
-            message: format!("cannot read the scenario file: {e}"),
-        })?;
+        let text = rtcc_core::net::capacity::read_input_file(path, "the scenario file").map_err(
+            |message| ScenarioError {
+                source_name: source_name.clone(),
+                field: String::new(),
+                message,
+            },
+        )?;
         let base = path.parent().unwrap_or(Path::new("."));
         let default_name = path.file_stem().map(|s| s.to_string_lossy().to_string());
         Self::from_toml_str(&text, base, &source_name, default_name)

@@ -24,6 +24,28 @@ use std::sync::Arc;
 /// duration), so every opportunity time of a run fits in nanoseconds without overflow.
 pub const MAX_TRACE_OFFSET_MS: u64 = 1_000_000_000;
 
+/// The largest input file rtcc reads (traces, schedules, frame traces): 64 MiB, ten times the
+/// largest public cellular trace, so that a wrong path (`/dev/zero`, a video file) is an error and
+/// not an exhausted memory.
+pub const MAX_INPUT_FILE_BYTES: u64 = 64 << 20;
+
+/// Read a text input file of at most [`MAX_INPUT_FILE_BYTES`]; `what` names it in errors.
+pub fn read_input_file(path: &Path, what: &str) -> Result<String, String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {what}: {e}"))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_INPUT_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read {what}: {e}"))?;
+    if bytes.len() as u64 > MAX_INPUT_FILE_BYTES {
+        return Err(format!(
+            "{what} is larger than {} MiB; is this the right file?",
+            MAX_INPUT_FILE_BYTES >> 20
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| format!("{what} is not UTF-8 text"))
+}
+
 /// Bytes one mahimahi delivery opportunity carries.
 pub const OPPORTUNITY_BYTES: u32 = 1500;
 const NS_PER_MS: u64 = 1_000_000;
@@ -50,10 +72,10 @@ pub struct MahimahiTrace {
 impl MahimahiTrace {
     pub fn from_file(path: &Path) -> Result<MahimahiTrace, TraceError> {
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| TraceError {
+        let text = read_input_file(path, "trace").map_err(|reason| TraceError {
             file: name.clone(),
             line: 0,
-            reason: format!("cannot read trace: {e}"),
+            reason,
         })?;
         Self::parse(&text, &name)
     }
@@ -193,10 +215,10 @@ impl Schedule {
 
     pub fn from_file(path: &Path) -> Result<Schedule, TraceError> {
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| TraceError {
+        let text = read_input_file(path, "schedule").map_err(|reason| TraceError {
             file: name.clone(),
             line: 0,
-            reason: format!("cannot read schedule: {e}"),
+            reason,
         })?;
         Self::parse(&text, &name)
     }
@@ -345,6 +367,15 @@ impl crate::cc::CapacityView for Capacity {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn an_endless_file_is_an_error_not_an_exhausted_memory() {
+        let e = MahimahiTrace::from_file(Path::new("/dev/zero")).unwrap_err();
+        assert!(e.reason.contains("larger than 64 MiB"), "{e}");
+        let e = Schedule::from_file(Path::new("/dev/zero")).unwrap_err();
+        assert!(e.reason.contains("larger than 64 MiB"), "{e}");
+    }
 
     #[test]
     fn offsets_too_large_to_time_are_rejected_and_times_never_wrap() {

@@ -75,11 +75,14 @@ impl Timing {
 impl FrameTrace {
     pub fn from_file(path: &Path) -> Result<FrameTrace, TraceError> {
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| TraceError {
-            file: name.clone(),
-            line: 0,
-            reason: format!("cannot read frame trace: {e}"),
-        })?;
+        let text =
+            crate::net::capacity::read_input_file(path, "frame trace").map_err(|reason| {
+                TraceError {
+                    file: name.clone(),
+                    line: 0,
+                    reason,
+                }
+            })?;
         Self::parse(&text, &name)
     }
 
