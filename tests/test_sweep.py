@@ -445,3 +445,15 @@ def test_sweep_workers_die_with_a_parent_killed_outright(tmp_path):
     while time.monotonic() < deadline and not all(_gone(p) for p in workers):
         time.sleep(0.1)
     assert all(_gone(p) for p in workers), "workers outlived their killed parent"
+
+
+def test_a_huge_grid_is_refused_at_once(tmp_path, capsys):
+    values = lambda n, unit: "[" + ", ".join(f'"{i + 1}{unit}"' for i in range(n)) + "]"
+    path = tmp_path / "huge.toml"
+    path.write_text(f'[sweep.grid]\n"path.forward.capacity" = {values(4000, "kbps")}\n'
+                    f'"path.forward.delay" = {values(2500, "ms")}\n' + BASE)
+    assert Sweep.from_file(path).cell_count() == 10_000_000
+    start = time.monotonic()
+    assert main(["sweep", str(path), "--dry-run"]) == 2
+    assert time.monotonic() - start < 5, "counted, not built"
+    assert "10000000 cells" in capsys.readouterr().err

@@ -194,6 +194,11 @@ def _flatten_grid(grid: dict, prefix: str = "") -> dict[str, list]:
     return out
 
 
+
+# More cells than this is almost certainly a mistake (a grid of 10^7 cells would take days to
+# build, let alone run); the count is checked before any cell is built.
+MAX_CELLS = 100_000
+
 class Sweep:
     """A base scenario, a grid of values for dotted paths, named variants and seeds.
 
@@ -322,11 +327,20 @@ class Sweep:
 
     # -- cells ---------------------------------------------------------------------------------
 
+    def cell_count(self) -> int:
+        """How many cells the grid and variants make, without building them."""
+        return math.prod(len(v) for v in self.grid.values()) * max(1, len(self.variants))
+
     def cells(self) -> list[tuple[str, dict, Scenario]]:
         """Every cell: ``(label, params, scenario)``, params mapping each grid path (and ``variant``) to its value.
 
-        Raises ScenarioError naming the cell and the path when a path cannot be set.
+        Raises ScenarioError naming the cell and the path when a path cannot be set, or when the
+        grid has more than ``MAX_CELLS`` cells (counted before anything is built).
         """
+        count = self.cell_count()
+        if count > MAX_CELLS:
+            raise self._error(f"the grid makes {count} cells, more than the {MAX_CELLS} a sweep may have; "
+                              "split it into smaller sweeps")
         keys = list(self.grid)
         texts = [_value_texts(self.grid[k]) for k in keys]
         short = _short_keys(keys)
