@@ -226,6 +226,20 @@ def test_the_next_run_removes_what_a_killed_run_left(tmp_path, scenario, capsys)
     assert (out / "summary.json").exists()
 
 
+def test_an_unexpected_error_is_one_line_unless_debug(monkeypatch, scenario, capsys):
+    import rtcc.cli
+
+    def broken(args):
+        raise ZeroDivisionError("boom")
+
+    monkeypatch.setattr(rtcc.cli, "cmd_validate", broken)
+    assert main(["validate", str(scenario)]) == 70
+    err = capsys.readouterr().err
+    assert "internal error: ZeroDivisionError: boom" in err and "Traceback" not in err
+    with pytest.raises(ZeroDivisionError):
+        main(["--debug", "validate", str(scenario)])
+
+
 def test_validate(tmp_path, scenario, capsys):
     bad = tmp_path / "bad.toml"
     bad.write_text(SCENARIO.replace('"8Mbps"', '"8Mbmps"'))

@@ -203,6 +203,7 @@ def _parse(fn, option: str, text: str) -> float:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rtcc", description="Rate control for low-latency interactive video.")
     parser.add_argument("--version", action="version", version=f"rtcc {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show Python tracebacks of unexpected errors")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("run", help="run one scenario and write a run folder")
@@ -283,6 +284,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\nrtcc: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # a bug in rtcc: one line, the traceback only when asked for
+        if args.debug:
+            raise
+        print(f"rtcc: internal error: {type(e).__name__}: {e} (a bug in rtcc; --debug shows the traceback)",
+              file=sys.stderr)
+        return 70  # EX_SOFTWARE
     print(f"rtcc: error: {message}", file=sys.stderr)
     return 2
 
