@@ -155,8 +155,9 @@ def test_failing_plot_leaves_nothing(tmp_path, scenario, monkeypatch):
         raise RuntimeError("plotting failed")
 
     monkeypatch.setattr(rtcc.plots, "run_plots", boom)
+    assert main(["run", str(scenario), "-o", str(tmp_path / "run")]) == 70  # an internal error
     with pytest.raises(RuntimeError, match="plotting failed"):
-        main(["run", str(scenario), "-o", str(tmp_path / "run")])
+        main(["--debug", "run", str(scenario), "-o", str(tmp_path / "run")])
     assert not (tmp_path / "run").exists()
     assert leftovers(tmp_path) == []
 
