@@ -343,9 +343,11 @@ def test_failing_run_leaves_nothing(tmp_path, monkeypatch):
         return real(task)
 
     monkeypatch.setattr(rtcc.sweep, "_run_task", flaky)
-    with pytest.raises(RuntimeError, match="simulator crashed"):
-        main(["sweep", str(write(tmp_path, SWEEP)), "-o", str(tmp_path / "out"), "-j", "1", "--keep-logs"])
+    argv = ["sweep", str(write(tmp_path, SWEEP)), "-o", str(tmp_path / "out"), "-j", "1", "--keep-logs"]
+    assert main(argv) == 70  # an internal error, reported in one line
     assert len(calls) == 3 and not (tmp_path / "out").exists() and leftovers(tmp_path) == []
+    with pytest.raises(RuntimeError, match="simulator crashed"):
+        main(["--debug", *argv])
 
 
 def test_failing_run_in_a_worker(tmp_path, monkeypatch):
