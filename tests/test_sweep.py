@@ -346,6 +346,7 @@ def test_failing_run_leaves_nothing(tmp_path, monkeypatch):
     argv = ["sweep", str(write(tmp_path, SWEEP)), "-o", str(tmp_path / "out"), "-j", "1", "--keep-logs"]
     assert main(argv) == 70  # an internal error, reported in one line
     assert len(calls) == 3 and not (tmp_path / "out").exists() and leftovers(tmp_path) == []
+    calls.clear()
     with pytest.raises(RuntimeError, match="simulator crashed"):
         main(["--debug", *argv])
 
