@@ -341,6 +341,16 @@ mod tests {
         }
     }
 
+    /// A buffer that waits up to 100 ms for repairs.
+    fn waiting_100ms() -> JitterBuffer {
+        let cfg = JitterBufferConfig {
+            wait_for_missing: true,
+            max_wait: ms(100) - Time::ZERO,
+            ..Default::default()
+        };
+        JitterBuffer::new(cfg, Playout::default())
+    }
+
     fn drain(j: &mut JitterBuffer) -> Vec<FrameEvent> {
         std::iter::from_fn(|| j.poll_event()).collect()
     }
@@ -409,12 +419,7 @@ mod tests {
 
     #[test]
     fn with_nack_a_frame_is_given_up_after_max_wait() {
-        let cfg = JitterBufferConfig {
-            wait_for_missing: true,
-            max_wait: ms(100) - Time::ZERO,
-            ..Default::default()
-        };
-        let mut j = JitterBuffer::new(cfg, Playout::default());
+        let mut j = waiting_100ms();
         j.insert(ms(10), &pkt(0, 0, 1, 0));
         // Frame 1 is entirely lost; frame 2 (predicting from 1) completes at 75 ms.
         j.insert(ms(75), &pkt(2, 0, 1, 3));
@@ -434,12 +439,7 @@ mod tests {
 
     #[test]
     fn frames_lost_whole_are_reported_and_their_packets_no_longer_wanted() {
-        let cfg = JitterBufferConfig {
-            wait_for_missing: true,
-            max_wait: ms(100) - Time::ZERO,
-            ..Default::default()
-        };
-        let mut j = JitterBuffer::new(cfg, Playout::default());
+        let mut j = waiting_100ms();
         j.insert(ms(10), &pkt(0, 0, 1, 0));
         // Frames 1 and 2 (seq 1, 2) are lost whole; frame 3 predicts from 2.
         j.insert(ms(110), &pkt(3, 0, 1, 3));
