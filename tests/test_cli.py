@@ -241,6 +241,14 @@ def test_an_unexpected_error_is_one_line_unless_debug(monkeypatch, scenario, cap
         main(["--debug", "validate", str(scenario)])
 
 
+def test_a_run_too_large_for_memory_is_refused_unless_allowed(tmp_path, capsys):
+    big = tmp_path / "big.toml"
+    big.write_text(SCENARIO.replace('"8Mbps"', '"100Gbps"'))
+    err = error_of(capsys, ["run", big, "-o", tmp_path / "out"])
+    assert "million packets" in err and "--allow-large" in err
+    assert not (tmp_path / "out").exists()
+
+
 def test_validate(tmp_path, scenario, capsys):
     bad = tmp_path / "bad.toml"
     bad.write_text(SCENARIO.replace('"8Mbps"', '"8Mbmps"'))

@@ -36,7 +36,7 @@ def cmd_run(args) -> int:
         scenario = scenario.with_controller(spec)
     check_dest(args.output, args.force)  # before a possibly long run
     with TerminalProgress(f"{scenario.name}") as bar:
-        result = scenario.run(seed=args.seed, progress=bar.callback)
+        result = scenario.run(seed=args.seed, progress=bar.callback, allow_large=args.allow_large)
     result.save(args.output, plots=not args.no_plots, force=args.force)
     print(text_table(comparison_rows([(None, result.summary)])), end="")
     print(f"wrote {args.output}")
@@ -213,6 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--controller", metavar="SPEC", help=f"use this controller for every flow ({SPEC_HELP})")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--force", action="store_true", help="replace DIR if it exists")
+    p.add_argument("--allow-large", action="store_true",
+                   help="run even if the run is estimated to log more than 50 million packets")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("compare", help="run several controllers on one scenario and compare them")

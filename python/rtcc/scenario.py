@@ -184,15 +184,27 @@ class Scenario:
         except ScenarioError as e:
             raise self._error(str(e)) from e
 
-    def run(self, seed: int | None = None, progress: bool | Callable[[float], None] = False) -> Result:
+    def run(self, seed: int | None = None, progress: bool | Callable[[float], None] = False,
+            allow_large: bool = False) -> Result:
         """Simulate the scenario and return its Result.
 
         ``seed`` overrides the scenario's seed. ``progress=True`` draws a progress line on stderr
-        when it is a terminal; a callable receives the completed fraction (0..1) instead.
+        when it is a terminal; a callable receives the completed fraction (0..1) instead. A run
+        estimated to log more than 50 million packets (about 5 GB) is refused unless
+        ``allow_large`` is set.
         """
         if seed is not None:
             seed = _check_seed(seed)
         js = self.to_json()
+        if not allow_large:
+            try:
+                packets, limit = _core.estimated_packets(js, self.base_dir)
+            except ScenarioError as e:
+                raise self._error(str(e)) from e
+            if packets > limit:
+                raise self._error(
+                    f"this run would log about {packets / 1e6:,.0f} million packets (at most "
+                    f"{limit / 1e6:.0f} million, about 5 GB, without --allow-large / allow_large=True)")
         bar = TerminalProgress(self.name) if progress is True else None
         callback = bar.callback if bar else (progress if callable(progress) else None)
         try:

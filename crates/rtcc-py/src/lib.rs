@@ -47,6 +47,17 @@ fn validate(scenario_json: &str, base_dir: &str) -> PyResult<()> {
     scenario_from_json(scenario_json, base_dir, &pycontroller::registry()).map(|_| ())
 }
 
+/// An upper estimate of the data packets a run of the scenario logs, and the largest the
+/// command line runs without `--allow-large`.
+#[pyfunction]
+fn estimated_packets(scenario_json: &str, base_dir: &str) -> PyResult<(f64, f64)> {
+    let sc = scenario_from_json(scenario_json, base_dir, &pycontroller::registry())?;
+    Ok((
+        sc.estimated_packets(),
+        rtcc_sim::scenario::MAX_ESTIMATED_PACKETS,
+    ))
+}
+
 fn i64_of(t: Option<rtcc_core::Time>) -> i64 {
     t.map_or(-1, |t| t.0 as i64)
 }
@@ -297,6 +308,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(estimated_packets, m)?)?;
     m.add_function(wrap_pyfunction!(controllers, m)?)?;
     m.add_function(wrap_pyfunction!(register_controller, m)?)?;
     m.add_function(wrap_pyfunction!(run_bench, m)?)?;

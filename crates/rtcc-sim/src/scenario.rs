@@ -213,7 +213,46 @@ pub const DEFAULT_PAYLOAD: Bytes = Bytes(1200);
 /// Largest packet on the wire (one mahimahi delivery opportunity, an Ethernet MTU).
 pub const MAX_PACKET: u64 = 1500;
 
+/// Runs estimated to log more packets than this are refused by the command line unless asked
+/// for (`--allow-large`): about 5 GB of packet logs, a fifth of the development machine's memory.
+pub const MAX_ESTIMATED_PACKETS: f64 = 50e6;
+
+/// The rate assumed for a flow on an unlimited link whose own rate is not fixed (a controller
+/// could go far higher; this is for the estimate of a run's size only).
+const UNBOUNDED_FLOW_RATE_BPS: f64 = 1e9;
+
 impl Scenario {
+    /// An upper estimate of how many data packets a run sends (and logs): per flow, what its link
+    /// can carry while it is active (a constant-rate flow's own rate if lower; 1 Gbit/s for a
+    /// controlled flow on an unlimited link), in 1200-byte packets.
+    pub fn estimated_packets(&self) -> f64 {
+        self.flows
+            .iter()
+            .map(|f| {
+                let link = if f.reverse {
+                    &self.reverse
+                } else {
+                    &self.forward
+                };
+                let secs = (f.stop - f.start).as_secs_f64();
+                let link_bytes = link.capacity.bytes_between(f.start, f.stop);
+                let (own_bytes, packet) = match f.kind {
+                    FlowKind::Cbr { rate, packet_size } => {
+                        (rate.bps() / 8.0 * secs, packet_size.0.max(1) as f64)
+                    }
+                    _ => (f64::INFINITY, 1200.0),
+                };
+                let bytes = link_bytes.min(own_bytes);
+                let bytes = if bytes.is_finite() {
+                    bytes
+                } else {
+                    UNBOUNDED_FLOW_RATE_BPS / 8.0 * secs
+                };
+                bytes / packet
+            })
+            .sum()
+    }
+
     /// Read and validate a TOML scenario file; relative file paths inside it are resolved
     /// against the file's folder.
     pub fn from_file(path: &Path) -> Result<Scenario, ScenarioError> {
@@ -880,6 +919,25 @@ mod tests {
 
     fn parse(text: &str) -> Result<Scenario, ScenarioError> {
         Scenario::from_toml_str(text, Path::new("."), "test.toml", None)
+    }
+
+    #[test]
+    fn a_runs_size_is_estimated_from_its_links_and_constant_rates() {
+        // 20 Mbit/s for 10 s in 1200-byte packets, plus a 1 Mbit/s constant-rate flow of
+        // 1500-byte packets on the same link.
+        let sc = parse(
+            "duration = \"10s\"\n[path.forward]\ncapacity = \"20Mbps\"\n[[flows]]\ncontroller = \"gcc\"\n\
+             [[flows]]\nkind = \"cbr\"\nrate = \"1Mbps\"\n",
+        )
+        .unwrap();
+        let expected = 20e6 / 8.0 * 10.0 / 1200.0 + 1e6 / 8.0 * 10.0 / 1500.0;
+        assert!((sc.estimated_packets() - expected).abs() < 1.0);
+        // 100 Gbit/s for 5 s is over the limit the command line enforces.
+        let big = parse(
+            "duration = \"5s\"\n[path.forward]\ncapacity = \"100Gbps\"\n[[flows]]\ncontroller = \"gcc\"\n",
+        )
+        .unwrap();
+        assert!(big.estimated_packets() > MAX_ESTIMATED_PACKETS);
     }
 
     const OK: &str = r#"
