@@ -8,6 +8,9 @@ pub mod link;
 pub mod queue;
 pub mod tracegen;
 
+#[cfg(test)]
+mod fuzz_tests;
+
 pub use capacity::{Capacity, MahimahiTrace, Schedule, TraceError};
 pub use link::{Link, LinkOutput};
 pub use queue::{DropTail, NetPacket, Queue, QueueConfig, QueueLimit};
