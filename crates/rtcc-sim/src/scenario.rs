@@ -717,10 +717,19 @@ fn resolve_kind(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> Result<FlowKind, (
             if rate.bps() <= 0.0 {
                 return Err((at("rate"), "must be a positive rate".into()));
             }
-            Ok(FlowKind::Cbr {
-                rate,
-                packet_size: packet_size(MAX_PACKET)?,
-            })
+            let packet_size = packet_size(MAX_PACKET)?;
+            // The simulator's clock ticks in nanoseconds: a packet interval that rounds to 0
+            // would send without time passing, for ever.
+            if rate.transmit_time(packet_size.0) < Duration(1) {
+                return Err((
+                    at("rate"),
+                    format!(
+                        "{rate} sends {}-byte packets less than 1 ns apart; use larger packets or a lower rate",
+                        packet_size.0
+                    ),
+                ));
+            }
+            Ok(FlowKind::Cbr { rate, packet_size })
         }
         _ => Ok(FlowKind::Tcp {
             app: resolve_app(f.app.as_ref()).map_err(|m| (at("app"), m))?,
@@ -919,6 +928,15 @@ mod tests {
 
     fn parse(text: &str) -> Result<Scenario, ScenarioError> {
         Scenario::from_toml_str(text, Path::new("."), "test.toml", None)
+    }
+
+    #[test]
+    fn a_constant_rate_faster_than_the_clock_is_an_error_not_a_hang() {
+        let e = parse(
+            "duration = \"1s\"\n[path.forward]\ncapacity = \"1Mbps\"\n[[flows]]\nkind = \"cbr\"\nrate = \"10000Gbps\"\npacket_size = \"1B\"\n",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("less than 1 ns apart"), "{e}");
     }
 
     #[test]
