@@ -45,15 +45,24 @@ use std::sync::Arc;
 struct SimPacket {
     flow: u32,
     size: u32,
-    /// The endpoint it goes to.
-    to: Side,
-    /// Index in the flow's packet log (A→B datagrams), `NOT_LOGGED` otherwise.
+    /// Index in the flow's packet log (A→B datagrams), `NOT_LOGGED` otherwise (B→A).
     log: u32,
     /// Slot of its bytes in the simulator's datagram store.
     slot: u32,
 }
 
 const NOT_LOGGED: u32 = u32::MAX;
+
+impl SimPacket {
+    /// The endpoint it goes to: only A→B datagrams are logged.
+    fn to(&self) -> Side {
+        if self.log == NOT_LOGGED {
+            Side::A
+        } else {
+            Side::B
+        }
+    }
+}
 
 impl NetPacket for SimPacket {
     fn size(&self) -> u32 {
@@ -75,6 +84,15 @@ enum Side {
 enum Dir {
     Forward,
     Reverse,
+}
+
+impl Dir {
+    fn opposite(self) -> Dir {
+        match self {
+            Dir::Forward => Dir::Reverse,
+            Dir::Reverse => Dir::Forward,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -221,11 +239,10 @@ pub struct Simulation {
     /// only each line's head is in the heap (so the heap stays small), and events run in the
     /// same order as if every packet's were.
     delay_lines: Vec<VecDeque<(Time, u64, SimPacket)>>,
-    /// Bytes of the datagrams in the network, by slot, and the free slots.
+    /// Bytes of the datagrams in the network, by slot, and the free slots: an endpoint writes
+    /// a datagram straight into a free slot, which it keeps until delivery.
     datagrams: Vec<Vec<u8>>,
     free_slots: Vec<u32>,
-    /// The buffer endpoints write into.
-    buf: Vec<u8>,
     link_out: LinkOutput<SimPacket>,
     state: StateLog,
     state_buf: Vec<(&'static str, f64)>,
@@ -367,7 +384,6 @@ impl Simulation {
             delay_lines: vec![VecDeque::new(); 2 * sc.flows.len()],
             datagrams: Vec::new(),
             free_slots: Vec::new(),
-            buf: Vec::with_capacity(1500),
             link_out: LinkOutput::default(),
             state: StateLog::default(),
             state_buf: Vec::new(),
@@ -483,17 +499,12 @@ impl Simulation {
         let local = self.local(i, side, now);
         // A stopped flow's sender sends nothing more; its receiver may still answer.
         let can_send = side == Side::B || self.flows[i].active;
-        loop {
-            let mut buf = std::mem::take(&mut self.buf);
-            let t = can_send
-                .then(|| self.flows[i].ends[side as usize].poll_transmit(local, &mut buf))
-                .flatten();
-            let Some(t) = t else {
-                self.buf = buf;
+        while let Some(slot) = can_send.then(|| self.free_slot()) {
+            let buf = &mut self.datagrams[slot as usize];
+            let Some(t) = self.flows[i].ends[side as usize].poll_transmit(local, buf) else {
+                self.free_slots.push(slot);
                 break;
             };
-            let slot = self.store(&buf);
-            self.buf = buf;
             let fl = &mut self.flows[i];
             let (dir, log) = match side {
                 Side::A => {
@@ -521,17 +532,12 @@ impl Simulation {
                 Side::B => {
                     fl.logs.feedback_packets += 1;
                     fl.logs.feedback_bytes += t.size as u64;
-                    let dir = match fl.a_dir {
-                        Dir::Forward => Dir::Reverse,
-                        Dir::Reverse => Dir::Forward,
-                    };
-                    (dir, NOT_LOGGED)
+                    (fl.a_dir.opposite(), NOT_LOGGED)
                 }
             };
             let pkt = SimPacket {
                 flow: i as u32,
                 size: t.size,
-                to: if side == Side::A { Side::B } else { Side::A },
                 log,
                 slot,
             };
@@ -544,23 +550,12 @@ impl Simulation {
         self.reschedule(i, side);
     }
 
-    fn store(&mut self, bytes: &[u8]) -> u32 {
-        match self.free_slots.pop() {
-            Some(s) => {
-                let d = &mut self.datagrams[s as usize];
-                d.clear();
-                d.extend_from_slice(bytes);
-                s
-            }
-            None => {
-                self.datagrams.push(bytes.to_vec());
-                self.datagrams.len() as u32 - 1
-            }
-        }
-    }
-
-    fn free(&mut self, slot: u32) {
-        self.free_slots.push(slot);
+    /// A slot for a datagram to be written into (its old bytes are the writer's to clear).
+    fn free_slot(&mut self) -> u32 {
+        self.free_slots.pop().unwrap_or_else(|| {
+            self.datagrams.push(Vec::with_capacity(1500));
+            self.datagrams.len() as u32 - 1
+        })
     }
 
     /// Move an endpoint's events into the flow's logs.
@@ -658,17 +653,17 @@ impl Simulation {
         if p.log != NOT_LOGGED {
             self.flows[i].logs.packets[p.log as usize].recv = Some(now);
         }
-        let slot = std::mem::take(&mut self.datagrams[p.slot as usize]);
-        if p.to == Side::B || self.flows[i].active {
-            let local = self.local(i, p.to, now);
-            self.flows[i].ends[p.to as usize].handle_datagram(local, &slot, p.size);
+        let to = p.to();
+        if to == Side::B || self.flows[i].active {
+            let local = self.local(i, to, now);
+            let bytes = &self.datagrams[p.slot as usize];
+            self.flows[i].ends[to as usize].handle_datagram(local, bytes, p.size);
         }
-        self.datagrams[p.slot as usize] = slot;
-        self.free(p.slot);
-        if p.to == Side::A && self.flows[i].active {
+        self.free_slots.push(p.slot);
+        if to == Side::A && self.flows[i].active {
             self.log_state(i, now);
         }
-        self.pump(i, p.to);
+        self.pump(i, to);
     }
 
     fn log_state(&mut self, i: usize, now: Time) {
@@ -750,7 +745,7 @@ impl Simulation {
             }
             match released {
                 Some(r) => self.schedule_delivery(r + delay + extra, p, dir),
-                None => self.free(p.slot),
+                None => self.free_slots.push(p.slot),
             }
         }
         for p in &out.dropped {

@@ -66,7 +66,6 @@ pub struct VideoRecvEndpoint {
     out: VecDeque<Vec<u8>>,
     events: VecDeque<EndpointEvent>,
     received_media: u64,
-    highest_seen: u64,
     malformed: u64,
     nack_scratch: Vec<u64>,
 }
@@ -107,7 +106,6 @@ impl VideoRecvEndpoint {
             out: VecDeque::new(),
             events: VecDeque::new(),
             received_media: 0,
-            highest_seen: 0,
             malformed: 0,
             nack_scratch: Vec::new(),
         }
@@ -126,7 +124,6 @@ impl VideoRecvEndpoint {
     fn on_media(&mut self, now: Time, h: &RtpHeader, size: u32, recovered: bool) {
         let seq = Self::unwrap(&mut self.newest_seq, h.sequence as u64, 16);
         self.received_media += 1;
-        self.highest_seen = self.highest_seen.max(seq);
         let keyframe_start = h.frame.is_some_and(|d| d.keyframe && d.index == 0);
         if let Some(n) = &mut self.nack {
             n.on_packet(now, seq, keyframe_start);
@@ -320,19 +317,12 @@ impl VideoRecvEndpoint {
                     lost: self.nack_scratch.iter().map(|&s| s as u16).collect(),
                 }));
             }
-            n.take_given_up();
             if n.take_keyframe_needed() {
-                self.pending.push(RtcpPacket::Pli(Pli {
-                    sender_ssrc: RECEIVER_SSRC,
-                    media_ssrc: self.media_ssrc,
-                }));
+                self.pending.push(self.pli());
             }
         }
         if self.recovery.keyframe_requests && self.jitter.playout().poll_keyframe_request(now) {
-            self.pending.push(RtcpPacket::Pli(Pli {
-                sender_ssrc: RECEIVER_SSRC,
-                media_ssrc: self.media_ssrc,
-            }));
+            self.pending.push(self.pli());
         }
         if !self.pending.is_empty() {
             let mut bytes = Vec::new();
@@ -345,8 +335,16 @@ impl VideoRecvEndpoint {
         }
     }
 
+    fn pli(&self) -> RtcpPacket {
+        RtcpPacket::Pli(Pli {
+            sender_ssrc: RECEIVER_SSRC,
+            media_ssrc: self.media_ssrc,
+        })
+    }
+
     fn receiver_report(&self) -> RtcpPacket {
-        let expected = self.highest_seen + 1;
+        let highest = self.newest_seq.unwrap_or(0);
+        let expected = highest + 1;
         let lost = expected.saturating_sub(self.received_media);
         RtcpPacket::ReceiverReport(ReceiverReport {
             sender_ssrc: RECEIVER_SSRC,
@@ -354,7 +352,7 @@ impl VideoRecvEndpoint {
                 ssrc: self.media_ssrc,
                 fraction_lost: 0,
                 cumulative_lost: lost.min(0x7F_FFFF) as i32,
-                extended_highest_seq: self.highest_seen as u32,
+                extended_highest_seq: highest as u32,
                 jitter: 0,
                 last_sr: 0,
                 delay_since_last_sr: 0,

@@ -107,7 +107,6 @@ pub struct VideoSendEndpoint {
     fec_next_id: u64,
     events: VecDeque<EndpointEvent>,
     malformed: u64,
-    nacks_received: u64,
     /// libwebrtc's retransmission rate limit.
     budget: RetransmissionBudget,
 }
@@ -144,7 +143,6 @@ impl VideoSendEndpoint {
             fec_next_id: 0,
             events: VecDeque::new(),
             malformed: 0,
-            nacks_received: 0,
             budget: RetransmissionBudget::default(),
         }
     }
@@ -208,7 +206,6 @@ impl VideoSendEndpoint {
     }
 
     fn on_nack(&mut self, now: Time, lost: &[u16]) {
-        self.nacks_received += 1;
         if !self.recovery.nack {
             return;
         }

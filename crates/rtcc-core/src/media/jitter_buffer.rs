@@ -258,16 +258,19 @@ impl JitterBuffer {
     fn release(&mut self, now: Time) {
         self.wake = None;
         self.deadline_moved = false;
+        // A complete keyframe behind the head needs nothing before it: the buffer jumps to it
+        // at once instead of waiting for repairs (libwebrtc's frame buffer decodes from a
+        // keyframe without the frames before it; they may never come, e.g. after the sender
+        // reset its encoder). Frames only leave from the front, so the newest one is enough.
+        let newest_keyframe = self
+            .frames
+            .iter()
+            .rev()
+            .find(|(_, s)| s.keyframe && s.complete_at.is_some())
+            .map(|(&k, _)| k);
         while let Some((&f, slot)) = self.frames.first_key_value() {
             let (keyframe, reference, capture) = (slot.keyframe, slot.reference, slot.capture);
-            // A complete keyframe behind the head needs nothing before it: the buffer jumps to
-            // it at once instead of waiting for repairs (libwebrtc's frame buffer decodes from
-            // a keyframe without the frames before it; they may never come, e.g. after the
-            // sender reset its encoder).
-            let keyframe_behind = self
-                .frames
-                .range(f + 1..)
-                .any(|(_, s)| s.keyframe && s.complete_at.is_some());
+            let keyframe_behind = newest_keyframe.is_some_and(|k| k > f);
             match slot.complete_at {
                 Some(done) => {
                     // A reference that has not been released, and of which nothing is held:
