@@ -76,13 +76,13 @@ pub struct VideoSender {
     pacer_wake: Option<Time>,
     /// The encoder's output for the latest captured frame.
     last_encoded: Option<EncodedFrame>,
-    /// Retransmission timer for window-based controllers (`None`: switched off).
-    rto: Option<RtoTimer>,
+    /// RFC 6298 RTT estimator, and the retransmission timer for window-based controllers when
+    /// `rto_enabled` (otherwise it is never armed and only estimates the RTT).
+    rto: RtoTimer,
+    rto_enabled: bool,
     min_rate: Rate,
     /// Video, retransmission and FEC bytes sent in the last second.
     protection: ProtectionRates,
-    /// Smoothed RTT (RFC 6298), kept whether or not the retransmission timeout is on.
-    rtt: RtoTimer,
 }
 
 impl VideoSender {
@@ -107,16 +107,19 @@ impl VideoSender {
             report: FeedbackReport::default(),
             pacer_wake: None,
             last_encoded: None,
-            rto: Some(RtoTimer::with_max(VIDEO_RTO_MAX)),
+            rto: RtoTimer::with_max(VIDEO_RTO_MAX),
+            rto_enabled: true,
             min_rate: DEFAULT_MIN_RATE,
             protection: ProtectionRates::default(),
-            rtt: RtoTimer::default(),
         }
     }
 
     /// Switch the retransmission timeout on (the default) or off.
     pub fn set_rto_enabled(&mut self, on: bool) {
-        self.rto = on.then(|| RtoTimer::with_max(VIDEO_RTO_MAX));
+        self.rto_enabled = on;
+        if !on {
+            self.rto.stop();
+        }
     }
 
     /// The controller's target rate (with the floor), what retransmissions are budgeted against.
@@ -325,8 +328,8 @@ impl VideoSender {
         pkt = self.history.on_sent(pkt);
         self.protection.on_sent(now, pkt.kind, pkt.size);
         // The retransmission timer guards window-based controllers only (a `cwnd`).
-        if let (Some(rto), Some(_)) = (&mut self.rto, decision.cwnd) {
-            rto.on_send(now);
+        if self.rto_enabled && decision.cwnd.is_some() {
+            self.rto.on_send(now);
         }
         self.controller.on_packet_sent(now, &pkt);
         Some(Outgoing {
@@ -342,10 +345,9 @@ impl VideoSender {
             let window_based = self.controller.decision().cwnd.is_some();
             let outstanding = window_based && self.history.in_flight() > 0;
             if let Some(rtt) = self.report.latest_rtt() {
-                self.rtt.on_rtt_sample(rtt);
-                if let Some(rto) = &mut self.rto {
-                    rto.on_rtt_sample(rtt);
-                    rto.restart(now, outstanding);
+                self.rto.on_rtt_sample(rtt);
+                if self.rto_enabled {
+                    self.rto.restart(now, outstanding);
                 }
             }
             self.controller.on_feedback(now, &self.report);
@@ -355,7 +357,7 @@ impl VideoSender {
 
     /// The smoothed round-trip time, once feedback has given a sample.
     pub fn srtt(&self) -> Option<crate::units::Duration> {
-        self.rtt.srtt()
+        self.rto.srtt()
     }
 
     /// The last joined feedback report (for logging).
@@ -378,8 +380,7 @@ impl VideoSender {
     /// When the controller's own timer or the retransmission timer fires next (a change of
     /// controller state worth logging).
     pub fn controller_timeout(&self) -> Option<Time> {
-        let rto = self.rto.as_ref().and_then(RtoTimer::deadline);
-        earliest(self.controller.next_timeout(), rto)
+        earliest(self.controller.next_timeout(), self.rto.deadline())
     }
 
     pub fn handle_timeout(&mut self, now: Time) {
@@ -387,14 +388,13 @@ impl VideoSender {
             self.controller.on_timeout(now);
             self.pacer_wake = None; // the rates may have changed
         }
-        if let Some(rto) = &mut self.rto {
-            if rto.poll_expired(now) {
-                // RFC 6298 §5.4–5.6: what is in flight is presumed lost (the receiver NACKs the
-                // media it misses); the controller restarts from a small window.
-                self.history.clear_in_flight();
-                self.controller.on_rto(now);
-                self.pacer_wake = None;
-            }
+        // Never armed while switched off.
+        if self.rto.poll_expired(now) {
+            // RFC 6298 §5.4–5.6: what is in flight is presumed lost (the receiver NACKs the
+            // media it misses); the controller restarts from a small window.
+            self.history.clear_in_flight();
+            self.controller.on_rto(now);
+            self.pacer_wake = None;
         }
         if self.pacer_wake.is_some_and(|t| t <= now) {
             self.pacer_wake = None;
