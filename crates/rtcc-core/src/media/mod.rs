@@ -10,6 +10,7 @@ pub mod packetizer;
 pub mod playout;
 pub mod protection;
 pub mod quality;
+pub mod queue_limit;
 pub mod receiver;
 pub mod sender;
 pub mod source;

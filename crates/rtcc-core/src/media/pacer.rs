@@ -19,7 +19,7 @@
 
 use crate::cc::{Decision, ProbeCluster};
 use crate::packet::PacketKind;
-use crate::units::{Rate, Time};
+use crate::units::{Duration, Rate, Time};
 use std::collections::VecDeque;
 
 /// A media packet waiting in the pacer queue.
@@ -78,6 +78,8 @@ pub struct Pacer {
     queue: VecDeque<QueuedPacket>,
     priority: usize,
     queued_bytes: u64,
+    /// Sum of the queued packets' enqueue times (ns), for their average wait.
+    enqueued_sum: u128,
     /// Earliest time the pacing budget allows the next packet.
     next_release: Time,
     /// Earliest time the padding budget allows the next padding packet.
@@ -109,6 +111,7 @@ impl Pacer {
     /// back of the priority lane.
     pub fn push(&mut self, pkt: QueuedPacket) {
         self.queued_bytes += pkt.size as u64;
+        self.enqueued_sum += pkt.enqueued.0 as u128;
         match pkt.kind {
             PacketKind::Retransmission | PacketKind::Fec => {
                 self.queue.insert(self.priority, pkt);
@@ -123,6 +126,7 @@ impl Pacer {
         let p = self.queue.pop_front()?;
         self.priority = self.priority.saturating_sub(1);
         self.queued_bytes -= p.size as u64;
+        self.enqueued_sum -= p.enqueued.0 as u128;
         Some(p)
     }
 
@@ -132,6 +136,15 @@ impl Pacer {
 
     pub fn queued_packets(&self) -> usize {
         self.queue.len()
+    }
+
+    /// How long the queued packets have waited on average (libwebrtc's
+    /// `PrioritizedPacketQueue::AverageQueueTime`).
+    pub fn average_queue_time(&self, now: Time) -> Duration {
+        match self.queue.len() {
+            0 => Duration::ZERO,
+            n => Duration(now.0.saturating_sub((self.enqueued_sum / n as u128) as u64)),
+        }
     }
 
     /// When the oldest queued media packet was queued.
@@ -145,6 +158,7 @@ impl Pacer {
         self.queue.clear();
         self.priority = 0;
         self.queued_bytes = 0;
+        self.enqueued_sum = 0;
         n
     }
 

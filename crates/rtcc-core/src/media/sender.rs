@@ -39,6 +39,7 @@ use super::pacer::{Pacer, PacerPoll, QueuedPacket};
 use super::packetizer::Packetizer;
 use super::protection::ProtectionRates;
 use super::quality::Resolution;
+use super::queue_limit::{drain_rate, Pushback};
 use crate::cc::{Controller, Decision, EncodeAction, FrameAction, FrameView};
 use crate::packet::TransportFeedback;
 use crate::packet::{FeedbackReport, FrameAck, FrameInfo, PacketKind, SendHistory, SentPacket};
@@ -83,6 +84,8 @@ pub struct VideoSender {
     min_rate: Rate,
     /// Video, retransmission and FEC bytes sent in the last second.
     protection: ProtectionRates,
+    /// The encoder's share of the target while the pacer queue is long.
+    pushback: Pushback,
 }
 
 impl VideoSender {
@@ -111,6 +114,7 @@ impl VideoSender {
             rto_enabled: true,
             min_rate: DEFAULT_MIN_RATE,
             protection: ProtectionRates::default(),
+            pushback: Pushback::default(),
         }
     }
 
@@ -183,10 +187,17 @@ impl VideoSender {
                 let _ = self.encoder.set_resolution(res);
             }
         }
-        let target = if action.encode == EncodeAction::Skip {
-            Rate::ZERO
+        let decision = self.effective_decision();
+        // The rate the queue drains at: the pacing rate, else (a window controller without one)
+        // the target.
+        let drain_at = decision.pacing_rate.unwrap_or(decision.target_bitrate);
+        let share = self
+            .pushback
+            .on_frame(now, self.pacer.queued_bytes(), drain_at);
+        let target = if action.encode == EncodeAction::Skip || share <= 0.0 {
+            Rate::ZERO // skipped: by the controller, or by the frame dropper
         } else {
-            let t = self.effective_decision().target_bitrate;
+            let t = Rate(decision.target_bitrate.bps() * share);
             self.protection.encoder_target(now, t)
         };
         let encoded = self.encoder.encode(now, target, self.fps);
@@ -274,7 +285,17 @@ impl VideoSender {
         if self.pacer_wake.is_some_and(|t| now < t) {
             return None;
         }
-        let decision = self.effective_decision();
+        let mut decision = self.effective_decision();
+        // The pacer empties its queue within 2 s (libwebrtc's kMaxExpectedQueueLength).
+        if let (Some(pacing), Some(drain)) = (
+            decision.pacing_rate,
+            drain_rate(
+                self.pacer.queued_bytes(),
+                self.pacer.average_queue_time(now),
+            ),
+        ) {
+            decision.pacing_rate = Some(pacing.max(drain));
+        }
         let probe = decision.probe;
         let in_flight = self.history.in_flight();
         let blank = SentPacket {
