@@ -169,11 +169,11 @@ def test_compare(tmp_path, scenario, capsys):
     assert "fixed:rate=2Mbps" in text and "oracle" in text
     rows = list(pl.read_csv(out / "comparison.csv").iter_rows(named=True))
     assert [r["controller"] for r in rows] == ["fixed:rate=2Mbps", "oracle"]
-    assert set(rows[0]) >= {"throughput_mbps", "utilization_pct", "video_bitrate_mbps", "frame_delay_p50_ms",
-                            "frame_delay_p95_ms", "frame_delay_p99_ms", "frame_rate_fps", "freezes", "loss_pct",
-                            "queuing_delay_p95_ms"}
+    assert set(rows[0]) >= {"throughput_mbps", "utilization_pct", "video_bitrate_mbps", "latency_p50_ms",
+                            "latency_p95_ms", "latency_p99_ms", "frame_delay_p95_ms", "display_rate_fps", "freezes",
+                            "loss_pct", "queuing_delay_p95_ms"}
     md = (out / "comparison.md").read_text()
-    assert "| controller |" in md and "frame delay P95 ms" in md and "| oracle |" in md
+    assert "| controller |" in md and "frame latency P95 ms" in md and "| oracle |" in md
     for name in ["throughput.png", "frame_delay.png", "frame_delay_cdf.png"]:
         assert (out / "plots" / name).is_file()
     assert (out / "runs" / "fixed_rate=2Mbps" / "summary.json").is_file()

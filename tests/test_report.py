@@ -25,7 +25,8 @@ REGISTRY = [
 def flow(name="video", controller="fixed", p95=40.0):
     return {"name": name, "controller": controller, "throughput_bps": 4.5e6, "utilization": 0.5,
             "video_bitrate_bps": 4.6e6, "frame_delay_ms": {"p50": 30.0, "p95": p95, "p99": None},
-            "frame_rate_fps": 29.9, "freezes": 1, "loss_rate": 0.001, "queuing_delay_ms": {"p95": 3.25}}
+            "frame_latency_ms": {"p50": 35.0, "p95": p95 and p95 + 5, "p99": None},
+            "display_rate_fps": 29.9, "display_freezes": 1, "loss_rate": 0.001, "queuing_delay_ms": {"p95": 3.25}}
 
 
 def summary(*flows):
@@ -74,7 +75,8 @@ def test_rows_and_tables():
     rows = comparison_rows([("fixed:rate=4Mbps", summary(flow())), ("oracle", summary(flow(controller="oracle")))])
     assert [r["controller"] for r in rows] == ["fixed:rate=4Mbps", "oracle"]
     assert rows[0]["throughput_mbps"] == pytest.approx(4.5) and rows[0]["utilization_pct"] == pytest.approx(50)
-    assert rows[0]["frame_delay_p99_ms"] is None and rows[0]["freezes"] == 1
+    assert rows[0]["latency_p99_ms"] is None and rows[0]["freezes"] == 1
+    assert rows[0]["latency_p95_ms"] == pytest.approx(45.0) and rows[0]["display_rate_fps"] == pytest.approx(29.9)
     text = text_table(rows)
     assert "fixed:rate=4Mbps" in text and "4.50" in text and "–" in text
     widths = {len(line) for line in text.splitlines()[2:4]}
@@ -91,7 +93,13 @@ def test_multi_flow_rows(tmp_path):
     assert "| controller | flow |" in markdown_table(rows)
     write_csv(rows, tmp_path / "c.csv")
     got = list(csv.DictReader(io.StringIO((tmp_path / "c.csv").read_text())))
-    assert got[1]["flow"] == "b" and got[1]["frame_delay_p95_ms"] == "" and got[0]["freezes"] == "1"
+    assert got[1]["flow"] == "b" and got[1]["latency_p95_ms"] == "" and got[0]["freezes"] == "1"
+
+
+def test_no_negative_zero():
+    rows = comparison_rows([("cbr", summary(dict(flow(), video_bitrate_bps=-0.0, utilization=-1e-9)))])
+    text = text_table(rows) + markdown_table(rows)
+    assert "-0.0" not in text and "0.00" in text
 
 
 def test_run_rows_use_flow_controller():

@@ -128,7 +128,25 @@ def cmd_controllers(args) -> int:
         dwidth = max((len(_default(p)) for p in params), default=0)
         for p in params:
             print(f"  {p['name']:<{width}}  {_default(p):<{dwidth}}  {p['doc']}".rstrip())
+    print("\nEvery video flow, whatever its controller (fields of [[flows]], docs/scenarios.md):")
+    width = max(len(n) for n, _, _ in MEDIA_FIELDS)
+    dwidth = max(len(d) for _, d, _ in MEDIA_FIELDS)
+    for name, default, doc in MEDIA_FIELDS:
+        print(f"  {name:<{width}}  = {default:<{dwidth}}  {doc}")
     return 0
+
+
+# The per-flow media fields every controller shares (scenario.rs: FlowSpec).
+MEDIA_FIELDS = [
+    ("fps", "30", "source frame rate, the highest the encoder codes at"),
+    ("min_fps", "10", "lowest frame rate the degradation policy uses"),
+    ("min_bitrate", "30kbps", "floor of a rate-based controller's target and pacing rate"),
+    ("start_bitrate", "(controller's own)", "start rate of controllers that have one (gcc, sqp)"),
+    ("max_bitrate", "(none)", "cap of every controller's target"),
+    ("degradation", "balanced", "WebRTC's preference: balanced, maintain-framerate, "
+     "maintain-resolution, disabled"),
+    ("payload", "1200B", "largest payload per packet; frames of up to two payloads go out as two halves"),
+]
 
 
 def _default(p: dict) -> str:

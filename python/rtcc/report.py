@@ -43,11 +43,12 @@ COLUMNS = [
     Column("throughput_mbps", "throughput Mbps", _get("throughput_bps", scale=1e-6), 2, ("throughput", "Mbps")),
     Column("utilization_pct", "utilization %", _get("utilization", scale=100), 1, ("util", "%")),
     Column("video_bitrate_mbps", "video bitrate Mbps", _get("video_bitrate_bps", scale=1e-6), 2, ("video", "Mbps")),
-    Column("frame_delay_p50_ms", "frame delay P50 ms", _get("frame_delay_ms", "p50"), 1, ("frame P50", "ms")),
-    Column("frame_delay_p95_ms", "frame delay P95 ms", _get("frame_delay_ms", "p95"), 1, ("frame P95", "ms")),
-    Column("frame_delay_p99_ms", "frame delay P99 ms", _get("frame_delay_ms", "p99"), 1, ("frame P99", "ms")),
-    Column("frame_rate_fps", "frame rate fps", _get("frame_rate_fps"), 1, ("rate", "fps")),
-    Column("freezes", "freezes", _get("freezes"), 0, ("", "freezes")),
+    Column("latency_p50_ms", "frame latency P50 ms", _get("frame_latency_ms", "p50"), 1, ("latency P50", "ms")),
+    Column("latency_p95_ms", "frame latency P95 ms", _get("frame_latency_ms", "p95"), 1, ("latency P95", "ms")),
+    Column("latency_p99_ms", "frame latency P99 ms", _get("frame_latency_ms", "p99"), 1, ("latency P99", "ms")),
+    Column("frame_delay_p95_ms", "frame delay P95 ms", _get("frame_delay_ms", "p95"), 1, ("delay P95", "ms")),
+    Column("display_rate_fps", "shown fps", _get("display_rate_fps"), 1, ("shown", "fps")),
+    Column("freezes", "freezes", _get("display_freezes"), 0, ("", "freezes")),
     Column("loss_pct", "loss %", _get("loss_rate", scale=100), 2, ("loss", "%")),
     Column("queuing_delay_p95_ms", "queuing delay P95 ms", _get("queuing_delay_ms", "p95"), 1, ("queue P95", "ms")),
 ]
@@ -76,7 +77,9 @@ def _multi_flow(rows: list[dict]) -> bool:
 def _fmt(value, digits: int) -> str:
     if value is None:
         return "–"
-    return f"{value:.{digits}f}" if digits else f"{value:.0f}"
+    text = f"{value:.{digits}f}" if digits else f"{value:.0f}"
+    # A value that rounds to zero is 0, never "-0.00".
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
 def _cells(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
@@ -101,7 +104,9 @@ def text_table(rows: list[dict]) -> str:
 
     out = [line([s[0] for s in split]), line([s[1] for s in split]), line(["-" * w for w in widths])]
     out += [line(b) for b in body]
-    out.append("(video: encoded bitrate; frame P50/P95/P99: frame delay percentiles; queue P95: queuing delay)")
+    out.append("(video: encoded bitrate; latency: capture to display of every captured frame, a frame never "
+               "shown counting until the next one is; delay P95: capture to complete reception of the frames "
+               "sent; shown: frames displayed per second; queue P95: queuing delay)")
     return "\n".join(out) + "\n"
 
 

@@ -129,6 +129,8 @@ pub struct FrameInfo {
     pub frame: u64,
     pub capture_time: Time,
     pub size: u32,
+    /// The encoder's target at this capture (also for a frame the controller paused or the
+    /// sender skipped: the rate asked for stands).
     pub target: Rate,
     pub packets: u16,
     pub keyframe: bool,

@@ -85,9 +85,12 @@ pub fn run_with_registry(
         .map(|f| {
             // Feedback travels the link opposite to the flow's data.
             let back = if f.config.reverse { &cap } else { &reverse_cap };
+            let video = f.config.kind == FlowKind::Video;
             FlowLog {
                 name: &f.config.name,
                 controller: &f.config.controller,
+                kind: f.config.kind.name(),
+                min_bitrate: video.then(|| f.config.media.min_bitrate.bps()),
                 start: f.config.start,
                 stop: f.config.stop,
                 packets: &f.packets,

@@ -9,7 +9,9 @@
 
 use rtcc_core::cc::{self, ControllerContext, FeedbackPolicy, Params, Registry};
 use rtcc_core::endpoint::Recovery;
+use rtcc_core::media::degradation::Preference;
 use rtcc_core::media::encoder::EncoderConfig;
+use rtcc_core::media::range::{MediaRange, DEFAULT_MIN_BITRATE, DEFAULT_MIN_FPS};
 use rtcc_core::media::source::JitterModel;
 use rtcc_core::net::impair::{ImpairmentConfig, LossModel};
 use rtcc_core::net::{Capacity, MahimahiTrace, QueueConfig, Schedule};
@@ -106,8 +108,18 @@ pub struct FlowSpec {
     pub encoder: Option<serde_json::Value>,
     /// The receiver asks for a keyframe when a frame cannot be decoded (default true).
     pub keyframe_requests: Option<bool>,
+    /// Largest media payload per packet (smaller frames are cut into two smaller packets).
     pub payload: Option<Bytes>,
     pub overhead: Option<Bytes>,
+    /// The media range: the encoder's target stays in `[min_bitrate, max_bitrate]`.
+    pub min_bitrate: Option<Rate>,
+    pub start_bitrate: Option<Rate>,
+    pub max_bitrate: Option<Rate>,
+    /// Lowest frame rate of the degradation policy (`fps` is the highest).
+    pub min_fps: Option<f64>,
+    /// WebRTC's degradation preference: `"balanced"` (default), `"maintain-framerate"`,
+    /// `"maintain-resolution"` or `"disabled"`.
+    pub degradation: Option<String>,
     pub padding_size: Option<Bytes>,
     pub extra_delay: Option<Duration>,
     pub clock_offset: Option<Duration>,
@@ -131,7 +143,7 @@ pub struct RecoverySpec {
     pub fec: Option<u16>,
     /// Retransmission timeout for window-based controllers (default true).
     pub rto: Option<bool>,
-    /// Floor of a rate-based controller's rate (default 30kbps).
+    /// Moved to the flow's `min_bitrate`; kept only to say so.
     pub min_rate: Option<Rate>,
     /// Fixed playout delay of the receiver's jitter buffer (default 0ms).
     pub playout_delay: Option<Duration>,
@@ -164,6 +176,17 @@ pub enum FlowKind {
     },
 }
 
+impl FlowKind {
+    /// `"video"`, `"cbr"` or `"tcp"`, as written in a scenario.
+    pub fn name(&self) -> &'static str {
+        match self {
+            FlowKind::Video => "video",
+            FlowKind::Cbr { .. } => "cbr",
+            FlowKind::Tcp { .. } => "tcp",
+        }
+    }
+}
+
 /// A flow, resolved.
 #[derive(Debug, Clone)]
 pub struct FlowConfig {
@@ -188,6 +211,8 @@ pub struct FlowConfig {
     pub clock_offset: Duration,
     pub feedback: FeedbackPolicy,
     pub recovery: Recovery,
+    pub media: MediaRange,
+    pub degradation: Preference,
     /// The flow's data goes over the reverse link.
     pub reverse: bool,
     /// Periods during which the sender is active, in order (one period `[start, stop]` when the
@@ -541,13 +566,18 @@ impl Scenario {
                     "protects 1 to 16 media packets per parity packet".into(),
                 ));
             }
+            if r.min_rate.is_some() {
+                return Err(err(
+                    &at("recovery.min_rate"),
+                    "the floor of the rate is the flow's media range now: write min_bitrate = \"30kbps\" on the flow".into(),
+                ));
+            }
             let defaults = Recovery::default();
             let recovery = Recovery {
                 nack: r.nack.unwrap_or(defaults.nack),
                 fec_group: r.fec,
                 keyframe_requests: f.keyframe_requests.unwrap_or(true),
                 rto: r.rto.unwrap_or(defaults.rto),
-                min_rate: r.min_rate.unwrap_or(defaults.min_rate),
                 playout_delay: r.playout_delay.unwrap_or(defaults.playout_delay),
             };
             if f.active.is_some() && matches!(kind, FlowKind::Tcp { .. }) {
@@ -556,6 +586,26 @@ impl Scenario {
                     "a TCP flow pauses through its application: app = { model = \"onoff\", on = \"2s\", off = \"3s\" }; active schedules are for video and cbr flows".into(),
                 ));
             }
+            let media = MediaRange {
+                min_bitrate: f.min_bitrate.unwrap_or(DEFAULT_MIN_BITRATE),
+                start_bitrate: f.start_bitrate,
+                max_bitrate: f.max_bitrate,
+                min_fps: f.min_fps.unwrap_or(DEFAULT_MIN_FPS),
+            };
+            media.validate().map_err(|(field, m)| err(&at(field), m))?;
+            if media.min_fps > fps {
+                return Err(err(
+                    &at("min_fps"),
+                    format!(
+                        "{} is above the flow's frame rate fps = {fps}",
+                        media.min_fps
+                    ),
+                ));
+            }
+            let degradation = match &f.degradation {
+                None => Preference::Balanced,
+                Some(p) => Preference::parse(p).map_err(|e| err(&at("degradation"), e))?,
+            };
             let active = match &f.active {
                 Some(p) => p.iter().map(|w| (Time(w.0 .0), Time(w.1 .0))).collect(),
                 None => vec![(Time(start.0), Time(stop.0))],
@@ -579,6 +629,8 @@ impl Scenario {
                 clock_offset: f.clock_offset.unwrap_or(Duration::ZERO),
                 feedback,
                 recovery,
+                media,
+                degradation,
                 reverse,
                 active,
             };
@@ -623,6 +675,7 @@ impl FlowConfig {
             now: self.start,
             fps: self.fps,
             max_payload: self.payload,
+            media: self.media,
             capacity,
         }
     }
@@ -645,6 +698,11 @@ const KIND_FIELDS: &[(&str, &[&str])] = &[
             "padding_size",
             "feedback",
             "recovery",
+            "min_bitrate",
+            "start_bitrate",
+            "max_bitrate",
+            "min_fps",
+            "degradation",
         ],
     ),
     ("cbr", &["rate", "packet_size"]),
@@ -676,6 +734,11 @@ fn resolve_kind(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> Result<FlowKind, (
         ("padding_size", f.padding_size.is_some()),
         ("feedback", f.feedback.is_some()),
         ("recovery", f.recovery.is_some()),
+        ("min_bitrate", f.min_bitrate.is_some()),
+        ("start_bitrate", f.start_bitrate.is_some()),
+        ("max_bitrate", f.max_bitrate.is_some()),
+        ("min_fps", f.min_fps.is_some()),
+        ("degradation", f.degradation.is_some()),
         ("rate", f.rate.is_some()),
         ("packet_size", f.packet_size.is_some()),
         ("app", f.app.is_some()),

@@ -282,13 +282,14 @@ fn endpoints(
                 payload: f.payload,
                 overhead: f.overhead,
             };
-            let sender = VideoSender::new(
+            let mut sender = VideoSender::new(
                 controller()?,
                 enc,
                 packetizer,
                 f.fps,
                 f.padding_size.0 as u32,
             );
+            sender.set_media(f.media, f.degradation);
             let source = FrameSource::new(
                 f.start,
                 f.fps,

@@ -89,7 +89,22 @@ fn under_fixed_on_a_constant_link_the_lagged_encoder_lags_and_is_noisy() {
         (f.frames_displayed, f.frames_undecodable),
         (f.frames_delivered, 0)
     );
-    assert_eq!(f.frame_latency_ms.p50, f.frame_delay_ms.p50);
+    // The frame dropper skips a few frames in high-motion bursts (the encoder overshoots a
+    // fixed target by up to 2.5x for a second); they count in the latency, not in the delay.
+    let skipped = frames.iter().filter(|f| f.size == 0).count();
+    assert!(
+        skipped * 20 < frames.len(),
+        "{skipped} of {} frames skipped",
+        frames.len()
+    );
+    let (lat, delay) = (
+        f.frame_latency_ms.p50.unwrap(),
+        f.frame_delay_ms.p50.unwrap(),
+    );
+    assert!(
+        (lat - delay).abs() < 1.0,
+        "latency P50 {lat} vs delay P50 {delay}"
+    );
     assert_eq!(f.keyframes, 1);
     assert!(frames
         .iter()
@@ -257,8 +272,10 @@ fn traces_dir() -> PathBuf {
 #[test]
 fn a_trace_encoder_replays_the_shipped_example_from_a_scenario() {
     let file = traces_dir().join("lagged-720p-1500kbps-seed1.frames");
+    // A target above the recording's 1.5 Mbit/s: the sender's frame dropper and queue bound
+    // have nothing to skip, so every recorded frame is sent as recorded.
     let sc = fixed(
-        "1Mbps",
+        "2.5Mbps",
         "20s",
         "",
         &format!(

@@ -933,6 +933,7 @@ mod tests {
             now: Time::ZERO,
             fps: 30.0,
             max_payload: Bytes(1200),
+            media: Default::default(),
             capacity: None,
         }
     }

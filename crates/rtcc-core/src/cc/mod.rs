@@ -191,6 +191,11 @@ pub trait FrameController {
     fn frame_action(&mut self, _now: Time, _view: &FrameView) -> FrameAction {
         FrameAction::default()
     }
+    /// The controller chooses the resolution itself (Vidaptive): the sender's degradation
+    /// policy then only caps it at what the target supports and leaves the frame rate alone.
+    fn adapts_resolution(&self) -> bool {
+        false
+    }
 }
 
 /// A view of the bottleneck's capacity, for reference controllers that are allowed to know it.
@@ -208,6 +213,9 @@ pub struct ControllerContext {
     pub fps: f64,
     /// Largest media payload per packet.
     pub max_payload: Bytes,
+    /// The flow's media range: controllers with a start rate or rate bounds of their own take
+    /// these as defaults ([`crate::media::range`]).
+    pub media: crate::media::range::MediaRange,
     /// Capacity of the forward bottleneck (only reference controllers such as `oracle` use it).
     pub capacity: Option<Arc<dyn CapacityView>>,
 }

@@ -449,6 +449,7 @@ mod tests {
             now: Time::ZERO,
             fps: 30.0,
             max_payload: Bytes(1200),
+            media: Default::default(),
             capacity: None,
         };
         for bad in ["gamma = 0", "gamma = -1", "alpha = -1", "initial_cwnd = 0"] {

@@ -141,8 +141,6 @@ pub struct Recovery {
     pub keyframe_requests: bool,
     /// Retransmission timeout for window-based controllers.
     pub rto: bool,
-    /// Floor of a rate-based controller's rate.
-    pub min_rate: Rate,
     /// Fixed playout delay of the receiver's jitter buffer.
     pub playout_delay: Duration,
 }
@@ -154,7 +152,6 @@ impl Default for Recovery {
             fec_group: None,
             keyframe_requests: true,
             rto: true,
-            min_rate: crate::media::sender::DEFAULT_MIN_RATE,
             playout_delay: Duration::ZERO,
         }
     }

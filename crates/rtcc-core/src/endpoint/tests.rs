@@ -17,6 +17,7 @@ fn video_sender(recovery: Recovery) -> VideoSendEndpoint {
         now: Time::ZERO,
         fps: 30.0,
         max_payload: Bytes(1200),
+        media: Default::default(),
         capacity: None,
     };
     let controller = cc::create("fixed", &params, &ctx).unwrap();

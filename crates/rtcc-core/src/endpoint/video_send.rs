@@ -120,7 +120,6 @@ impl VideoSendEndpoint {
         recovery: Recovery,
     ) -> VideoSendEndpoint {
         sender.set_rto_enabled(recovery.rto);
-        sender.set_min_rate(recovery.min_rate);
         let (_, first) = source.next_capture();
         VideoSendEndpoint {
             sender,

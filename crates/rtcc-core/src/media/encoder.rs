@@ -25,7 +25,9 @@
 //!   [`crate::media::VideoSender::reset_encoder`] also flushes the pacer (Vidaptive's "Encoder
 //!   Reset", §3.3).
 //! - **resolution** ([`Encoder::set_resolution`], [`Encoder::resolution`]): models with a
-//!   resolution ladder change rung (with a keyframe) and report the resolution of every frame.
+//!   resolution ladder change rung (with a keyframe) and report the resolution of every frame;
+//!   [`Encoder::source_resolution`] is the capture resolution and [`Encoder::bitrate_limits`]
+//!   the lowest and highest rate at each rung, what the degradation policy works from.
 //!
 //! Each encoded frame also carries the model's PSNR estimate, when the model has one
 //! ([`crate::media::quality`]).
@@ -82,6 +84,18 @@ pub trait Encoder: Send {
 
     /// The resolution frames are currently coded at (`None`: the model has none).
     fn resolution(&self) -> Option<Resolution> {
+        None
+    }
+
+    /// The capture resolution: the highest the model codes at (`None`: no resolution ladder).
+    fn source_resolution(&self) -> Option<Resolution> {
+        None
+    }
+
+    /// The lowest and highest rate the model can produce at `res` and `fps` (`None`: it has no
+    /// such limits). The degradation policy keeps the target above the lowest
+    /// ([`crate::media::degradation`]).
+    fn bitrate_limits(&self, _res: Resolution, _fps: f64) -> Option<(Rate, Rate)> {
         None
     }
 

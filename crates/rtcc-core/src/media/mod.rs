@@ -2,7 +2,9 @@
 //! that wires them to a controller, the receiver that assembles frames and returns feedback, and
 //! the receiver's playout (decodability and display).
 
+pub mod degradation;
 pub mod encoder;
+pub mod frame_dropper;
 pub mod jitter_buffer;
 pub mod nack;
 pub mod pacer;
@@ -11,6 +13,7 @@ pub mod playout;
 pub mod protection;
 pub mod quality;
 pub mod queue_limit;
+pub mod range;
 pub mod receiver;
 pub mod sender;
 pub mod source;

@@ -28,27 +28,33 @@
 //!   `on_rto` runs (it collapses its window) and the timer backs off, up to [`VIDEO_RTO_MAX`].
 //!   Without it a window that
 //!   is full of packets lost in an outage never opens again: no feedback comes back for them.
-//! - **A minimum send rate** for rate-based controllers (no `cwnd`): target and pacing rate are
-//!   never below [`VideoSender::set_min_rate`] (30 kbit/s by default, libwebrtc's minimum video
-//!   bitrate), so a sender keeps probing the path even when no feedback arrives.
+//! - **The media range** ([`super::range`], [`VideoSender::set_media`]): a rate-based
+//!   controller's target and pacing rate are never below the flow's minimum bitrate (30 kbit/s
+//!   by default, libwebrtc's minimum video bitrate), so a sender keeps probing the path even when
+//!   no feedback arrives, and no target exceeds the maximum.
+//! - **Quality scaling** ([`super::degradation`]): resolution and frame rate follow the target
+//!   under a degradation preference (WebRTC's `balanced` by default).
+//! - **A bounded sender queue** ([`super::queue_limit`]): the pacer drains its queue within 2 s
+//!   and the encoder backs off while the queue is long (libwebrtc's pacer and pacer pushback).
+//! - **A frame dropper** ([`super::frame_dropper`]): frames are skipped while the encoder's
+//!   output runs ahead of its target.
 //!
 //! The simulator, a live transport and a user's own stack all drive the same object.
 
+use super::degradation::{Degradation, Preference};
 use super::encoder::{EncodedFrame, Encoder};
+use super::frame_dropper::FrameDropper;
 use super::pacer::{Pacer, PacerPoll, QueuedPacket};
 use super::packetizer::Packetizer;
 use super::protection::ProtectionRates;
 use super::quality::Resolution;
 use super::queue_limit::{drain_rate, Pushback};
+use super::range::MediaRange;
 use crate::cc::{Controller, Decision, EncodeAction, FrameAction, FrameView};
 use crate::packet::TransportFeedback;
 use crate::packet::{FeedbackReport, FrameAck, FrameInfo, PacketKind, SendHistory, SentPacket};
 use crate::rto::RtoTimer;
 use crate::units::{earliest, Rate, Time};
-
-/// libwebrtc's default minimum video bitrate (`kDefaultMinVideoBitrateBps`, 30 kbit/s): the
-/// floor of a rate-based controller's target and pacing rate.
-pub const DEFAULT_MIN_RATE: Rate = Rate(30_000.0);
 
 /// The video sender's largest RTO, also after backoff: one second, RFC 6298's initial RTO. A
 /// real-time flow must keep probing a path that lost everything (after an outage, or in a long
@@ -63,6 +69,17 @@ pub struct Outgoing {
     /// For a retransmission, the RTP sequence number it repeats; for FEC, the parity packet's
     /// id given to [`VideoSender::queue_fec`]; 0 otherwise.
     pub ref_id: u64,
+}
+
+/// Why the sender skipped a captured frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Skip {
+    /// The degradation policy's frame rate is below the source's.
+    FrameRate,
+    /// A second of queue at the pacing rate (pacer pushback).
+    Pushback,
+    /// The encoder's output ran ahead of its target (frame dropper).
+    Dropper,
 }
 
 pub struct VideoSender {
@@ -81,11 +98,19 @@ pub struct VideoSender {
     /// `rto_enabled` (otherwise it is never armed and only estimates the RTT).
     rto: RtoTimer,
     rto_enabled: bool,
-    min_rate: Rate,
+    range: MediaRange,
     /// Video, retransmission and FEC bytes sent in the last second.
     protection: ProtectionRates,
     /// The encoder's share of the target while the pacer queue is long.
     pushback: Pushback,
+    degradation: Degradation,
+    /// Whether the policy has been placed at the first frame's target.
+    scaling_started: bool,
+    /// Source frames owed to the encoder at the policy's frame rate.
+    fps_credit: f64,
+    dropper: FrameDropper,
+    /// Frames the sender skipped, by [`Skip`] reason.
+    skipped: [u64; 3],
 }
 
 impl VideoSender {
@@ -100,6 +125,12 @@ impl VideoSender {
             .decision()
             .padding_size
             .map_or(padding_size, |s| s.min(padding_size));
+        let degradation = Self::policy(
+            encoder.as_ref(),
+            Preference::Balanced,
+            &MediaRange::default(),
+            fps,
+        );
         VideoSender {
             controller,
             encoder,
@@ -112,10 +143,43 @@ impl VideoSender {
             last_encoded: None,
             rto: RtoTimer::with_max(VIDEO_RTO_MAX),
             rto_enabled: true,
-            min_rate: DEFAULT_MIN_RATE,
+            range: MediaRange::default(),
             protection: ProtectionRates::default(),
             pushback: Pushback::default(),
+            degradation,
+            scaling_started: false,
+            fps_credit: 0.0,
+            dropper: FrameDropper::default(),
+            skipped: [0; 3],
         }
+    }
+
+    /// The degradation policy for `encoder` under `preference` within `range`, at `fps`.
+    fn policy(
+        encoder: &dyn Encoder,
+        preference: Preference,
+        range: &MediaRange,
+        fps: f64,
+    ) -> Degradation {
+        let floor = |res, fps| encoder.bitrate_limits(res, fps).map_or(Rate::ZERO, |l| l.0);
+        Degradation::new(
+            preference,
+            encoder.source_resolution(),
+            range.min_fps,
+            fps,
+            &floor,
+        )
+    }
+
+    /// Set the flow's media range and degradation preference (before the first frame).
+    pub fn set_media(&mut self, range: MediaRange, preference: Preference) {
+        self.degradation = Self::policy(self.encoder.as_ref(), preference, &range, self.fps);
+        self.range = range;
+    }
+
+    /// The degradation policy's steps and the current one.
+    pub fn degradation(&self) -> &Degradation {
+        &self.degradation
     }
 
     /// Switch the retransmission timeout on (the default) or off.
@@ -131,17 +195,17 @@ impl VideoSender {
         self.effective_decision().target_bitrate
     }
 
-    /// Floor of a rate-based controller's target and pacing rate (0 for none).
-    pub fn set_min_rate(&mut self, rate: Rate) {
-        self.min_rate = rate;
-    }
-
-    /// The controller's decision with the rate floor applied to rate-based controllers.
+    /// The controller's decision inside the media range: a rate-based controller's target and
+    /// pacing rate never below the minimum, every target at most the maximum.
     fn effective_decision(&self) -> Decision {
         let mut d = self.controller.decision();
+        let min = self.range.min_bitrate;
         if d.cwnd.is_none() {
-            d.target_bitrate = d.target_bitrate.max(self.min_rate);
-            d.pacing_rate = d.pacing_rate.map(|p| p.max(self.min_rate));
+            d.target_bitrate = d.target_bitrate.max(min);
+            d.pacing_rate = d.pacing_rate.map(|p| p.max(min));
+        }
+        if let Some(max) = self.range.max_bitrate {
+            d.target_bitrate = d.target_bitrate.min(max);
         }
         d
     }
@@ -169,40 +233,99 @@ impl VideoSender {
     }
 
     /// Encode and packetise the frame captured at `now`.
+    ///
+    /// Before the encoder runs, in order: the controller's frame action (pause, reset,
+    /// resolution), the degradation policy (resolution and frame rate for the target), the
+    /// frame-rate gate, the pacer pushback and the frame dropper; any of them may skip the frame
+    /// (an empty frame, counted by the metrics as a frame the viewer never saw).
     pub fn on_frame_captured(&mut self, now: Time, frame: u64) -> FrameInfo {
         let view = FrameView {
             oldest_queued: self.pacer.oldest_enqueue_time(),
             resolution: self.encoder.resolution(),
         };
-        let action = self
-            .controller
-            .frame_controller()
-            .map_or_else(FrameAction::default, |f| f.frame_action(now, &view));
+        let (action, controller_scales) = match self.controller.frame_controller() {
+            Some(f) => (f.frame_action(now, &view), f.adapts_resolution()),
+            None => (FrameAction::default(), false),
+        };
         if action.encode == EncodeAction::Reset {
             self.reset_encoder();
         }
-        if let Some(res) = action.resolution {
+        let decision = self.effective_decision();
+        // What the encoder gets: the target less what repairs took (libwebrtc's protection rule).
+        let nominal = self.protection.encoder_target(now, decision.target_bitrate);
+        // Quality scaling: the policy's step, or the controller's own resolution capped at it.
+        if !self.scaling_started {
+            self.degradation.start_at(nominal);
+            self.scaling_started = true;
+        }
+        let step = self.degradation.on_frame(now, nominal);
+        let resolution = if controller_scales {
+            let wanted = action.resolution.or(self.encoder.resolution());
+            match (wanted, step.resolution) {
+                (Some(w), Some(cap)) if w.rung() < cap.rung() => Some(cap),
+                (w, _) => w,
+            }
+        } else {
+            step.resolution
+        };
+        if let Some(res) = resolution {
             if self.encoder.resolution() != Some(res) {
-                // A model without this rung keeps its resolution: the controller asked only.
+                // A model without this rung keeps its resolution.
                 let _ = self.encoder.set_resolution(res);
             }
         }
-        let decision = self.effective_decision();
-        // The rate the queue drains at: the pacing rate, else (a window controller without one)
-        // the target.
+        let fps = if controller_scales {
+            self.fps
+        } else {
+            step.fps
+        };
+        // The frame-rate gate keeps `fps` of the source's frames, evenly spread.
+        self.fps_credit += fps / self.fps;
+        let rate_keeps = self.fps_credit >= 1.0 - 1e-9;
+        if rate_keeps {
+            self.fps_credit -= 1.0;
+        }
+        // Pacer pushback: the encoder's share of the target while the queue is long.
         let drain_at = decision.pacing_rate.unwrap_or(decision.target_bitrate);
         let share = self
             .pushback
             .on_frame(now, self.pacer.queued_bytes(), drain_at);
-        let target = if action.encode == EncodeAction::Skip || share <= 0.0 {
-            Rate::ZERO // skipped: by the controller, or by the frame dropper
+        let paused = action.encode == EncodeAction::Skip; // by the controller
+        let target = Rate(nominal.bps() * share);
+        // Why the sender skips a frame the controller wanted, first reason first.
+        let skip = if paused {
+            self.dropper.on_paused(now, target);
+            None
+        } else if !rate_keeps {
+            Some(Skip::FrameRate)
+        } else if share <= 0.0 {
+            Some(Skip::Pushback)
+        } else if self.dropper.should_drop(now, target) {
+            Some(Skip::Dropper)
         } else {
-            let t = Rate(decision.target_bitrate.bps() * share);
-            self.protection.encoder_target(now, t)
+            None
         };
-        let encoded = self.encoder.encode(now, target, self.fps);
+        if let Some(reason) = skip {
+            self.skipped[reason as usize] += 1;
+        }
+        let encode = !paused && skip.is_none();
+        let mut encoded = self
+            .encoder
+            .encode(now, if encode { target } else { Rate::ZERO }, fps);
+        if encoded.size > 0 && !self.dropper.accept(encoded.size) {
+            // Too far above the target to send: discarded, as the encoder's own rate control
+            // drops a frame that would overflow its buffer.
+            self.skipped[Skip::Dropper as usize] += 1;
+            if encoded.keyframe {
+                self.encoder.request_keyframe();
+            }
+            encoded = EncodedFrame::skipped(encoded.resolution);
+        }
+        if encoded.size > 0 {
+            self.dropper.on_encoded(encoded.size, encoded.keyframe, fps);
+        }
         self.last_encoded = Some(encoded);
-        let count = encoded.size.div_ceil(self.packetizer.payload.0 as u32) as u16;
+        let count = self.packetizer.count(encoded.size) as u16;
         for (i, size) in self.packetizer.packet_sizes(encoded.size).enumerate() {
             self.pacer
                 .push(QueuedPacket::media(size, frame, i as u16, count, now));
@@ -211,7 +334,9 @@ impl VideoSender {
             frame,
             capture_time: now,
             size: encoded.size,
-            target,
+            // The encoder's target before the sender's own skipping (also when the controller
+            // paused the frame: a pause skips a frame, the rate asked for stands).
+            target: nominal,
             packets: count,
             keyframe: encoded.keyframe,
         };
@@ -445,6 +570,23 @@ impl VideoSender {
             out.push(("probe_bps", p.rate.bps()));
         }
         out.push(("in_flight_bytes", self.history.in_flight() as f64));
+        let step = self.degradation.current();
+        out.push(("encoder_fps", step.fps));
+        if let Some(r) = step.resolution {
+            out.push(("policy_height", r.height as f64));
+        }
+        out.push((
+            "skipped_frame_rate",
+            self.skipped[Skip::FrameRate as usize] as f64,
+        ));
+        out.push((
+            "skipped_pushback",
+            self.skipped[Skip::Pushback as usize] as f64,
+        ));
+        out.push((
+            "skipped_dropper",
+            self.skipped[Skip::Dropper as usize] as f64,
+        ));
         self.controller.state(out);
     }
 }

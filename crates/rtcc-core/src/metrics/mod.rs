@@ -180,6 +180,52 @@ pub fn windowed_jain(flows: &[FlowArrivals], window: Duration, end: Time) -> Opt
     (count > 0).then(|| sum / count as f64)
 }
 
+/// The window of the per-flow rate series (convergence, time below the minimum).
+pub const RATE_WINDOW: Duration = Duration(1_000_000_000);
+/// The band around the final rate a converged flow stays in.
+pub const CONVERGENCE_BAND: f64 = 0.10;
+
+/// Received bitrate of a flow in consecutive `window`s from `start` (whole windows before
+/// `stop` only).
+pub fn received_rates(
+    packets: &[PacketRecord],
+    start: Time,
+    stop: Time,
+    window: Duration,
+) -> Vec<f64> {
+    let n = ((stop.0.saturating_sub(start.0)) / window.0.max(1)) as usize;
+    let mut bytes = vec![0u64; n];
+    for p in packets {
+        if let Some(r) = p.recv.filter(|&r| r >= start) {
+            if let Some(b) = bytes.get_mut(((r.0 - start.0) / window.0) as usize) {
+                *b += p.size as u64;
+            }
+        }
+    }
+    let secs = window.as_secs_f64();
+    bytes.iter().map(|&b| b as f64 * 8.0 / secs).collect()
+}
+
+/// Convergence time of a rate series (`rates[k]` over window `k`): the start of the first
+/// window from which every window stays within ±[`CONVERGENCE_BAND`] of the final rate, the
+/// mean of the last 10 s (or of the last quarter of the series if that is shorter). `None` for
+/// a series too short to judge (under 4 windows), a final rate of 0, or a last window outside
+/// the band. RFC 8867 asks for the time to converge; the band and the final window are ours.
+pub fn convergence_time(rates: &[f64], window: Duration) -> Option<f64> {
+    if rates.len() < 4 {
+        return None;
+    }
+    let tail = ((10.0 / window.as_secs_f64()).round() as usize).clamp(1, rates.len() / 4);
+    let last = &rates[rates.len() - tail..];
+    let fin = last.iter().sum::<f64>() / tail as f64;
+    if fin <= 0.0 {
+        return None;
+    }
+    let inside = |r: &f64| (r / fin - 1.0).abs() <= CONVERGENCE_BAND;
+    let first_in = rates.len() - rates.iter().rev().take_while(|r| inside(r)).count();
+    (first_in < rates.len()).then(|| first_in as f64 * window.as_secs_f64())
+}
+
 /// Metrics of one flow.
 #[derive(Debug, Clone, Serialize)]
 pub struct FlowSummary {
@@ -203,12 +249,26 @@ pub struct FlowSummary {
     /// Freezes on display times (the rule of [`freezes`]).
     pub display_freezes: usize,
     pub display_freeze_time_s: f64,
-    /// Capture → display, a frame never shown taking the next shown frame's display time.
+    /// Capture → display for every captured frame, a frame never shown (skipped, lost,
+    /// undecodable) taking the next shown frame's display time ([`playout::frame_latencies`]).
     pub frame_latency_ms: Percentiles,
+    /// Capture → the frame's last packet leaving the sender, for every encoded frame: the wait
+    /// in the sender's own queue (pacer), which the network never sees.
+    pub sender_wait_ms: Percentiles,
+    /// Captured frames the sender did not encode (paused by the controller, or skipped by the
+    /// frame-rate gate, the pacer pushback or the frame dropper).
+    pub frames_skipped: usize,
     /// Mean PSNR of the frames shown (`None` without a quality model).
     pub psnr_db: Option<f64>,
     pub video_bitrate_bps: f64,
     pub throughput_bps: f64,
+    /// Time from the flow's start until its throughput (1 s windows) stays within ±10 % of its
+    /// final rate (the mean over the last 10 s of its life, or its last quarter if shorter);
+    /// `None` if it never does ([`convergence_time`]).
+    pub convergence_s: Option<f64>,
+    /// Share of the flow's 1 s windows whose received bitrate is below its minimum bitrate
+    /// (video flows; `None` for others).
+    pub below_min_share: Option<f64>,
     pub utilization: Option<f64>,
     pub loss_rate: Option<f64>,
     pub packets_sent: usize,
@@ -237,6 +297,10 @@ pub struct FlowSummary {
 pub struct FlowLog<'a> {
     pub name: &'a str,
     pub controller: &'a str,
+    /// `"video"`, `"tcp"` or `"cbr"`: fairness is computed among flows of one kind.
+    pub kind: &'a str,
+    /// The flow's minimum bitrate (video flows).
+    pub min_bitrate: Option<f64>,
     pub start: Time,
     pub stop: Time,
     pub packets: &'a [PacketRecord],
@@ -308,6 +372,13 @@ pub fn summarize_flow(
         .filter_map(|p| p.depart.map(|d| (d - p.enqueue).as_millis_f64()))
         .collect();
     let counted = sent - in_flight_at_end;
+    let mut sender_wait: Vec<f64> = frames
+        .iter()
+        .filter_map(|f| f.last_send.map(|t| (t - f.capture).as_millis_f64()))
+        .collect();
+    let rates = received_rates(log.packets, log.start, log.stop, RATE_WINDOW);
+    // 0.0 + Σ: an empty f64 sum is −0.0, which would print as "-0.00".
+    let video_bits = frames.iter().fold(0.0, |a, f| a + f.size as f64 * 8.0);
     FlowSummary {
         name: log.name.to_string(),
         controller: log.controller.to_string(),
@@ -326,9 +397,16 @@ pub fn summarize_flow(
         display_freezes: display_freeze_count,
         display_freeze_time_s: display_freeze_time.as_secs_f64(),
         frame_latency_ms: Percentiles::of(&mut latencies),
+        sender_wait_ms: Percentiles::of(&mut sender_wait),
+        frames_skipped: log.frames.len() - frames.len(),
         psnr_db: (!psnr.is_empty()).then(|| psnr.iter().sum::<f64>() / psnr.len() as f64),
-        video_bitrate_bps: frames.iter().map(|f| f.size as f64 * 8.0).sum::<f64>() / active,
+        video_bitrate_bps: video_bits / active,
         throughput_bps: received_bytes as f64 * 8.0 / active,
+        convergence_s: convergence_time(&rates, RATE_WINDOW),
+        below_min_share: log
+            .min_bitrate
+            .filter(|_| !rates.is_empty())
+            .map(|m| rates.iter().filter(|&&r| r < m).count() as f64 / rates.len() as f64),
         utilization: (cap.is_finite() && cap > 0.0).then(|| departed_in_life as f64 / cap),
         loss_rate: (counted > 0).then(|| lost as f64 / counted as f64),
         packets_sent: sent,
@@ -363,9 +441,18 @@ pub struct TotalSummary {
     pub loss_rate: Option<f64>,
     /// Mean capacity of the forward bottleneck over the run (`None` if unlimited).
     pub capacity_bps: Option<f64>,
-    /// Mean Jain's index over 500 ms windows (`None` with fewer than two concurrent flows).
+    /// Mean Jain's index over 500 ms windows among the flows of one kind: the video flows if
+    /// there are two or more, else the TCP flows, else the constant-rate ones (`None` with
+    /// fewer than two concurrent flows of a kind). Mixing kinds would rate a 20 kbit/s
+    /// constant-rate probe as unfair to the video beside it.
     pub jain_index: Option<f64>,
+    /// The same index for each kind of flow present (`None` for a kind with fewer than two
+    /// concurrent flows).
+    pub jain_index_by_kind: std::collections::BTreeMap<String, Option<f64>>,
 }
+
+/// The window of the fairness index.
+pub const JAIN_WINDOW: Duration = Duration(500_000_000);
 
 /// Totals over all flows, between the first start and the last stop.
 pub fn summarize_total(
@@ -397,18 +484,28 @@ pub fn summarize_total(
     }
     let cap = capacity_bytes(start, stop);
     let whole = capacity_bytes(Time::ZERO, duration);
-    let jain_input: Vec<FlowArrivals> = flows
+    let jain_of = |kind: &str| {
+        let input: Vec<FlowArrivals> = flows
+            .iter()
+            .filter(|f| f.kind == kind)
+            .map(|f| FlowArrivals {
+                start: f.start,
+                stop: f.stop,
+                arrivals: f
+                    .packets
+                    .iter()
+                    .filter_map(|p| p.recv.map(|r| (r, p.size)))
+                    .collect(),
+            })
+            .collect();
+        windowed_jain(&input, JAIN_WINDOW, duration)
+    };
+    let by_kind: std::collections::BTreeMap<String, Option<f64>> = flows
         .iter()
-        .map(|f| FlowArrivals {
-            start: f.start,
-            stop: f.stop,
-            arrivals: f
-                .packets
-                .iter()
-                .filter_map(|p| p.recv.map(|r| (r, p.size)))
-                .collect(),
-        })
+        .map(|f| (f.kind.to_string(), jain_of(f.kind)))
         .collect();
+    let count = |kind: &str| flows.iter().filter(|f| f.kind == kind).count();
+    let main_kind = ["video", "tcp", "cbr"].into_iter().find(|&k| count(k) >= 2);
     TotalSummary {
         throughput_bps: received as f64 * 8.0 / active,
         utilization: (cap.is_finite() && cap > 0.0).then(|| departed as f64 / cap),
@@ -416,7 +513,8 @@ pub fn summarize_total(
         capacity_bps: whole
             .is_finite()
             .then(|| whole * 8.0 / duration.as_secs_f64().max(1e-9)),
-        jain_index: windowed_jain(&jain_input, Duration::from_millis(500), duration),
+        jain_index: main_kind.and_then(|k| by_kind.get(k).copied().flatten()),
+        jain_index_by_kind: by_kind,
     }
 }
 
@@ -483,6 +581,70 @@ mod tests {
         assert_eq!(total, Duration::from_millis(500));
         let steady: Vec<Time> = (0..100).map(|i| Time::from_millis(i * 33)).collect();
         assert_eq!(freezes(&steady).0, 0);
+    }
+
+    #[test]
+    fn convergence_is_when_the_rate_enters_the_final_band_for_good() {
+        let w = RATE_WINDOW;
+        // Ramp 0.2, 0.5, 0.8, then ±5 % around 1.0 for 20 windows: converged at 3 s.
+        let mut r = vec![0.2, 0.5, 0.8];
+        r.extend((0..20).map(|i| if i % 2 == 0 { 1.05 } else { 0.95 }));
+        assert_eq!(convergence_time(&r, w), Some(3.0));
+        // A dip outside the band late resets it.
+        r[15] = 0.7;
+        assert_eq!(convergence_time(&r, w), Some(16.0));
+        // Still oscillating ±30 % at the end: never.
+        let osc: Vec<f64> = (0..20)
+            .map(|i| if i % 2 == 0 { 1.3 } else { 0.7 })
+            .collect();
+        assert_eq!(convergence_time(&osc, w), None);
+        assert_eq!(convergence_time(&[1.0, 1.0], w), None, "too short to judge");
+        assert_eq!(convergence_time(&[0.0; 8], w), None);
+    }
+
+    #[test]
+    fn fairness_is_among_flows_of_one_kind_and_an_empty_flow_has_no_negative_zero() {
+        let pkt = |t_ms: u64, size: u32| PacketRecord {
+            flow: 0,
+            seq: 0,
+            kind: PacketKind::Media,
+            size,
+            frame: None,
+            send: Time::from_millis(t_ms),
+            enqueue: Time::from_millis(t_ms),
+            depart: Some(Time::from_millis(t_ms)),
+            recv: Some(Time::from_millis(t_ms)),
+            dropped: false,
+        };
+        // Three equal video flows (1000 B every 10 ms) and a 20 kbit/s constant-rate probe.
+        let video: Vec<PacketRecord> = (0..400).map(|i| pkt(i * 10, 1000)).collect();
+        let probe: Vec<PacketRecord> = (0..80).map(|i| pkt(i * 50, 125)).collect();
+        let log = |kind: &'static str, packets: &'static [PacketRecord]| FlowLog {
+            name: "f",
+            controller: "c",
+            kind,
+            min_bitrate: None,
+            start: Time::ZERO,
+            stop: Time::from_millis(4000),
+            packets,
+            frames: &[],
+            feedback_bytes: 0,
+            feedback_capacity_bytes: f64::INFINITY,
+        };
+        let video: &'static [PacketRecord] = Box::leak(video.into_boxed_slice());
+        let probe: &'static [PacketRecord] = Box::leak(probe.into_boxed_slice());
+        let flows = [
+            log("video", video),
+            log("video", video),
+            log("video", video),
+            log("cbr", probe),
+        ];
+        let t = summarize_total(&flows, Time::from_millis(4000), &|_, _| f64::INFINITY);
+        assert_eq!(t.jain_index, Some(1.0), "three equal video flows are fair");
+        assert_eq!(t.jain_index_by_kind["video"], Some(1.0));
+        assert_eq!(t.jain_index_by_kind["cbr"], None, "one cbr flow: no index");
+        let s = summarize_flow(&flows[3], Time::from_millis(4000), &|_, _| f64::INFINITY);
+        assert!(s.video_bitrate_bps == 0.0 && s.video_bitrate_bps.is_sign_positive());
     }
 
     #[test]

@@ -184,6 +184,8 @@ mod tests {
             &FlowLog {
                 name: "f",
                 controller: "fixed",
+                kind: "video",
+                min_bitrate: None,
                 start: Time::ZERO,
                 stop: Time::from_millis(1000),
                 packets: &[],

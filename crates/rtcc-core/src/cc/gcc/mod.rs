@@ -235,7 +235,12 @@ pub fn info() -> ControllerInfo {
 }
 
 fn build(params: &Params, ctx: &ControllerContext) -> Result<Box<dyn Controller>, ControllerError> {
-    let config: GccConfig = parse_config("gcc", params)?;
+    let mut config: GccConfig = parse_config("gcc", params)?;
+    (config.min_bitrate, config.start_bitrate, config.max_bitrate) = ctx.media.controller_rates(
+        params,
+        ["min_bitrate", "start_bitrate", "max_bitrate"],
+        (config.min_bitrate, config.start_bitrate, config.max_bitrate),
+    );
     config
         .validate()
         .map_err(|message| ControllerError::BadParams {
@@ -262,6 +267,7 @@ mod tests {
             now: Time::ZERO,
             fps: 30.0,
             max_payload: Bytes(1200),
+            media: Default::default(),
             capacity: None,
         }
     }
@@ -278,7 +284,7 @@ mod tests {
     fn bad_parameters_are_messages_that_name_the_parameter() {
         let e = build_err("start_bitrate = \"10kbps\"");
         assert!(e.contains("min_bitrate <= start_bitrate"), "{e}");
-        let e = build_err("max_bitrate = \"100kbps\"");
+        let e = build_err("start_bitrate = \"300kbps\"\nmax_bitrate = \"100kbps\"");
         assert!(e.contains("start_bitrate <= max_bitrate"), "{e}");
         let e = build_err("min_bitrate = \"0kbps\"");
         assert!(e.contains("min_bitrate must be positive"), "{e}");

@@ -2,6 +2,7 @@
 
 use super::min_owd::Anchor;
 use super::update::Bounds;
+use crate::media::packetizer::{Packetizer, MIN_SPLIT_PAYLOAD};
 use crate::units::{Duration, Rate};
 use serde::Deserialize;
 
@@ -40,7 +41,7 @@ pub struct SqpConfig {
     /// Estimate before the first sample. Default 2 Mbps.
     #[serde(default = "default_initial")]
     pub initial_rate: Rate,
-    /// Lowest estimate. Default: two full packets per frame.
+    /// Lowest estimate. Default: the flow's minimum bitrate (never below two packets per frame).
     #[serde(default)]
     pub min_rate: Option<Rate>,
     /// Highest estimate. Default 100 Mbps.
@@ -117,8 +118,9 @@ pub struct SqpParams {
 }
 
 impl SqpConfig {
-    /// Check every value; `fps` and `payload` (bytes) give the two-packet floor.
-    pub fn validate(&self, fps: f64, payload: u64) -> Result<SqpParams, String> {
+    /// Check every value; `fps` gives the two-packet floor, `default_min` is the lowest
+    /// estimate when `min_rate` is not set (the flow's minimum bitrate).
+    pub fn validate(&self, fps: f64, default_min: Rate) -> Result<SqpParams, String> {
         let finite = |name: &str, v: f64, ok: bool, what: &str| {
             if v.is_finite() && ok {
                 Ok(())
@@ -170,21 +172,18 @@ impl SqpConfig {
                 ))
             }
         };
-        if !(fps > 0.0 && fps.is_finite()) || payload == 0 {
-            return Err(format!(
-                "needs a positive frame rate and payload, got {fps} fps and {payload} bytes"
-            ));
+        if !(fps > 0.0 && fps.is_finite()) {
+            return Err(format!("needs a positive frame rate, got {fps} fps"));
         }
-        let two_packets = 2.0 * payload as f64 * 8.0 * fps;
+        let two_packets = Packetizer::two_packet_floor_bps(fps);
         let min_rate = match self.min_rate {
-            None => two_packets,
+            None => default_min.bps().max(two_packets),
             Some(r) if r.bps() >= two_packets - 1e-6 && r.bps().is_finite() => r.bps(),
             Some(r) => {
                 return Err(format!(
-                    "min_rate {r} is below {}, the rate at which each frame is two full \
-                     packets ({payload}-byte payloads at {fps} fps): a one-packet frame has no \
-                     dispersion and SQP's sample (Eq. 1) is undefined; raise min_rate or use a \
-                     smaller payload",
+                    "min_rate {r} is below {}, the rate at which each frame is two packets of \
+                     at least {MIN_SPLIT_PAYLOAD} bytes at {fps} fps: a one-packet frame has no \
+                     dispersion and SQP's sample (Eq. 1) is undefined; raise min_rate",
                     Rate(two_packets)
                 ))
             }

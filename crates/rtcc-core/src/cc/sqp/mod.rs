@@ -56,7 +56,7 @@
 //! | `train_correction` | "none" | Eq. 1 as printed: `F` is the whole frame (below) |
 //! | `hysteresis` | 0.05 | judgment: §4.1 names a "simple hysteresis filter", no parameters |
 //! | `initial_rate` | 2 Mbps | judgment |
-//! | `min_rate` | two full packets per frame | judgment (below) |
+//! | `min_rate` | the flow's `min_bitrate` (30 kbps) | judgment (below) |
 //! | `max_rate` | 100 Mbps | judgment (the application's cap; §6.1 tests links below 100 Mbps) |
 //!
 //! # Judgment calls (the paper is silent; each is also listed in `docs/sqp.md`)
@@ -83,10 +83,14 @@
 //!   dispersion rate. sRTT starts at the first RTT sample (RFC 2988); the RTT sample of a report
 //!   is its arrival minus the send time of the newest packet it reports received.
 //! - **Low rates.** A one-packet frame has no dispersion and Eq. 1 is undefined (0/0 on an idle
-//!   path), so the estimate never goes below the rate at which every frame is two full packets
-//!   (`2 × payload × 8 × fps`, 1.152 Mbit/s at 60 fps with 1200-byte payloads); a smaller
-//!   explicit `min_rate` is rejected. A frame whose denominator is still not positive gives no
-//!   sample and no update.
+//!   path). The packetizer cuts every frame of at least 100 bytes into two or more packets
+//!   ([`crate::media::packetizer`]: a small frame becomes two half-size packets), so the estimate
+//!   can go down to the flow's minimum bitrate (`min_bitrate`, 30 kbit/s by default), and never
+//!   below `2 × 50 × 8 × fps` (24 kbit/s at 30 fps), the rate at which a frame is two 50-byte
+//!   packets; a smaller explicit `min_rate` is rejected. (Before the packetizer split small
+//!   frames, this floor was two *full* packets per frame: 576 kbit/s at 30 fps with 1200-byte
+//!   payloads, so SQP overran every link below that.) A frame whose denominator is still not
+//!   positive gives no sample and no update.
 //! - **Clamps.** Eq. 4 is additive and can take `B` below zero when `T·S ≪ B`: one update never
 //!   more than halves `B`, and `B` stays in `[min_rate, max_rate]`. The initial estimate is
 //!   raised to `min_rate` if below it.
@@ -385,9 +389,9 @@ pub fn info() -> ControllerInfo {
             ParamDoc::new("initial_rate", "2Mbps", "estimate before the first sample"),
             ParamDoc::new(
                 "min_rate",
-                "two full packets per frame",
-                "lowest estimate; cannot be below 2 × payload × 8 × fps (a one-packet frame has \
-                 no dispersion)",
+                "the flow's min_bitrate",
+                "lowest estimate; cannot be below 2 x 50 B x 8 x fps (every frame two packets; a \
+                 one-packet frame has no dispersion)",
             ),
             ParamDoc::new(
                 "max_rate",
@@ -405,9 +409,16 @@ pub fn info() -> ControllerInfo {
 }
 
 fn build(params: &Params, ctx: &ControllerContext) -> Result<Box<dyn Controller>, ControllerError> {
-    let config: SqpConfig = parse_config("sqp", params)?;
+    let mut config: SqpConfig = parse_config("sqp", params)?;
+    // The flow's media range gives the start and the cap unless the parameters do.
+    if let (false, Some(s)) = (params.contains_key("initial_rate"), ctx.media.start_bitrate) {
+        config.initial_rate = s;
+    }
+    if let (false, Some(m)) = (params.contains_key("max_rate"), ctx.media.max_bitrate) {
+        config.max_rate = m;
+    }
     config
-        .validate(ctx.fps, ctx.max_payload.0)
+        .validate(ctx.fps, ctx.media.min_bitrate)
         .map(|p| Box::new(Sqp::new(p, ctx.fps)) as Box<dyn Controller>)
         .map_err(|message| ControllerError::BadParams {
             controller: "sqp".into(),

@@ -25,7 +25,9 @@ impl Bench {
     fn new(params: &str, c: f64, offset_ns: i64) -> Bench {
         let params: Params = toml::from_str(params).unwrap();
         let config: SqpConfig = parse_config("sqp", &params).unwrap();
-        let p = config.validate(FPS, PAYLOAD as u64).unwrap();
+        let p = config
+            .validate(FPS, crate::media::range::DEFAULT_MIN_BITRATE)
+            .unwrap();
         Bench {
             sqp: Sqp::new(p, FPS),
             c,
@@ -258,6 +260,7 @@ fn bad_parameters_are_rejected_with_a_message() {
             now: Time::ZERO,
             fps: 60.0,
             max_payload: crate::units::Bytes(1200),
+            media: Default::default(),
             capacity: None,
         };
         let e = (info().build)(&params, &ctx, crate::cc::registry())
@@ -280,8 +283,8 @@ fn bad_parameters_are_rejected_with_a_message() {
         "train_correction = \"x\"",
         "\"none\", \"numerator\" or \"dispersion\"",
     );
-    check("min_rate = \"500kbps\"", "two full packets");
-    check("max_rate = \"1Mbps\"", "max_rate");
+    check("min_rate = \"20kbps\"", "two packets of at least 50 bytes");
+    check("min_rate = \"2Mbps\"\nmax_rate = \"1Mbps\"", "max_rate");
     check("step = \"0bps\"", "step");
     check("step = 5", "unit");
 }

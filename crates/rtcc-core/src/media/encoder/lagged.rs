@@ -320,7 +320,11 @@ impl LaggedEncoder {
 
     /// The lowest and highest rate at the current resolution and frame rate `fps`.
     pub fn limits(&self, fps: f64) -> (Rate, Rate) {
-        let per_second = self.res.pixels() * fps;
+        self.limits_at(self.res, fps)
+    }
+
+    fn limits_at(&self, res: Resolution, fps: f64) -> (Rate, Rate) {
+        let per_second = res.pixels() * fps;
         (
             Rate(self.cfg.floor_bpp * per_second),
             Rate(self.cfg.saturation_bpp * per_second),
@@ -408,6 +412,15 @@ impl Encoder for LaggedEncoder {
 
     fn resolution(&self) -> Option<Resolution> {
         Some(self.res)
+    }
+
+    fn source_resolution(&self) -> Option<Resolution> {
+        Some(self.cfg.resolution)
+    }
+
+    /// `floor_bpp` and `saturation_bpp` times the pixel rate.
+    fn bitrate_limits(&self, res: Resolution, fps: f64) -> Option<(Rate, Rate)> {
+        Some(self.limits_at(res, fps))
     }
 
     /// A ladder rung; changing it forces a keyframe and empties the rate-control buffer.
