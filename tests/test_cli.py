@@ -206,6 +206,25 @@ def test_controllers(capsys):
     out = capsys.readouterr().out
     assert "fixed" in out and "oracle" in out and "rate" in out and "fraction" in out
     assert "(required)" in out
+    # The per-flow media fields every controller shares, with their defaults.
+    for line in ["min_bitrate    = 30kbps", "degradation    = balanced", "min_fps        = 10"]:
+        assert line in out, line
+
+
+def test_listed_media_fields_are_scenario_fields(tmp_path):
+    from rtcc.cli import MEDIA_FIELDS
+    from rtcc.scenario import Scenario
+
+    values = {"fps": "30", "min_fps": "10", "min_bitrate": '"150kbps"', "start_bitrate": '"150kbps"',
+              "max_bitrate": '"1.5Mbps"', "degradation": '"maintain-framerate"', "payload": '"1200B"'}
+    assert {n for n, _, _ in MEDIA_FIELDS} == set(values)
+    fields = "\n".join(f"{k} = {v}" for k, v in values.items())
+    path = tmp_path / "range.toml"
+    path.write_text(f'duration = "2s"\n[path.forward]\ncapacity = "2Mbps"\n[[flows]]\ncontroller = "gcc"\n{fields}\n')
+    Scenario.from_file(path).validate()
+    path.write_text(path.read_text().replace('"maintain-framerate"', '"fast"'))
+    with pytest.raises(Exception, match="degradation"):
+        Scenario.from_file(path).validate()
 
 
 def test_the_next_run_removes_what_a_killed_run_left(tmp_path, scenario, capsys):

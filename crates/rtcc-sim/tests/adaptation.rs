@@ -18,6 +18,7 @@ use rtcc_core::media::degradation::{Degradation, Preference, Step};
 use rtcc_core::media::encoder::LaggedConfig;
 use rtcc_core::media::Resolution;
 use rtcc_core::metrics::FrameRecord;
+use rtcc_core::net::tracegen::{generate_lte, LteTraceConfig};
 use rtcc_core::{Rate, Time};
 use rtcc_sim::RunResult;
 
@@ -174,6 +175,35 @@ fn gcc_and_sqp_follow_the_balanced_policy_and_keep_the_sender_queue_short() {
             "{name}: frames above 360p on the 0.3 Mbit/s link"
         );
     }
+}
+
+#[test]
+fn on_a_bursty_low_rate_cellular_trace_every_controller_keeps_its_bounds() {
+    // A synthetic LTE-like trace, 0.6 Mbit/s mean with the usual fading, an outage of 1 s on
+    // average every 10 s, delivered in 20 ms bursts (aggregation), 50-packet queue.
+    let mut cfg = LteTraceConfig::new(7, rtcc_core::Duration::from_millis(60_000), Rate(0.6e6));
+    cfg.outage_every = rtcc_core::Duration::from_millis(10_000);
+    cfg.outage_mean = rtcc_core::Duration::from_millis(1000);
+    let lines: Vec<String> = generate_lte(&cfg)
+        .unwrap()
+        .iter()
+        .map(u64::to_string)
+        .collect();
+    let path = std::env::temp_dir().join(format!("rtcc-adaptation-{}.trace", std::process::id()));
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    for name in ["gcc", "sqp", "vidaptive"] {
+        let toml = low_rate_link(name, "")
+            .replace(
+                r#"schedule = [["0s", "1.5Mbps"], ["10s", "0.3Mbps"], ["25s", "0kbps"], ["28s", "0.8Mbps"],
+            ["40s", "0.4Mbps"], ["50s", "1.2Mbps"]]"#,
+                &format!("trace = {:?}\naggregation = \"20ms\"", path.display().to_string()),
+            )
+            .replace("100pkts", "50pkts");
+        assert!(toml.contains("aggregation"), "the link was replaced");
+        let r = simulate(&toml);
+        check_common(name, &r);
+    }
+    let _ = std::fs::remove_file(&path);
 }
 
 #[test]
