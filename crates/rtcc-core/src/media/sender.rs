@@ -253,32 +253,7 @@ impl VideoSender {
         let decision = self.effective_decision();
         // What the encoder gets: the target less what repairs took (libwebrtc's protection rule).
         let nominal = self.protection.encoder_target(now, decision.target_bitrate);
-        // Quality scaling: the policy's step, or the controller's own resolution capped at it.
-        if !self.scaling_started {
-            self.degradation.start_at(nominal);
-            self.scaling_started = true;
-        }
-        let step = self.degradation.on_frame(now, nominal);
-        let resolution = if controller_scales {
-            let wanted = action.resolution.or(self.encoder.resolution());
-            match (wanted, step.resolution) {
-                (Some(w), Some(cap)) if w.rung() < cap.rung() => Some(cap),
-                (w, _) => w,
-            }
-        } else {
-            step.resolution
-        };
-        if let Some(res) = resolution {
-            if self.encoder.resolution() != Some(res) {
-                // A model without this rung keeps its resolution.
-                let _ = self.encoder.set_resolution(res);
-            }
-        }
-        let fps = if controller_scales {
-            self.fps
-        } else {
-            step.fps
-        };
+        let fps = self.scale_quality(now, nominal, action.resolution, controller_scales);
         // The frame-rate gate keeps `fps` of the source's frames, evenly spread.
         self.fps_credit += fps / self.fps;
         let rate_keeps = self.fps_credit >= 1.0 - 1e-9;
@@ -345,6 +320,40 @@ impl VideoSender {
         }
         self.pacer_wake = None;
         info
+    }
+
+    /// Quality scaling at a capture with the encoder's `nominal` target: set the encoder's
+    /// resolution to the policy's step (or to the controller's own choice, `requested`, capped at
+    /// it, when the controller scales itself) and return the frame rate to code at.
+    fn scale_quality(
+        &mut self,
+        now: Time,
+        nominal: Rate,
+        requested: Option<Resolution>,
+        controller_scales: bool,
+    ) -> f64 {
+        if !self.scaling_started {
+            self.degradation.start_at(nominal);
+            self.scaling_started = true;
+        }
+        let step = self.degradation.on_frame(now, nominal);
+        let resolution = if controller_scales {
+            match (requested.or(self.encoder.resolution()), step.resolution) {
+                (Some(wanted), Some(cap)) if wanted.rung() < cap.rung() => Some(cap),
+                (wanted, _) => wanted,
+            }
+        } else {
+            step.resolution
+        };
+        if let Some(res) = resolution.filter(|&r| self.encoder.resolution() != Some(r)) {
+            // A model without this rung keeps its resolution.
+            let _ = self.encoder.set_resolution(res);
+        }
+        if controller_scales {
+            self.fps
+        } else {
+            step.fps
+        }
     }
 
     /// What the encoder produced for the latest captured frame (its PSNR estimate and
