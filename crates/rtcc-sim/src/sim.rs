@@ -281,6 +281,7 @@ fn endpoints(
             let packetizer = Packetizer {
                 payload: f.payload,
                 overhead: f.overhead,
+                min_packets: 1,
             };
             let mut sender = VideoSender::new(
                 controller()?,

@@ -97,7 +97,7 @@ fn every_video_controller_survives_bursty_loss() {
         // Bursts of 20 packets lost (r = 0.05) about every 2000 packets; 1 % loss on average.
         // The model's state moves per packet, so a burst that hits a window-based flow right
         // after its timeout lasts as many *packets*, one RTO-driven train (3 packets) a second:
-        // with seeds 1 and 4-6 (and 2 since frames are cut into equal packets) copa meets a
+        // with seeds 1 and 4-6 (and 2 since the sender bounds its queue) copa meets a
         // 45-packet burst that way and sends nothing useful for 7-15 s, on main as well. That
         // is the per-packet loss model meeting TCP-style backoff, not this test's subject
         // (surviving ordinary bursts); seed 3 has ordinary bursts only.

@@ -172,6 +172,12 @@ pub trait Controller: Send {
     /// What the sender should do now.
     fn decision(&self) -> Decision;
     /// The frame-level hooks, for controllers that act on video frames (`None`: it does not).
+    /// The packets a frame must have at least: SQP's bandwidth sample is a frame's dispersion,
+    /// which a one-packet frame does not have, so it asks for 2 and the packetizer cuts small
+    /// frames in halves ([`crate::media::packetizer`]). Default 1.
+    fn min_packets_per_frame(&self) -> u32 {
+        1
+    }
     fn frame_controller(&mut self) -> Option<&mut dyn FrameController> {
         None
     }

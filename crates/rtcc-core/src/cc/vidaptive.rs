@@ -1000,6 +1000,7 @@ mod tests {
             Packetizer {
                 payload: Bytes(1200),
                 overhead: Bytes(0),
+                min_packets: 1,
             },
             30.0,
             1200,

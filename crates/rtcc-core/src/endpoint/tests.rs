@@ -24,6 +24,7 @@ fn video_sender(recovery: Recovery) -> VideoSendEndpoint {
     let packetizer = Packetizer {
         payload: Bytes(1200),
         overhead: Bytes(40),
+        min_packets: 1,
     };
     let sender = VideoSender::new(
         controller,

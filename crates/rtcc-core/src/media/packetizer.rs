@@ -1,22 +1,20 @@
 //! Cuts a frame into packets, each with `overhead` bytes of headers on the wire.
 //!
-//! A frame of more than two payloads becomes `ceil(size / payload)` packets of `payload` bytes,
-//! the last one shorter. A frame of at most two payloads becomes **two** packets of half its
-//! size (one byte apart at most), as long as each half carries at least [`MIN_SPLIT_PAYLOAD`]
-//! bytes: at low rates the packets shrink with the frames instead of each frame becoming one
-//! packet, and a two-packet frame is never a full packet and a sliver.
-//!
-//! Both rules serve controllers that measure a frame's dispersion. SQP's bandwidth sample
-//! (Eq. 1) is undefined for a one-packet frame, so with the two-packet rule SQP works down to
-//! `2 × MIN_SPLIT_PAYLOAD × 8 × fps` (24 kbit/s at 30 frame/s), below any flow's minimum
-//! bitrate, where it used to need two *full* packets per frame (576 kbit/s with 1200-byte
-//! payloads). And in a two-packet train the receive-side dispersion is all the receiver sees
-//! of the packets after the first: a full packet followed by a 95-byte tail made 95 bytes stand
-//! for a 1595-byte frame, and SQP's packet-level correction multiplied that dispersion by 17.
-//! The cost is one more header per frame at low rates (40 bytes at 30 frame/s is 9.6 kbit/s).
-//! libwebrtc's packetizers split every frame about equally (`RtpPacketizer::SplitAboutEqually`);
-//! rtcc does so for two-packet frames only and keeps full packets plus a remainder above, so
-//! runs at higher rates are unchanged (our judgment; the 50-byte minimum is ours too).
+//! A frame becomes `ceil(size / payload)` packets of `payload` bytes, the last one shorter. For a
+//! controller that needs at least two packets per frame (`min_packets = 2`: SQP, whose bandwidth
+//! sample, Eq. 1, is a frame's dispersion and is undefined for a one-packet frame), a frame of at
+//! most two payloads goes out as **two** packets of half its size (one byte apart at most), as
+//! long as each half carries at least [`MIN_SPLIT_PAYLOAD`] bytes: at low rates the packets
+//! shrink with the frames instead of each frame becoming one packet, and a two-packet frame is
+//! never a full packet and a sliver (in a two-packet train the receive-side dispersion is all the
+//! receiver sees of the packets after the first: a 95-byte tail would stand for a 1595-byte
+//! frame). SQP then works down to `2 × MIN_SPLIT_PAYLOAD × 8 × fps` (24 kbit/s at 30 frame/s),
+//! below any flow's minimum bitrate, where it used to need two *full* packets per frame
+//! (576 kbit/s with 1200-byte payloads). The cost is one more header per frame at low rates
+//! (40 bytes at 30 frame/s is 9.6 kbit/s). Other controllers keep one packet per small frame:
+//! for them a second packet would only add a header and a second chance to lose the frame.
+//! libwebrtc's packetizers split frames about equally (`RtpPacketizer::SplitAboutEqually`); the
+//! halves are that rule for two packets, the 50-byte minimum is our judgment.
 
 use crate::units::Bytes;
 
@@ -28,6 +26,8 @@ pub struct Packetizer {
     /// Largest payload of a packet.
     pub payload: Bytes,
     pub overhead: Bytes,
+    /// Packets a frame gets at least (1 or 2; see the module documentation).
+    pub min_packets: u32,
 }
 
 impl Packetizer {
@@ -35,7 +35,7 @@ impl Packetizer {
     pub fn count(&self, size: u32) -> u32 {
         let payload = self.payload.0 as u32;
         let full = size.div_ceil(payload);
-        if full == 1 && size >= 2 * MIN_SPLIT_PAYLOAD {
+        if full == 1 && self.min_packets >= 2 && size >= 2 * MIN_SPLIT_PAYLOAD {
             2
         } else {
             full
@@ -46,8 +46,9 @@ impl Packetizer {
     pub fn packet_sizes(&self, size: u32) -> impl Iterator<Item = u32> + '_ {
         let count = self.count(size);
         let full = self.payload.0 as u32;
+        let halves = count == 2 && self.min_packets >= 2;
         let sizes = move |i: u32| match count {
-            2 => size / 2 + (i < size % 2) as u32,
+            2 if halves => size / 2 + (i < size % 2) as u32,
             _ if i + 1 < count => full,
             _ => size - full * (count - 1),
         };
@@ -73,13 +74,21 @@ mod tests {
         let p = Packetizer {
             payload: Bytes(1200),
             overhead: Bytes(0),
+            min_packets: 1,
         };
         assert_eq!(sizes(&p, 2500), vec![1200, 1200, 100]);
+        assert_eq!(sizes(&p, 1500), vec![1200, 300]);
+        assert_eq!(
+            sizes(&p, 625),
+            vec![625],
+            "one packet per small frame by default"
+        );
         assert_eq!(sizes(&p, 2400), vec![1200, 1200]);
         assert_eq!(sizes(&p, 0).len(), 0);
         let p = Packetizer {
             payload: Bytes(1000),
             overhead: Bytes(40),
+            min_packets: 2,
         };
         assert_eq!(
             sizes(&p, 1500),
@@ -94,6 +103,7 @@ mod tests {
         let p = Packetizer {
             payload: Bytes(1200),
             overhead: Bytes(40),
+            min_packets: 2,
         };
         assert_eq!(sizes(&p, 1200), vec![640, 640], "one payload: two halves");
         assert_eq!(sizes(&p, 625), vec![353, 352], "150 kbit/s at 30 fps");

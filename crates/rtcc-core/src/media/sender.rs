@@ -117,10 +117,13 @@ impl VideoSender {
     pub fn new(
         controller: Box<dyn Controller>,
         encoder: Box<dyn Encoder>,
-        packetizer: Packetizer,
+        mut packetizer: Packetizer,
         fps: f64,
         padding_size: u32,
     ) -> Self {
+        packetizer.min_packets = packetizer
+            .min_packets
+            .max(controller.min_packets_per_frame());
         let padding_size = controller
             .decision()
             .padding_size

@@ -500,10 +500,12 @@ pub fn summarize_total(
             .collect();
         windowed_jain(&input, JAIN_WINDOW, duration)
     };
-    let by_kind: std::collections::BTreeMap<String, Option<f64>> = flows
-        .iter()
-        .map(|f| (f.kind.to_string(), jain_of(f.kind)))
-        .collect();
+    let mut by_kind = std::collections::BTreeMap::new();
+    for f in flows {
+        if !by_kind.contains_key(f.kind) {
+            by_kind.insert(f.kind.to_string(), jain_of(f.kind));
+        }
+    }
     let count = |kind: &str| flows.iter().filter(|f| f.kind == kind).count();
     let main_kind = ["video", "tcp", "cbr"].into_iter().find(|&k| count(k) >= 2);
     TotalSummary {

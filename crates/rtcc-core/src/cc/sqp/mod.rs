@@ -269,6 +269,11 @@ impl Sqp {
 }
 
 impl Controller for Sqp {
+    /// Eq. 1 needs a frame's dispersion: at least two packets per frame.
+    fn min_packets_per_frame(&self) -> u32 {
+        2
+    }
+
     fn on_feedback(&mut self, now: Time, report: &FeedbackReport) {
         if let Some(rtt) = report.latest_rtt() {
             self.srtt.on_sample(rtt);
