@@ -351,25 +351,67 @@ def test_failing_run_leaves_nothing(tmp_path, monkeypatch):
         main(["--debug", *argv])
 
 
+def test_a_failed_run_keeps_the_finished_ones_and_resume_runs_the_rest(tmp_path, monkeypatch, capsys):
+    """In order (one job): a.sched's two runs finish, b.sched's first fails (its file vanished after
+    validation): the sweep stops, names the cell, keeps the two finished runs; --resume runs the rest and
+    gives exactly the results of an uninterrupted sweep."""
+    (tmp_path / "a.sched").write_text("0s 4Mbps\n")
+    (tmp_path / "b.sched").write_text("0s 8Mbps\n")
+    text = '[sweep]\nseeds = [1, 2]\n[sweep.grid]\n"path.forward.schedule" = ["a.sched", "b.sched"]\n' + BASE.replace(
+        'capacity = "4Mbps"\n', "")
+    path = write(tmp_path, text)
+    real_execute = rtcc.sweep._execute
+
+    def delete_then_execute(tasks, *args):
+        (tmp_path / "b.sched").unlink(missing_ok=True)  # after every check, as the runs start
+        return real_execute(tasks, *args)
+
+    monkeypatch.setattr(rtcc.sweep, "_execute", delete_then_execute)
+    out = tmp_path / "out"
+    err = error_of(capsys, ["sweep", path, "-o", out, "-j", "1"])
+    assert "cell schedule=b.sched, seed 1" in err and "2 of 4 runs that finished are in" in err, err
+    assert "--resume" in err
+    runs = pl.read_csv(out / "results.csv")
+    assert sorted(zip(runs["path.forward.schedule"], runs["seed"])) == [("a.sched", 1), ("a.sched", 2)]
+    assert "schedule=b.sched, seed 1" in (out / "INCOMPLETE.txt").read_text()
+    assert leftovers(tmp_path) == []
+    # Without --resume the folder is not overwritten by accident; with it only b.sched runs.
+    monkeypatch.setattr(rtcc.sweep, "_execute", real_execute)
+    (tmp_path / "b.sched").write_text("0s 8Mbps\n")
+    assert "--force" in error_of(capsys, ["sweep", path, "-o", out])
+    ran = []
+    monkeypatch.setattr(rtcc.sweep, "_execute", lambda tasks, *a: ran.extend(t[2] for t in tasks) or real_execute(tasks, *a))
+    assert main(["sweep", str(path), "-o", str(out), "--resume", "-j", "1"]) == 0
+    assert ran == [1, 2], "only b.sched's two seeds ran"
+    assert not (out / "INCOMPLETE.txt").exists()
+    fresh = tmp_path / "fresh"
+    assert main(["sweep", str(path), "-o", str(fresh), "-j", "1"]) == 0
+    assert (out / "results.csv").read_bytes() == (fresh / "results.csv").read_bytes()
+    assert "not a sweep that stopped early" in error_of(capsys, ["sweep", path, "-o", fresh, "--resume"])
+
+
 def test_failing_run_in_a_worker(tmp_path, monkeypatch):
     """A run that fails after validation (its trace file vanished) names the cell and seed, and stops the sweep."""
     (tmp_path / "a.sched").write_text("0s 4Mbps\n")
     (tmp_path / "b.sched").write_text("0s 8Mbps\n")
     text = '[sweep]\nseeds = [1, 2]\n[sweep.grid]\n"path.forward.schedule" = ["a.sched", "b.sched"]\n' + BASE.replace(
         'capacity = "4Mbps"\n', "")
-    validate = Sweep.validate
+    real_execute = rtcc.sweep._execute
 
-    def validate_then_delete(self):
-        cells = validate(self)
-        (tmp_path / "b.sched").unlink(missing_ok=True)
-        return cells
+    def delete_then_execute(tasks, *args):
+        (tmp_path / "b.sched").unlink(missing_ok=True)  # after every check, as the runs start
+        return real_execute(tasks, *args)
 
-    monkeypatch.setattr(Sweep, "validate", validate_then_delete)
+    monkeypatch.setattr(rtcc.sweep, "_execute", delete_then_execute)
     with pytest.raises(rtcc.ScenarioError) as e:
         run_sweep(Sweep.from_file(write(tmp_path, text)), tmp_path / "out", jobs=2)
     assert str(e.value).startswith(f"{tmp_path / 'sw.toml'}: cell schedule=b.sched, seed ")
     assert "b.sched" in str(e.value).split("seed")[1], str(e.value)
-    assert not (tmp_path / "out").exists() and leftovers(tmp_path) == []
+    # Whatever finished before the failure (a.sched's runs, in two workers) is kept, if anything did.
+    if (tmp_path / "out").exists():
+        assert (tmp_path / "out" / "INCOMPLETE.txt").is_file()
+        assert set(pl.read_csv(tmp_path / "out" / "results.csv")["path.forward.schedule"]) == {"a.sched"}
+    assert leftovers(tmp_path) == []
 
 
 # -- command line ----------------------------------------------------------------------------
@@ -435,7 +477,7 @@ def test_sweep_workers_die_with_a_parent_killed_outright(tmp_path):
     sweep = tmp_path / "long.toml"
     sweep.write_text('[sweep]\nseeds = [1, 2]\n' + long)
     parent = subprocess.Popen([sys.executable, "-m", "rtcc", "sweep", str(sweep), "-o", str(tmp_path / "out"),
-                               "--jobs", "2"], stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+                               "--jobs", "2", "--allow-large"], stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     workers: list[int] = []
     while time.monotonic() < deadline and len(workers) < 2:
@@ -448,6 +490,69 @@ def test_sweep_workers_die_with_a_parent_killed_outright(tmp_path):
     while time.monotonic() < deadline and not all(_gone(p) for p in workers):
         time.sleep(0.1)
     assert all(_gone(p) for p in workers), "workers outlived their killed parent"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc")
+def test_a_worker_killed_mid_run_is_named_and_the_finished_runs_are_kept(tmp_path):
+    # One quick cell and one long one (3000 s, ten flows); the long one's worker is killed.
+    long = BASE.replace('"4Mbps"', '"60Mbps"')
+    long += "".join(f'[[scenario.flows]]\nname = "v{i}"\ncontroller = "oracle"\n' for i in range(9))
+    sweep = tmp_path / "mixed.toml"
+    sweep.write_text('[sweep]\nseeds = [1]\n[sweep.grid]\nduration = ["2s", "3000s"]\n' + long)
+    out = tmp_path / "out"
+    parent = subprocess.Popen([sys.executable, "-m", "rtcc", "sweep", str(sweep), "-o", str(out), "--jobs", "2",
+                               "--allow-large"], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    deadline, victim = time.monotonic() + 60, None
+    while time.monotonic() < deadline and victim is None:
+        time.sleep(0.5)
+        workers = [p for p in _children(parent.pid) if b"spawn_main" in open(f"/proc/{p}/cmdline", "rb").read()]
+        # The quick run is over once a worker has run for a while: kill the busiest one.
+        busy = [(int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[11]), p) for p in workers]
+        if len(busy) == 2 and max(busy)[0] > 300:  # over 3 s of CPU: the long run
+            victim = max(busy)[1]
+    assert victim, "the long run started"
+    os.kill(victim, 9)
+    _, err = parent.communicate(timeout=60)
+    assert parent.returncode == 2, err
+    assert "worker process died" in err and "cell duration=3000s, seed 1" in err and "Traceback" not in err, err
+    assert "1 of 2 runs that finished" in err, err
+    assert set(pl.read_csv(out / "results.csv")["duration"]) == {"2s"}
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal is Linux's")
+def test_a_sweep_killed_outright_leaves_debris_the_next_sweep_removes(tmp_path, capsys):
+    long = BASE.replace('duration = "2s"', 'duration = "3000s"')
+    sweep = tmp_path / "long.toml"
+    sweep.write_text('[sweep]\nseeds = [1]\n' + long)
+    out = tmp_path / "out"
+    parent = subprocess.Popen([sys.executable, "-m", "rtcc", "sweep", str(sweep), "-o", str(out), "--jobs", "1"],
+                              stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not leftovers(tmp_path):
+        time.sleep(0.1)
+    time.sleep(0.5)
+    parent.kill()
+    parent.wait()
+    assert leftovers(tmp_path), "a killed sweep cannot clean up after itself"
+    small = write(tmp_path, "[sweep]\nseeds = [1]\n" + BASE, "small.toml")
+    assert main(["sweep", str(small), "-o", str(out), "-j", "1"]) == 0
+    assert "removed" in capsys.readouterr().err
+    assert leftovers(tmp_path) == [] and (out / "results.csv").is_file()
+
+
+def test_large_cells_are_refused_before_anything_runs(tmp_path, capsys):
+    big = BASE.replace('capacity = "4Mbps"', 'capacity = "1000Gbps"').replace('duration = "2s"', 'duration = "20s"')
+    path = write(tmp_path, '[sweep]\nseeds = [1]\n[sweep.grid]\n"flows[0].controller" = ["oracle", "gcc"]\n'
+                 + big)
+    err = error_of(capsys, ["sweep", path, "-o", tmp_path / "out"])
+    assert "cell controller=oracle" in err and "million packets" in err and "--allow-large" in err
+    assert not (tmp_path / "out").exists()
+    scenario = tmp_path / "big.toml"
+    scenario.write_text(big.replace("[scenario]", "").replace("[scenario.path.forward]", "[path.forward]")
+                        .replace("[[scenario.flows]]", "[[flows]]"))
+    err = error_of(capsys, ["compare", scenario, "-c", "oracle", "-o", tmp_path / "cmp"])
+    assert "million packets" in err and "--allow-large" in err and not (tmp_path / "cmp").exists()
 
 
 def test_a_huge_grid_is_refused_at_once(tmp_path, capsys):

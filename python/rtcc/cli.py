@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Sequence
 
 from . import __version__, _core
@@ -55,14 +56,15 @@ def cmd_compare(args) -> int:
         specs, skipped = default_specs(args.fixed_rate)
         if skipped:
             print(f"rtcc: not comparing {', '.join(skipped)} (parameters without defaults; use -c)", file=sys.stderr)
-    rows = compare(scenario, specs, args.output, seed=args.seed, force=args.force, progress=True)
+    rows = compare(scenario, specs, args.output, seed=args.seed, force=args.force, progress=True,
+                   allow_large=args.allow_large)
     print(text_table(rows), end="")
     print(f"wrote {args.output}")
     return 0
 
 
 def cmd_sweep(args) -> int:
-    from .sweep import Sweep, run_sweep
+    from .sweep import INCOMPLETE, Sweep, finished_runs, run_sweep
 
     sweep = Sweep.from_file(args.sweep)
     if args.seeds is not None:
@@ -78,8 +80,13 @@ def cmd_sweep(args) -> int:
         return 0
     if args.output is None:
         raise UsageError("-o/--output is required (or use --dry-run)")
-    check_dest(args.output, args.force)  # before a possibly long sweep
-    run_sweep(sweep, args.output, jobs=args.jobs, force=args.force, keep_logs=args.keep_logs, progress=True)
+    resume = args.resume and bool(finished_runs(sweep, args.output))
+    if args.resume and not resume and Path(args.output).exists():
+        raise UsageError(f"--resume: {args.output} is not a sweep that stopped early (no {INCOMPLETE})")
+    if not resume:
+        check_dest(args.output, args.force)  # before a possibly long sweep
+    run_sweep(sweep, args.output, jobs=args.jobs, force=args.force, keep_logs=args.keep_logs, progress=True,
+              allow_large=args.allow_large, resume=resume)
     print(f"{sweep.name}: {len(cells)} cells x {len(sweep.seeds)} seeds = {runs} runs")
     print(f"wrote {args.output} (summary.md, results.csv, cells.csv)")
     return 0
@@ -241,6 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"{SPEC_HELP}; repeat for more (default: every registered controller)")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="comparison folder to write")
     p.add_argument("--seed", type=_seed, help="override the scenario's seed")
+    p.add_argument("--allow-large", action="store_true",
+                   help="run controllers whose run is estimated to log more than 50 million packets (about 5 GB)")
     p.add_argument("--fixed-rate", default="2Mbps", metavar="RATE",
                    help="rate of the fixed controller when no -c is given (default: 2Mbps)")
     p.add_argument("--force", action="store_true", help="replace DIR if it exists")
@@ -253,6 +262,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", metavar="LIST", help="run these seeds instead of the file's, e.g. 1,2,3")
     p.add_argument("--keep-logs", action="store_true", help="write every run's full folder (Parquet logs, plots)")
     p.add_argument("--dry-run", action="store_true", help="check every cell and list the labels without running")
+    p.add_argument("--resume", action="store_true",
+                   help="rerun into DIR left by a sweep that stopped early, running only the missing runs")
+    p.add_argument("--allow-large", action="store_true",
+                   help="run cells estimated to log more than 50 million packets (about 5 GB)")
     p.add_argument("--force", action="store_true", help="replace DIR if it exists")
     p.set_defaults(func=cmd_sweep)
 

@@ -50,8 +50,9 @@ def _unique(specs: Iterable[ControllerSpec]) -> list[ControllerSpec]:
 
 
 def run_all(scenario: Scenario, specs: list[ControllerSpec], seed: int | None = None, progress: bool = False,
-            done: dict[str, Result] | None = None) -> dict[str, Result]:
-    """Run ``scenario`` once per spec (label -> Result); results already in ``done`` are reused."""
+            done: dict[str, Result] | None = None, allow_large: bool = False) -> dict[str, Result]:
+    """Run ``scenario`` once per spec (label -> Result); results already in ``done`` are reused.
+    Runs estimated to log more than 50 million packets are refused unless ``allow_large``."""
     registry = controllers()
     specs = _unique(specs)
     variants = {}
@@ -59,13 +60,16 @@ def run_all(scenario: Scenario, specs: list[ControllerSpec], seed: int | None = 
         spec.check(registry)
         variants[spec.label] = scenario.with_controller(spec)
         variants[spec.label].validate()
+        if not allow_large:
+            variants[spec.label].check_size()
     results = {}
     for label, variant in variants.items():
         if done and label in done:
             results[label] = done[label]
             continue
         with TerminalProgress(f"{scenario.name} / {label}") as bar:
-            results[label] = variant.run(seed=seed, progress=bar.callback if progress else False)
+            results[label] = variant.run(seed=seed, progress=bar.callback if progress else False,
+                                         allow_large=allow_large)
     return results
 
 
@@ -103,8 +107,8 @@ def write_comparison(folder: Path, results: dict[str, Result], title: str, notes
 
 
 def compare(scenario: Scenario, specs: list[ControllerSpec], out_dir: str | os.PathLike, seed: int | None = None,
-            force: bool = False, progress: bool = False, plots: bool = True) -> list[dict]:
+            force: bool = False, progress: bool = False, plots: bool = True, allow_large: bool = False) -> list[dict]:
     """Run every spec on ``scenario`` and write the comparison folder ``out_dir`` atomically."""
     with atomic_dir(out_dir, force=force) as tmp:
-        results = run_all(scenario, specs, seed=seed, progress=progress)
+        results = run_all(scenario, specs, seed=seed, progress=progress, allow_large=allow_large)
         return write_comparison(tmp, results, f"rtcc compare: {scenario.name}", plots=plots).rows

@@ -184,6 +184,18 @@ class Scenario:
         except ScenarioError as e:
             raise self._error(str(e)) from e
 
+    def check_size(self) -> None:
+        """Refuse a run estimated to log more than 50 million packets (about 5 GB of logs): a
+        ScenarioError that says how many and how to allow it."""
+        try:
+            packets, limit = _core.estimated_packets(self.to_json(), self.base_dir)
+        except ScenarioError as e:
+            raise self._error(str(e)) from e
+        if packets > limit:
+            raise self._error(
+                f"this run would log about {packets / 1e6:,.0f} million packets (at most "
+                f"{limit / 1e6:.0f} million, about 5 GB, without --allow-large / allow_large=True)")
+
     def run(self, seed: int | None = None, progress: bool | Callable[[float], None] = False,
             allow_large: bool = False) -> Result:
         """Simulate the scenario and return its Result.
@@ -197,14 +209,7 @@ class Scenario:
             seed = _check_seed(seed)
         js = self.to_json()
         if not allow_large:
-            try:
-                packets, limit = _core.estimated_packets(js, self.base_dir)
-            except ScenarioError as e:
-                raise self._error(str(e)) from e
-            if packets > limit:
-                raise self._error(
-                    f"this run would log about {packets / 1e6:,.0f} million packets (at most "
-                    f"{limit / 1e6:.0f} million, about 5 GB, without --allow-large / allow_large=True)")
+            self.check_size()
         bar = TerminalProgress(self.name) if progress is True else None
         callback = bar.callback if bar else (progress if callable(progress) else None)
         try:

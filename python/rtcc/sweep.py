@@ -61,7 +61,7 @@ from ._core import ScenarioError
 from .atomic import atomic_dir
 from .scenario import Scenario, _check_seed, read_bounded
 
-__all__ = ["Sweep", "SweepResult", "run_sweep", "set_path"]
+__all__ = ["Sweep", "SweepIncomplete", "SweepResult", "run_sweep", "set_path"]
 
 SWEEP_KEYS = ("name", "description", "seeds", "grid", "variant")
 ID_KEYS = ("name", "kind", "model", "controller")  # what names a table value in a label
@@ -397,7 +397,8 @@ class Sweep:
     # -- running -------------------------------------------------------------------------------
 
     def run(self, jobs: int | None = None, progress: bool | Callable[[int, int], None] = False,
-            logs_dir: str | os.PathLike | None = None) -> "SweepResult":
+            logs_dir: str | os.PathLike | None = None, allow_large: bool = False,
+            done: dict[tuple[str, int], str] | None = None) -> "SweepResult":
         """Run every cell with every seed and return the SweepResult.
 
         ``jobs``: worker processes (default: the number of CPUs; 1 runs in this process). Workers
@@ -405,35 +406,67 @@ class Sweep:
         ``if __name__ == "__main__":`` guard.
         ``progress=True`` draws ``runs done/total`` on stderr when it is a terminal; a callable
         receives ``(done, total)``. ``logs_dir``: write each run's full folder (Parquet logs,
-        plots) to ``logs_dir/<label>/seed<k>``.
+        plots) to ``logs_dir/<label>/seed<k>``. A cell estimated to log more than 50 million
+        packets is refused before anything runs unless ``allow_large``. ``done``: summary.json
+        texts of runs already made, by (label, seed), which are not run again.
+
+        A run that fails, or a worker process that dies, stops the sweep with a
+        :class:`SweepIncomplete` error that names the cell and carries the runs that finished.
         """
         cells = self.validate()
+        if not allow_large:
+            for label, _, sc in cells:
+                try:
+                    sc.check_size()
+                except ScenarioError as e:
+                    raise self._error(f"cell {label}: {str(e).removeprefix('scenario: ')}") from None
         if jobs is None:
             jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
             raise ValueError(f"jobs: expected a positive integer, got {jobs!r}")
-        tasks = [(sc.to_dict(), sc.base_dir, seed,
-                  str(Path(logs_dir) / label / f"seed{seed}") if logs_dir is not None else None)
-                 for label, _, sc in cells for seed in self.seeds]
+        done = dict(done or {})
+        keys = [(label, seed) for label, _, _ in cells for seed in self.seeds if (label, seed) not in done]
+        scenarios = {label: sc for label, _, sc in cells}
+        tasks = [(scenarios[label].to_dict(), scenarios[label].base_dir, seed,
+                  str(Path(logs_dir) / label / f"seed{seed}") if logs_dir is not None else None, allow_large)
+                 for label, seed in keys]
         show = _Progress(self.name, len(tasks)) if progress is True else None
         report = show if show else (progress if callable(progress) else None)
         try:
-            outputs = _execute(tasks, jobs, report)
+            outputs, died = _execute(tasks, jobs, report)
         finally:
             if show:
                 show.close()
-        keys = [(label, seed) for label, _, _ in cells for seed in self.seeds]
-        for (label, seed), output in zip(keys, outputs):
-            if output and output[0]:
-                raise self._error(f"cell {label}, seed {seed}: {output[1]}")
-        return SweepResult(self, cells, {key: text for key, (_, text) in zip(keys, outputs)})
+        summaries = done | {key: o[1] for key, o in zip(keys, outputs) if o is not None and not o[0]}
+        failed = [(key, o[1]) for key, o in zip(keys, outputs) if o is not None and o[0]]
+        if died is not None:
+            running = "; ".join(f"cell {label}, seed {seed}" for label, seed in (keys[i] for i in died))
+            message = ("a sweep worker process died (killed, or an abort in the core) while running "
+                       + (f"one of: {running}" if len(died) > 1 else running or "a run"))
+        elif failed:
+            (label, seed), text = failed[0]
+            message = f"cell {label}, seed {seed}: {text}"
+        else:
+            return SweepResult(self, cells, summaries)
+        total = len(cells) * len(self.seeds)
+        raise SweepIncomplete(self._error(message).args[0], SweepResult(self, cells, summaries), total)
+
+
+class SweepIncomplete(ScenarioError):
+    """A sweep stopped by a failed run or a dead worker: ``partial`` holds the runs that finished
+    (a SweepResult), ``total`` the number of runs the sweep has."""
+
+    def __init__(self, message: str, partial: "SweepResult", total: int):
+        super().__init__(message)
+        self.partial = partial
+        self.total = total
 
 
 def _run_task(task: tuple) -> tuple[bool, str]:
     """Run one (cell, seed): ``(False, summary.json text)`` or ``(True, error message)``."""
-    data, base_dir, seed, logs = task
+    data, base_dir, seed, logs, allow_large = task
     try:
-        result = Scenario.from_dict(data, base_dir=base_dir).run(seed=seed)
+        result = Scenario.from_dict(data, base_dir=base_dir).run(seed=seed, allow_large=allow_large)
     except ScenarioError as e:  # the core's exception class does not survive pickling
         return True, str(e).removeprefix("scenario: ")
     if logs:
@@ -457,8 +490,11 @@ def _quiet_worker(parent: int) -> None:
         os._exit(1)
 
 
-def _execute(tasks: list[tuple], jobs: int, progress: Callable[[int, int], None] | None) -> list:
-    """Run the tasks, in order when jobs == 1, else in a spawned process pool; outputs in task order."""
+def _execute(tasks: list[tuple], jobs: int,
+             progress: Callable[[int, int], None] | None) -> tuple[list, list[int] | None]:
+    """Run the tasks, in order when jobs == 1, else in a spawned process pool. Returns the outputs
+    in task order (None for a task that did not finish: the sweep stops at the first failed run)
+    and, if a worker process died, the indices of the tasks that were running then (else None)."""
     total, outputs = len(tasks), [None] * len(tasks)
     if progress:
         progress(0, total)
@@ -469,24 +505,26 @@ def _execute(tasks: list[tuple], jobs: int, progress: Callable[[int, int], None]
                 progress(i + 1, total)
             if outputs[i][0]:
                 break
-        return outputs
+        return outputs, None
     # "spawn": forking a process that holds polars' (or the core's) threads can deadlock.
     pool = ProcessPoolExecutor(max_workers=min(jobs, total), mp_context=multiprocessing.get_context("spawn"),
                                initializer=_quiet_worker, initargs=(os.getpid(),))
+    died = None
     try:
         index = {pool.submit(_run_task, task): i for i, task in enumerate(tasks)}
         pending, done = set(index), 0
         while pending:
+            running = sorted(index[f] for f in pending if f.running())
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
                 try:
                     outputs[index[future]] = future.result()
                 except BrokenProcessPool:
-                    finished_runs = sum(o is not None for o in outputs)
-                    raise ScenarioError(
-                        "a sweep worker process died (killed, or an abort in the core); "
-                        f"{finished_runs} of {total} runs had finished, nothing was written"
-                    ) from None
+                    # Every pending run fails with the pool; the dead worker ran one of these.
+                    died = ([i for i in running if outputs[i] is None]
+                            or [index[f] for f in finished if outputs[index[f]] is None])
+                    pending = set()
+                    break
                 done += 1
                 if outputs[index[future]][0]:
                     pending = set()  # a failed run: stop (the others are cancelled below)
@@ -495,11 +533,11 @@ def _execute(tasks: list[tuple], jobs: int, progress: Callable[[int, int], None]
     except BaseException:
         _stop(pool)
         raise
-    if any(o is None or o[0] for o in outputs):
+    if died is not None or any(o is None or o[0] for o in outputs):
         _stop(pool)
     else:
         pool.shutdown()
-    return outputs
+    return outputs, died
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
@@ -601,6 +639,8 @@ class SweepResult:
         rows = []
         for label in self.labels:
             for seed in self.sweep.seeds:
+                if (label, seed) not in self.summaries:
+                    continue  # a sweep that stopped early
                 summary = json.loads(self.summaries[(label, seed)])
                 total = {f"total_{k}": v for k, v in _flatten(summary.get("total", {})).items()}
                 for flow in summary.get("flows", []):
@@ -638,7 +678,9 @@ class SweepResult:
         out += ["| cell | flow | controller | " + " | ".join(c.header for c in COLUMNS) + " |",
                 "|:---|:---|:---|" + "---:|" * len(COLUMNS)]
         for label in self.labels:
-            summaries = [json.loads(self.summaries[(label, seed)]) for seed in sw.seeds]
+            summaries = [json.loads(self.summaries[(label, seed)]) for seed in sw.seeds if (label, seed) in self.summaries]
+            if not summaries:
+                continue  # a sweep that stopped before this cell ran
             for i, flow in enumerate(summaries[0].get("flows", [])):
                 cells = [label, str(flow.get("name", "")), str(flow.get("controller", ""))]
                 for c in COLUMNS:
@@ -680,10 +722,48 @@ def _mean_std(values: list[float], digits: int) -> str:
     return f"{text} ± {statistics.stdev(values):.{digits}f}" if len(values) > 1 else text
 
 
+INCOMPLETE = "INCOMPLETE.txt"
+
+
+def finished_runs(sweep: Sweep, out_dir: str | os.PathLike) -> dict[tuple[str, int], str]:
+    """The summaries of the runs an earlier, stopped sweep left in ``out_dir`` (empty if none)."""
+    folder = Path(out_dir)
+    if not (folder / INCOMPLETE).is_file():
+        return {}
+    found = {}
+    for label, _, _ in sweep.cells():
+        for seed in sweep.seeds:
+            path = folder / "runs" / label / f"seed{seed}" / "summary.json"
+            if path.is_file():
+                found[(label, seed)] = path.read_text(encoding="utf-8")
+    return found
+
+
 def run_sweep(sweep: Sweep, out_dir: str | os.PathLike, jobs: int | None = None, force: bool = False,
-              keep_logs: bool = False, progress: bool = False) -> SweepResult:
-    """Run ``sweep`` and write its folder ``out_dir`` atomically (with full run folders if ``keep_logs``)."""
-    with atomic_dir(out_dir, force=force) as tmp:
-        result = sweep.run(jobs=jobs, progress=progress, logs_dir=tmp / "runs" if keep_logs else None)
+              keep_logs: bool = False, progress: bool = False, allow_large: bool = False,
+              resume: bool = False) -> SweepResult:
+    """Run ``sweep`` and write its folder ``out_dir`` atomically (with full run folders if ``keep_logs``).
+
+    If a run fails or a worker dies, the runs that finished are still written to ``out_dir``, with
+    an INCOMPLETE.txt that says what stopped the sweep, and the error is raised. ``resume`` reruns
+    into such a folder, running only what is missing.
+    """
+    done = finished_runs(sweep, out_dir) if resume else {}
+    stopped = None
+    with atomic_dir(out_dir, force=force or bool(done)) as tmp:
+        try:
+            result = sweep.run(jobs=jobs, progress=progress, logs_dir=tmp / "runs" if keep_logs else None,
+                               allow_large=allow_large, done=done)
+        except SweepIncomplete as e:
+            if not e.partial.summaries:
+                raise ScenarioError(str(e)) from None  # nothing finished: nothing to keep
+            stopped, result = e, e.partial
         result.write(tmp)
+        if stopped:
+            (tmp / INCOMPLETE).write_text(
+                f"{stopped}\n{len(result.summaries)} of {stopped.total} runs finished; "
+                f"`rtcc sweep {sweep.source or 'FILE'} -o {out_dir} --resume` runs the rest.\n", encoding="utf-8")
+    if stopped:
+        raise ScenarioError(f"{stopped}; the {len(result.summaries)} of {stopped.total} runs that finished are in "
+                            f"{out_dir} (INCOMPLETE.txt); --resume runs the rest") from None
     return result
