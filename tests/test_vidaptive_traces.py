@@ -58,13 +58,10 @@ def test_e4_the_rocc_variant_goes_the_same_way(by_variant):
 
 def test_e5_ablation_orderings(by_variant):
     gcc, copa, cd, cdl, vid = (by_variant[k] for k in ["gcc", "copa", "copa+dummy", "copa+dummy+latency", "vidaptive"])
-    # Paper: Copa's P95 3.1 s worse than GCC's. No longer here (docs/vidaptive.md): that tail was
-    # Copa's own sender queue, which every sender now bounds. What remains: without the latency
-    # safeguards Copa's tail is far worse than with them.
-    assert copa["p95"] > 1.2 * cdl["p95"]
+    assert copa["p95"] > gcc["p95"]  # paper: Copa's P95 3.1 s worse than GCC's (stock libwebrtc: no pushback)
     assert cd["util"] >= copa["util"]  # dummies fill the pipe (bitrate now about equal)
     assert cdl["p95"] < gcc["p95"]  # paper: C+D+L P95 2.2 s better than GCC's
-    # The α rule: more frames, less bitrate, a tail no worse (seed 1: 948 vs 980 ms; three seeds: 931 vs 966).
+    # The α rule: more frames, less bitrate, a tail no worse (seed 1: 956 vs 987 ms; three seeds: 943 vs 973).
     assert vid["fps"] > cdl["fps"] and vid["bitrate"] < cdl["bitrate"] and vid["p95"] <= 1.05 * cdl["p95"]
     utils = [x["util"] for x in (cd, cdl, vid)]
     assert max(utils) <= 1.1 * min(utils), utils  # dummy variants' utilisation within ±10 %

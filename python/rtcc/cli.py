@@ -152,7 +152,8 @@ MEDIA_FIELDS = [
     ("max_bitrate", "(none)", "cap of every controller's target"),
     ("degradation", "balanced", "WebRTC's preference: balanced, maintain-framerate, "
      "maintain-resolution, disabled"),
-    ("payload", "1200B", "largest payload per packet; frames of up to two payloads go out as two halves"),
+    ("pushback", "true", "the encoder backs off as the pacer queue grows (a frame skipped at 1 s of it)"),
+    ("payload", "1200B", "largest payload per packet (SQP: frames of up to two payloads go out as two halves)"),
 ]
 
 

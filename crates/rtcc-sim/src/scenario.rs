@@ -120,6 +120,8 @@ pub struct FlowSpec {
     /// WebRTC's degradation preference: `"balanced"` (default), `"maintain-framerate"`,
     /// `"maintain-resolution"` or `"disabled"`.
     pub degradation: Option<String>,
+    /// Pacer pushback: the encoder backs off while the pacer queue is long (default true).
+    pub pushback: Option<bool>,
     pub padding_size: Option<Bytes>,
     pub extra_delay: Option<Duration>,
     pub clock_offset: Option<Duration>,
@@ -213,6 +215,7 @@ pub struct FlowConfig {
     pub recovery: Recovery,
     pub media: MediaRange,
     pub degradation: Preference,
+    pub pushback: bool,
     /// The flow's data goes over the reverse link.
     pub reverse: bool,
     /// Periods during which the sender is active, in order (one period `[start, stop]` when the
@@ -631,6 +634,7 @@ impl Scenario {
                 recovery,
                 media,
                 degradation,
+                pushback: f.pushback.unwrap_or(true),
                 reverse,
                 active,
             };
@@ -703,6 +707,7 @@ const KIND_FIELDS: &[(&str, &[&str])] = &[
             "max_bitrate",
             "min_fps",
             "degradation",
+            "pushback",
         ],
     ),
     ("cbr", &["rate", "packet_size"]),
@@ -739,6 +744,7 @@ fn resolve_kind(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> Result<FlowKind, (
         ("max_bitrate", f.max_bitrate.is_some()),
         ("min_fps", f.min_fps.is_some()),
         ("degradation", f.degradation.is_some()),
+        ("pushback", f.pushback.is_some()),
         ("rate", f.rate.is_some()),
         ("packet_size", f.packet_size.is_some()),
         ("app", f.app.is_some()),

@@ -291,6 +291,7 @@ fn endpoints(
                 f.padding_size.0 as u32,
             );
             sender.set_media(f.media, f.degradation);
+            sender.set_pushback(f.pushback);
             let source = FrameSource::new(
                 f.start,
                 f.fps,

@@ -263,3 +263,27 @@ max_bitrate = "1.5Mbps""#;
         }
     }
 }
+
+#[test]
+fn pushback_can_be_switched_off_as_in_stock_libwebrtc() {
+    let last = |r: &RunResult, name: &str| common::signal(r, 0, name).last().map_or(0.0, |x| x.1);
+    let on = simulate(&low_rate_link("copa", ""));
+    let off = simulate(&low_rate_link("copa", "pushback = false"));
+    let (skipped_on, skipped_off) = (
+        last(&on, "skipped_pushback"),
+        last(&off, "skipped_pushback"),
+    );
+    assert!(
+        skipped_on > 0.0,
+        "copa's window fills the pacer queue: pushback skips frames"
+    );
+    assert_eq!(skipped_off, 0.0);
+    // Without pushback the sender's queue is longer, but the pacer still drains it within 2 s.
+    let wait = |r: &RunResult| r.summary.flows[0].sender_wait_ms.p95.unwrap();
+    eprintln!(
+        "copa sender wait P95: pushback {:.0} ms, none {:.0} ms",
+        wait(&on),
+        wait(&off)
+    );
+    assert!(wait(&off) > wait(&on) && wait(&off) < 2500.0);
+}

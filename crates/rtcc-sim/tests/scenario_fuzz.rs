@@ -98,7 +98,10 @@ fn mutate(rng: &mut ChaCha8Rng, text: &str) -> String {
             // Cut a line short.
             5 => {
                 let cut = below(rng, lines[i].len() + 1);
-                let cut = (0..=cut).rev().find(|&c| lines[i].is_char_boundary(c)).unwrap_or(0);
+                let cut = (0..=cut)
+                    .rev()
+                    .find(|&c| lines[i].is_char_boundary(c))
+                    .unwrap_or(0);
                 lines[i].truncate(cut);
             }
             // Random printable bytes inside a line.
@@ -128,7 +131,10 @@ fn scenario_files_parse_or_fail_with_a_named_error_never_a_panic() {
             Ok(sc) => {
                 parsed += 1;
                 let packets = sc.estimated_packets();
-                assert!(packets.is_finite() && packets >= 0.0, "{packets} for\n{input}");
+                assert!(
+                    packets.is_finite() && packets >= 0.0,
+                    "{packets} for\n{input}"
+                );
             }
             Err(e) => {
                 rejected += 1;
@@ -138,5 +144,8 @@ fn scenario_files_parse_or_fail_with_a_named_error_never_a_panic() {
         }
     }
     eprintln!("{INPUTS} mutated scenarios: {parsed} parsed, {rejected} rejected");
-    assert!(parsed > 1000 && rejected > 1000, "{parsed} parsed, {rejected} rejected");
+    assert!(
+        parsed > 1000 && rejected > 1000,
+        "{parsed} parsed, {rejected} rejected"
+    );
 }

@@ -102,7 +102,8 @@ pub struct VideoSender {
     /// Video, retransmission and FEC bytes sent in the last second.
     protection: ProtectionRates,
     /// The encoder's share of the target while the pacer queue is long.
-    pushback: Pushback,
+    /// `None`: switched off (stock libwebrtc runs it behind a field trial).
+    pushback: Option<Pushback>,
     degradation: Degradation,
     /// Whether the policy has been placed at the first frame's target.
     scaling_started: bool,
@@ -148,7 +149,7 @@ impl VideoSender {
             rto_enabled: true,
             range: MediaRange::default(),
             protection: ProtectionRates::default(),
-            pushback: Pushback::default(),
+            pushback: Some(Pushback::default()),
             degradation,
             scaling_started: false,
             fps_credit: 0.0,
@@ -172,6 +173,14 @@ impl VideoSender {
             fps,
             &floor,
         )
+    }
+
+    /// Switch pacer pushback on (the default) or off. Off, the encoder gets its whole target
+    /// however long the pacer queue grows (the pacer still drains it within 2 s and the frame
+    /// dropper still holds the encoder to its target), as in libwebrtc without the
+    /// `WebRTC-PacerPushbackExperiment` field trial.
+    pub fn set_pushback(&mut self, on: bool) {
+        self.pushback = on.then(Pushback::default);
     }
 
     /// Set the flow's media range and degradation preference (before the first frame).
@@ -265,9 +274,11 @@ impl VideoSender {
         }
         // Pacer pushback: the encoder's share of the target while the queue is long.
         let drain_at = decision.pacing_rate.unwrap_or(decision.target_bitrate);
+        let queued = self.pacer.queued_bytes();
         let share = self
             .pushback
-            .on_frame(now, self.pacer.queued_bytes(), drain_at);
+            .as_mut()
+            .map_or(1.0, |p| p.on_frame(now, queued, drain_at));
         let paused = action.encode == EncodeAction::Skip; // by the controller
         let target = Rate(nominal.bps() * share);
         // Why the sender skips a frame the controller wanted, first reason first.
