@@ -390,6 +390,43 @@ def test_a_failed_run_keeps_the_finished_ones_and_resume_runs_the_rest(tmp_path,
     assert "not a sweep that stopped early" in error_of(capsys, ["sweep", path, "-o", fresh, "--resume"])
 
 
+def test_resume_reuses_only_runs_of_the_same_sweep(tmp_path, monkeypatch, capsys):
+    (tmp_path / "a.sched").write_text("0s 4Mbps\n")
+    (tmp_path / "b.sched").write_text("0s 8Mbps\n")
+    text = '[sweep]\nseeds = [1, 2]\n[sweep.grid]\n"path.forward.schedule" = ["a.sched", "b.sched"]\n' + BASE.replace(
+        'capacity = "4Mbps"\n', "")
+    path = write(tmp_path, text)
+    real_execute = rtcc.sweep._execute
+    monkeypatch.setattr(rtcc.sweep, "_execute", lambda tasks, *a: (
+        (tmp_path / "b.sched").unlink(missing_ok=True), real_execute(tasks, *a))[1])
+    out = tmp_path / "out"
+    error_of(capsys, ["sweep", path, "-o", out, "-j", "1"])
+    monkeypatch.setattr(rtcc.sweep, "_execute", real_execute)
+    (tmp_path / "b.sched").write_text("0s 8Mbps\n")
+    # Other seeds: a different sweep, refused.
+    assert "different sweep" in error_of(capsys, ["sweep", path, "-o", out, "--resume", "--seeds", "1"])
+    # The same cells and seeds but a longer base scenario: nothing is reused, everything reruns.
+    longer = write(tmp_path, text.replace('duration = "2s"', 'duration = "3s"'), "longer.toml")
+    ran = []
+    monkeypatch.setattr(rtcc.sweep, "_execute", lambda tasks, *a: ran.extend(t[2] for t in tasks) or real_execute(tasks, *a))
+    assert main(["sweep", str(longer), "-o", str(out), "--resume", "-j", "1"]) == 0
+    assert ran == [1, 2, 1, 2], "all four runs again"
+    assert set(pl.read_csv(out / "results.csv")["stop_s"]) == {3.0}
+
+
+def test_a_sweep_that_stops_before_any_run_finished_names_the_cell(tmp_path, monkeypatch, capsys):
+    (tmp_path / "a.sched").write_text("0s 4Mbps\n")
+    text = '[sweep]\nseeds = [1]\n[sweep.grid]\n"path.forward.schedule" = ["a.sched"]\n' + BASE.replace(
+        'capacity = "4Mbps"\n', "")
+    path = write(tmp_path, text)
+    real_execute = rtcc.sweep._execute
+    monkeypatch.setattr(rtcc.sweep, "_execute", lambda tasks, *a: (
+        (tmp_path / "a.sched").unlink(missing_ok=True), real_execute(tasks, *a))[1])
+    err = error_of(capsys, ["sweep", path, "-o", tmp_path / "out", "-j", "1"])
+    assert "cell schedule=a.sched, seed 1" in err
+    assert not (tmp_path / "out").exists() and leftovers(tmp_path) == []
+
+
 def test_failing_run_in_a_worker(tmp_path, monkeypatch):
     """A run that fails after validation (its trace file vanished) names the cell and seed, and stops the sweep."""
     (tmp_path / "a.sched").write_text("0s 4Mbps\n")

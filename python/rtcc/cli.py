@@ -64,7 +64,7 @@ def cmd_compare(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    from .sweep import INCOMPLETE, Sweep, finished_runs, run_sweep
+    from .sweep import INCOMPLETE, Sweep, run_sweep
 
     sweep = Sweep.from_file(args.sweep)
     if args.seeds is not None:
@@ -80,7 +80,7 @@ def cmd_sweep(args) -> int:
         return 0
     if args.output is None:
         raise UsageError("-o/--output is required (or use --dry-run)")
-    resume = args.resume and bool(finished_runs(sweep, args.output))
+    resume = args.resume and (Path(args.output) / INCOMPLETE).is_file()
     if args.resume and not resume and Path(args.output).exists():
         raise UsageError(f"--resume: {args.output} is not a sweep that stopped early (no {INCOMPLETE})")
     if not resume:

@@ -46,6 +46,7 @@ import math
 import multiprocessing
 import os
 import re
+import shutil
 import signal
 import statistics
 import sys
@@ -449,6 +450,8 @@ class Sweep:
         else:
             return SweepResult(self, cells, summaries)
         total = len(cells) * len(self.seeds)
+        if not summaries:
+            raise self._error(message)  # nothing finished: nothing to keep
         raise SweepIncomplete(self._error(message).args[0], SweepResult(self, cells, summaries), total)
 
 
@@ -467,13 +470,17 @@ def _run_task(task: tuple) -> tuple[bool, str]:
     data, base_dir, seed, logs, allow_large = task
     try:
         result = Scenario.from_dict(data, base_dir=base_dir).run(seed=seed, allow_large=allow_large)
+        if logs:
+            from .result import write_run
+
+            Path(logs).mkdir(parents=True)
+            write_run(result, Path(logs), plots=True)
     except ScenarioError as e:  # the core's exception class does not survive pickling
         return True, str(e).removeprefix("scenario: ")
-    if logs:
-        from .result import write_run
-
-        Path(logs).mkdir(parents=True)
-        write_run(result, Path(logs), plots=True)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # a disk error writing logs, a panic in the core: this run failed
+        return True, f"{type(e).__name__}: {e}"
     return False, result.summary_json
 
 
@@ -516,18 +523,21 @@ def _execute(tasks: list[tuple], jobs: int,
         while pending:
             running = sorted(index[f] for f in pending if f.running())
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in finished:
+            broken = False
+            for future in finished:  # record every result that came back, even beside a crash
                 try:
                     outputs[index[future]] = future.result()
                 except BrokenProcessPool:
-                    # Every pending run fails with the pool; the dead worker ran one of these.
-                    died = ([i for i in running if outputs[i] is None]
-                            or [index[f] for f in finished if outputs[index[f]] is None])
-                    pending = set()
-                    break
+                    broken = True
+                    continue
                 done += 1
                 if outputs[index[future]][0]:
                     pending = set()  # a failed run: stop (the others are cancelled below)
+            if broken:
+                # Every pending run fails with the pool; the dead worker ran one of these.
+                died = ([i for i in running if outputs[i] is None]
+                        or [index[f] for f in finished if outputs[index[f]] is None])
+                pending = set()
             if progress:
                 progress(done, total)
     except BaseException:
@@ -725,17 +735,37 @@ def _mean_std(values: list[float], digits: int) -> str:
 INCOMPLETE = "INCOMPLETE.txt"
 
 
+def _canonical(data: dict) -> str:
+    return json.dumps(data, sort_keys=True, default=str)
+
+
 def finished_runs(sweep: Sweep, out_dir: str | os.PathLike) -> dict[tuple[str, int], str]:
-    """The summaries of the runs an earlier, stopped sweep left in ``out_dir`` (empty if none)."""
+    """The summaries of the runs an earlier, stopped run of the same sweep left in ``out_dir``
+    (empty if none). A folder from a different sweep (other cells or seeds) is refused, and a run
+    is reused only if the scenario it ran is exactly the one the sweep would run now."""
     folder = Path(out_dir)
     if not (folder / INCOMPLETE).is_file():
         return {}
+    try:
+        stored = json.loads((folder / "sweep.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        stored = {}
+    now = sweep.to_dict()
+    if [c.get("label") for c in stored.get("cells", [])] != [c["label"] for c in now["cells"]] or \
+            stored.get("seeds") != now["seeds"]:
+        raise ScenarioError(f"{out_dir}: --resume: the folder holds a different sweep (other cells or seeds); "
+                            "rerun without --resume (with --force to replace it)")
     found = {}
-    for label, _, _ in sweep.cells():
+    for label, _, scenario in sweep.cells():
         for seed in sweep.seeds:
-            path = folder / "runs" / label / f"seed{seed}" / "summary.json"
-            if path.is_file():
-                found[(label, seed)] = path.read_text(encoding="utf-8")
+            run = folder / "runs" / label / f"seed{seed}"
+            try:
+                ran = json.loads((run / "scenario.json").read_text(encoding="utf-8"))
+                summary = (run / "summary.json").read_text(encoding="utf-8")
+            except (OSError, ValueError):
+                continue
+            if _canonical(ran) == _canonical(json.loads(_canonical(scenario.to_dict() | {"seed": seed}))):
+                found[(label, seed)] = summary
     return found
 
 
@@ -750,13 +780,14 @@ def run_sweep(sweep: Sweep, out_dir: str | os.PathLike, jobs: int | None = None,
     """
     done = finished_runs(sweep, out_dir) if resume else {}
     stopped = None
-    with atomic_dir(out_dir, force=force or bool(done)) as tmp:
+    # Resuming replaces the stopped sweep's folder (what it had that is still valid is carried over).
+    with atomic_dir(out_dir, force=force or resume) as tmp:
+        for label, seed in done:  # the reused runs keep their folders (logs, plots)
+            shutil.copytree(Path(out_dir) / "runs" / label / f"seed{seed}", tmp / "runs" / label / f"seed{seed}")
         try:
             result = sweep.run(jobs=jobs, progress=progress, logs_dir=tmp / "runs" if keep_logs else None,
                                allow_large=allow_large, done=done)
         except SweepIncomplete as e:
-            if not e.partial.summaries:
-                raise ScenarioError(str(e)) from None  # nothing finished: nothing to keep
             stopped, result = e, e.partial
         result.write(tmp)
         if stopped:

@@ -593,7 +593,8 @@ impl Scenario {
                 min_bitrate: f.min_bitrate.unwrap_or(DEFAULT_MIN_BITRATE),
                 start_bitrate: f.start_bitrate,
                 max_bitrate: f.max_bitrate,
-                min_fps: f.min_fps.unwrap_or(DEFAULT_MIN_FPS),
+                // A source slower than the default lowest rate is coded at its own rate.
+                min_fps: f.min_fps.unwrap_or(DEFAULT_MIN_FPS.min(fps)),
             };
             media.validate().map_err(|(field, m)| err(&at(field), m))?;
             if media.min_fps > fps {
@@ -1109,6 +1110,12 @@ params = { rate = "5Mbps" }
 
         let e = error_of(&OK.replace("[[flows]]", "[[flows]]\nfps = 0"));
         assert_eq!(e.field, "flows[0].fps");
+        // A source below the default lowest frame rate (10) is fine; an explicit one above the
+        // source is not.
+        let slow = parse(&OK.replace("[[flows]]", "[[flows]]\nfps = 5")).unwrap();
+        assert_eq!(slow.flows[0].media.min_fps, 5.0);
+        let e = error_of(&OK.replace("[[flows]]", "[[flows]]\nfps = 5\nmin_fps = 8"));
+        assert_eq!(e.field, "flows[0].min_fps");
     }
 
     #[test]

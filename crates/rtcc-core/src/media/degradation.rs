@@ -162,7 +162,7 @@ impl Degradation {
             (Preference::Disabled, _) | (_, None) => {}
             (Preference::Balanced, Some(_)) => {
                 let mut fps = max_fps;
-                for &res in &rungs[1..] {
+                for &res in rungs.iter().skip(1) {
                     points.push((Some(res), fps));
                     let lower = balanced_fps(res.pixels()).clamp(min_fps, max_fps);
                     if lower < fps {
@@ -172,7 +172,7 @@ impl Degradation {
                 }
             }
             (Preference::MaintainFramerate, Some(_)) => {
-                points.extend(rungs[1..].iter().map(|&r| (Some(r), max_fps)));
+                points.extend(rungs.iter().skip(1).map(|&r| (Some(r), max_fps)));
             }
             (Preference::MaintainResolution, Some(_)) => {
                 let mut fps = max_fps;
@@ -246,6 +246,14 @@ impl Degradation {
 
     /// Update with the encoder's target at a frame capture; returns the step to code at.
     pub fn on_frame(&mut self, now: Time, target: Rate) -> Step {
+        // After a gap (the flow was paused), the hold starts again.
+        if self
+            .recent
+            .back()
+            .is_some_and(|&(t, _)| now.saturating_since(t) >= SMOOTHING)
+        {
+            self.above_since = None;
+        }
         self.recent.push_back((now, target.bps()));
         self.recent_sum += target.bps();
         while let Some(&(t, r)) = self.recent.front() {
@@ -355,6 +363,15 @@ mod tests {
         assert_eq!(d.steps().len(), 1);
         assert_eq!(d.on_frame(Time::ZERO, Rate(1.0)).fps, 30.0);
         assert!(Preference::parse("fast").unwrap_err().contains("balanced"));
+        // A source off the ladder (a user's encoder) is coded as it is, never a panic.
+        let odd = Degradation::new(
+            Preference::Balanced,
+            Some(Resolution::new(1280, 536)),
+            10.0,
+            30.0,
+            &lagged_floor,
+        );
+        assert_eq!(odd.steps().len(), 1);
     }
 
     #[test]

@@ -41,7 +41,7 @@
 //!
 //! The simulator, a live transport and a user's own stack all drive the same object.
 
-use super::degradation::{Degradation, Preference};
+use super::degradation::{Degradation, Preference, Step};
 use super::encoder::{EncodedFrame, Encoder};
 use super::frame_dropper::FrameDropper;
 use super::pacer::{Pacer, PacerPoll, QueuedPacket};
@@ -107,6 +107,8 @@ pub struct VideoSender {
     degradation: Degradation,
     /// Whether the policy has been placed at the first frame's target.
     scaling_started: bool,
+    /// The policy's step last applied to the encoder.
+    applied_step: Option<Step>,
     /// Source frames owed to the encoder at the policy's frame rate.
     fps_credit: f64,
     dropper: FrameDropper,
@@ -152,7 +154,8 @@ impl VideoSender {
             pushback: Some(Pushback::default()),
             degradation,
             scaling_started: false,
-            fps_credit: 0.0,
+            applied_step: None,
+            fps_credit: 1.0, // the first captured frame is encoded
             dropper: FrameDropper::default(),
             skipped: [0; 3],
         }
@@ -330,7 +333,16 @@ impl VideoSender {
             keyframe: encoded.keyframe,
         };
         if let Some(f) = self.controller.frame_controller() {
-            f.on_frame_encoded(now, &info);
+            // The controller sees the target the encoder was given (pushback included), so a
+            // short frame under pushback does not read as an encoder undershooting.
+            let given = if encoded.size > 0 { target } else { Rate::ZERO };
+            f.on_frame_encoded(
+                now,
+                &FrameInfo {
+                    target: given,
+                    ..info
+                },
+            );
         }
         self.pacer_wake = None;
         info
@@ -356,8 +368,13 @@ impl VideoSender {
                 (Some(wanted), Some(cap)) if wanted.rung() < cap.rung() => Some(cap),
                 (wanted, _) => wanted,
             }
-        } else {
+        } else if self.applied_step != Some(step) {
+            // Only a change of step moves the resolution, so a caller's own
+            // `set_resolution` stands until the policy moves.
+            self.applied_step = Some(step);
             step.resolution
+        } else {
+            None
         };
         if let Some(res) = resolution.filter(|&r| self.encoder.resolution() != Some(r)) {
             // A model without this rung keeps its resolution.
