@@ -351,22 +351,29 @@ def test_failing_run_leaves_nothing(tmp_path, monkeypatch):
         main(["--debug", *argv])
 
 
+def schedule_sweep(tmp_path, monkeypatch, names=("a", "b"), seeds=(1, 2), vanishes="b"):
+    """A sweep over schedule files `names` whose `vanishes` file is deleted after every check, as
+    the runs start (so its runs fail); returns (sweep path, sweep text, the real _execute)."""
+    for i, name in enumerate(names):
+        (tmp_path / f"{name}.sched").write_text(f"0s {4 * (i + 1)}Mbps\n")
+    grid = ", ".join(f'"{n}.sched"' for n in names)
+    text = (f"[sweep]\nseeds = {list(seeds)}\n[sweep.grid]\n\"path.forward.schedule\" = [{grid}]\n"
+            + BASE.replace('capacity = "4Mbps"\n', ""))
+    real_execute = rtcc.sweep._execute
+
+    def delete_then_execute(tasks, *args):
+        (tmp_path / f"{vanishes}.sched").unlink(missing_ok=True)
+        return real_execute(tasks, *args)
+
+    monkeypatch.setattr(rtcc.sweep, "_execute", delete_then_execute)
+    return write(tmp_path, text), text, real_execute
+
+
 def test_a_failed_run_keeps_the_finished_ones_and_resume_runs_the_rest(tmp_path, monkeypatch, capsys):
     """In order (one job): a.sched's two runs finish, b.sched's first fails (its file vanished after
     validation): the sweep stops, names the cell, keeps the two finished runs; --resume runs the rest and
     gives exactly the results of an uninterrupted sweep."""
-    (tmp_path / "a.sched").write_text("0s 4Mbps\n")
-    (tmp_path / "b.sched").write_text("0s 8Mbps\n")
-    text = '[sweep]\nseeds = [1, 2]\n[sweep.grid]\n"path.forward.schedule" = ["a.sched", "b.sched"]\n' + BASE.replace(
-        'capacity = "4Mbps"\n', "")
-    path = write(tmp_path, text)
-    real_execute = rtcc.sweep._execute
-
-    def delete_then_execute(tasks, *args):
-        (tmp_path / "b.sched").unlink(missing_ok=True)  # after every check, as the runs start
-        return real_execute(tasks, *args)
-
-    monkeypatch.setattr(rtcc.sweep, "_execute", delete_then_execute)
+    path, _, real_execute = schedule_sweep(tmp_path, monkeypatch)
     out = tmp_path / "out"
     err = error_of(capsys, ["sweep", path, "-o", out, "-j", "1"])
     assert "cell schedule=b.sched, seed 1" in err and "2 of 4 runs that finished are in" in err, err
@@ -391,14 +398,7 @@ def test_a_failed_run_keeps_the_finished_ones_and_resume_runs_the_rest(tmp_path,
 
 
 def test_resume_reuses_only_runs_of_the_same_sweep(tmp_path, monkeypatch, capsys):
-    (tmp_path / "a.sched").write_text("0s 4Mbps\n")
-    (tmp_path / "b.sched").write_text("0s 8Mbps\n")
-    text = '[sweep]\nseeds = [1, 2]\n[sweep.grid]\n"path.forward.schedule" = ["a.sched", "b.sched"]\n' + BASE.replace(
-        'capacity = "4Mbps"\n', "")
-    path = write(tmp_path, text)
-    real_execute = rtcc.sweep._execute
-    monkeypatch.setattr(rtcc.sweep, "_execute", lambda tasks, *a: (
-        (tmp_path / "b.sched").unlink(missing_ok=True), real_execute(tasks, *a))[1])
+    path, text, real_execute = schedule_sweep(tmp_path, monkeypatch)
     out = tmp_path / "out"
     error_of(capsys, ["sweep", path, "-o", out, "-j", "1"])
     monkeypatch.setattr(rtcc.sweep, "_execute", real_execute)
@@ -415,13 +415,7 @@ def test_resume_reuses_only_runs_of_the_same_sweep(tmp_path, monkeypatch, capsys
 
 
 def test_a_sweep_that_stops_before_any_run_finished_names_the_cell(tmp_path, monkeypatch, capsys):
-    (tmp_path / "a.sched").write_text("0s 4Mbps\n")
-    text = '[sweep]\nseeds = [1]\n[sweep.grid]\n"path.forward.schedule" = ["a.sched"]\n' + BASE.replace(
-        'capacity = "4Mbps"\n', "")
-    path = write(tmp_path, text)
-    real_execute = rtcc.sweep._execute
-    monkeypatch.setattr(rtcc.sweep, "_execute", lambda tasks, *a: (
-        (tmp_path / "a.sched").unlink(missing_ok=True), real_execute(tasks, *a))[1])
+    path, _, _ = schedule_sweep(tmp_path, monkeypatch, names=("a",), seeds=(1,), vanishes="a")
     err = error_of(capsys, ["sweep", path, "-o", tmp_path / "out", "-j", "1"])
     assert "cell schedule=a.sched, seed 1" in err
     assert not (tmp_path / "out").exists() and leftovers(tmp_path) == []
@@ -429,19 +423,9 @@ def test_a_sweep_that_stops_before_any_run_finished_names_the_cell(tmp_path, mon
 
 def test_failing_run_in_a_worker(tmp_path, monkeypatch):
     """A run that fails after validation (its trace file vanished) names the cell and seed, and stops the sweep."""
-    (tmp_path / "a.sched").write_text("0s 4Mbps\n")
-    (tmp_path / "b.sched").write_text("0s 8Mbps\n")
-    text = '[sweep]\nseeds = [1, 2]\n[sweep.grid]\n"path.forward.schedule" = ["a.sched", "b.sched"]\n' + BASE.replace(
-        'capacity = "4Mbps"\n', "")
-    real_execute = rtcc.sweep._execute
-
-    def delete_then_execute(tasks, *args):
-        (tmp_path / "b.sched").unlink(missing_ok=True)  # after every check, as the runs start
-        return real_execute(tasks, *args)
-
-    monkeypatch.setattr(rtcc.sweep, "_execute", delete_then_execute)
+    path, _, _ = schedule_sweep(tmp_path, monkeypatch)
     with pytest.raises(rtcc.ScenarioError) as e:
-        run_sweep(Sweep.from_file(write(tmp_path, text)), tmp_path / "out", jobs=2)
+        run_sweep(Sweep.from_file(path), tmp_path / "out", jobs=2)
     assert str(e.value).startswith(f"{tmp_path / 'sw.toml'}: cell schedule=b.sched, seed ")
     assert "b.sched" in str(e.value).split("seed")[1], str(e.value)
     # Whatever finished before the failure (a.sched's runs, in two workers) is kept, if anything did.
