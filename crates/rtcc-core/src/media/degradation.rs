@@ -47,8 +47,8 @@
 //! replays recorded sizes) have nothing to scale: the policy keeps the source.
 
 use super::quality::{Resolution, LADDER};
+use super::window::WindowedMean;
 use crate::units::{Duration, Rate, Time};
-use std::collections::VecDeque;
 
 /// The policy reads the mean target over the frames of this window.
 pub const SMOOTHING: Duration = Duration(1_000_000_000);
@@ -137,9 +137,8 @@ pub struct Degradation {
     current: usize,
     /// Since when the target has cleared the next step up's entry rate.
     above_since: Option<Time>,
-    /// The targets of the frames of the last [`SMOOTHING`], and their sum.
-    recent: VecDeque<(Time, f64)>,
-    recent_sum: f64,
+    /// The targets of the frames of the last [`SMOOTHING`].
+    recent: WindowedMean,
 }
 
 impl Degradation {
@@ -216,8 +215,7 @@ impl Degradation {
             steps,
             current: 0,
             above_since: None,
-            recent: VecDeque::new(),
-            recent_sum: 0.0,
+            recent: WindowedMean::new(SMOOTHING),
         }
     }
 
@@ -232,7 +230,8 @@ impl Degradation {
     }
 
     /// Start at the best step whose exit rate `target` clears (the flow's start bitrate), so a
-    /// call that starts low does not begin with a resolution it must leave at once.
+    /// call that starts low does not begin with a resolution it must leave at once. The first
+    /// [`Degradation::on_frame`] does this with its target.
     pub fn start_at(&mut self, target: Rate) {
         self.current = self.best_for(target);
     }
@@ -246,25 +245,15 @@ impl Degradation {
 
     /// Update with the encoder's target at a frame capture; returns the step to code at.
     pub fn on_frame(&mut self, now: Time, target: Rate) -> Step {
-        // After a gap (the flow was paused), the hold starts again.
-        if self
-            .recent
-            .back()
-            .is_some_and(|&(t, _)| now.saturating_since(t) >= SMOOTHING)
-        {
-            self.above_since = None;
+        match self.recent.last_time() {
+            None => self.start_at(target),
+            // After a gap (the flow was paused), the hold starts again.
+            Some(t) if now.saturating_since(t) >= SMOOTHING => self.above_since = None,
+            Some(_) => {}
         }
-        self.recent.push_back((now, target.bps()));
-        self.recent_sum += target.bps();
-        while let Some(&(t, r)) = self.recent.front() {
-            if now.saturating_since(t) < SMOOTHING {
-                break;
-            }
-            self.recent.pop_front();
-            self.recent_sum -= r;
-        }
+        self.recent.push(now, target.bps());
         let latest = target;
-        let target = Rate((self.recent_sum / self.recent.len() as f64).max(0.0));
+        let target = Rate(self.recent.mean().unwrap_or(0.0).max(0.0));
         if self.best_for(target) > self.current {
             // The mean says leave; go as far down as the latest target needs, in one jump
             // (a falling target would otherwise take a keyframe per step).
@@ -291,6 +280,17 @@ mod tests {
         Rate(0.01 * res.pixels() * fps)
     }
 
+    /// Balanced from a 720p30 source, 10 frame/s at least, on the lagged encoder's floors.
+    fn balanced_720p30() -> Degradation {
+        Degradation::new(
+            Preference::Balanced,
+            Some(Resolution::new(1280, 720)),
+            10.0,
+            30.0,
+            &lagged_floor,
+        )
+    }
+
     fn names(d: &Degradation) -> Vec<String> {
         d.steps()
             .iter()
@@ -300,13 +300,7 @@ mod tests {
 
     #[test]
     fn balanced_lowers_resolution_then_frame_rate_like_webrtc() {
-        let d = Degradation::new(
-            Preference::Balanced,
-            Some(Resolution::new(1280, 720)),
-            10.0,
-            30.0,
-            &lagged_floor,
-        );
+        let d = balanced_720p30();
         assert_eq!(
             names(&d),
             [
@@ -376,13 +370,7 @@ mod tests {
 
     #[test]
     fn down_at_once_up_one_step_after_two_seconds_with_hysteresis() {
-        let mut d = Degradation::new(
-            Preference::Balanced,
-            Some(Resolution::new(1280, 720)),
-            10.0,
-            30.0,
-            &lagged_floor,
-        );
+        let mut d = balanced_720p30();
         let t = Time::from_millis;
         let name = |s: Step| (s.resolution.unwrap().name(), s.fps);
         // Frames every 100 ms at `rate` from `from` to `to` ms; the step after the last one.

@@ -32,8 +32,8 @@
 //! libwebrtc drops with a smoothed ratio and caps the bucket at 3 s of target; rtcc's hard
 //! threshold is our simplification (same long-run rate, shorter overshoots).
 
+use super::window::WindowedMean;
 use crate::units::{Duration, Rate, Time};
-use std::collections::VecDeque;
 
 /// The bucket's limit, in seconds of the target.
 pub const WINDOW: Duration = Duration(250_000_000);
@@ -51,7 +51,7 @@ pub const LIMIT: Duration = Duration(500_000_000);
 /// A keyframe's bits enter the bucket over this much time of frames.
 pub const KEYFRAME_SPREAD: Duration = Duration(500_000_000);
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct FrameDropper {
     /// Bits over the target.
     bucket: f64,
@@ -60,10 +60,22 @@ pub struct FrameDropper {
     spread_frames: u32,
     /// The previous frame's time and target (the leak between frames).
     last: Option<(Time, Rate)>,
-    /// The targets of the frames of the last [`AVERAGE`] and their sum (bit/s).
-    recent: VecDeque<(Time, f64)>,
-    recent_sum: f64,
+    /// The targets of the frames of the last [`AVERAGE`] (bit/s).
+    recent: WindowedMean,
     dropped: u64,
+}
+
+impl Default for FrameDropper {
+    fn default() -> Self {
+        FrameDropper {
+            bucket: 0.0,
+            spread_bits: 0.0,
+            spread_frames: 0,
+            last: None,
+            recent: WindowedMean::new(AVERAGE),
+            dropped: 0,
+        }
+    }
 }
 
 impl FrameDropper {
@@ -74,21 +86,13 @@ impl FrameDropper {
             self.bucket = (self.bucket - leaked).max(0.0);
         }
         self.last = Some((now, target));
-        self.recent.push_back((now, target.bps().max(0.0)));
-        self.recent_sum += target.bps().max(0.0);
-        while let Some(&(t, r)) = self.recent.front() {
-            if now.saturating_since(t) < AVERAGE {
-                break;
-            }
-            self.recent.pop_front();
-            self.recent_sum -= r;
-        }
+        self.recent.push(now, target.bps().max(0.0));
     }
 
     /// The rate the thresholds are in (bit/s): the lower of the target in force and the target
     /// averaged over the frames of the last [`AVERAGE`].
     fn reference(&self) -> f64 {
-        let average = (self.recent_sum / self.recent.len().max(1) as f64).max(0.0);
+        let average = self.recent.mean().unwrap_or(0.0).max(0.0);
         self.last
             .map_or(average, |(_, t)| t.bps().max(0.0).min(average))
     }

@@ -17,6 +17,7 @@ pub mod range;
 pub mod receiver;
 pub mod sender;
 pub mod source;
+pub mod window;
 
 pub use encoder::{EncodedFrame, Encoder, EncoderConfig, IdealEncoder};
 pub use pacer::Pacer;

@@ -17,7 +17,7 @@
 //! The latch (`min`) makes the back-off last until the queue has really drained, so the encoder
 //! does not refill it the moment it shrinks.
 
-use crate::units::{Duration, Rate, Time};
+use crate::units::{Duration, Rate};
 
 /// libwebrtc `PacingController::kMaxExpectedQueueLength`.
 pub const MAX_EXPECTED_QUEUE: Duration = Duration(2_000_000_000);
@@ -54,7 +54,7 @@ impl Default for Pushback {
 impl Pushback {
     /// Update with the queue at a frame capture: `queued_bytes` waiting to leave at `rate`.
     /// Returns the share of the target the encoder gets (0: skip the frame).
-    pub fn on_frame(&mut self, _now: Time, queued_bytes: u64, rate: Rate) -> f64 {
+    pub fn on_frame(&mut self, queued_bytes: u64, rate: Rate) -> f64 {
         if queued_bytes == 0 {
             self.ratio = 1.0;
             return self.ratio;
@@ -89,22 +89,17 @@ mod tests {
     #[test]
     fn pushback_follows_the_queue_and_releases_only_when_it_is_empty() {
         let mut p = Pushback::default();
-        let t = Time::ZERO;
         let rate = Rate(1e6); // 125 kB/s
-        assert_eq!(
-            p.on_frame(t, 5_000, rate),
-            1.0,
-            "40 ms of queue: no pushback"
-        );
+        assert_eq!(p.on_frame(5_000, rate), 1.0, "40 ms of queue: no pushback");
         assert!(
-            (p.on_frame(t, 62_500, rate) - 0.5).abs() < 1e-12,
+            (p.on_frame(62_500, rate) - 0.5).abs() < 1e-12,
             "500 ms: half"
         );
         assert!(
-            (p.on_frame(t, 12_500, rate) - 0.5).abs() < 1e-12,
+            (p.on_frame(12_500, rate) - 0.5).abs() < 1e-12,
             "a shorter queue keeps the latch"
         );
-        assert_eq!(p.on_frame(t, 150_000, rate), 0.0, "over a second: skip");
-        assert_eq!(p.on_frame(t, 0, rate), 1.0, "an empty queue releases it");
+        assert_eq!(p.on_frame(150_000, rate), 0.0, "over a second: skip");
+        assert_eq!(p.on_frame(0, rate), 1.0, "an empty queue releases it");
     }
 }

@@ -105,8 +105,6 @@ pub struct VideoSender {
     /// `None`: switched off (stock libwebrtc runs it behind a field trial).
     pushback: Option<Pushback>,
     degradation: Degradation,
-    /// Whether the policy has been placed at the first frame's target.
-    scaling_started: bool,
     /// The policy's step last applied to the encoder.
     applied_step: Option<Step>,
     /// Source frames owed to the encoder at the policy's frame rate.
@@ -153,7 +151,6 @@ impl VideoSender {
             protection: ProtectionRates::default(),
             pushback: Some(Pushback::default()),
             degradation,
-            scaling_started: false,
             applied_step: None,
             fps_credit: 1.0, // the first captured frame is encoded
             dropper: FrameDropper::default(),
@@ -281,7 +278,7 @@ impl VideoSender {
         let share = self
             .pushback
             .as_mut()
-            .map_or(1.0, |p| p.on_frame(now, queued, drain_at));
+            .map_or(1.0, |p| p.on_frame(queued, drain_at));
         let paused = action.encode == EncodeAction::Skip; // by the controller
         let target = Rate(nominal.bps() * share);
         // Why the sender skips a frame the controller wanted, first reason first.
@@ -358,10 +355,6 @@ impl VideoSender {
         requested: Option<Resolution>,
         controller_scales: bool,
     ) -> f64 {
-        if !self.scaling_started {
-            self.degradation.start_at(nominal);
-            self.scaling_started = true;
-        }
         let step = self.degradation.on_frame(now, nominal);
         let resolution = if controller_scales {
             match (requested.or(self.encoder.resolution()), step.resolution) {
@@ -615,18 +608,13 @@ impl VideoSender {
         if let Some(r) = step.resolution {
             out.push(("policy_height", r.height as f64));
         }
-        out.push((
-            "skipped_frame_rate",
-            self.skipped[Skip::FrameRate as usize] as f64,
-        ));
-        out.push((
-            "skipped_pushback",
-            self.skipped[Skip::Pushback as usize] as f64,
-        ));
-        out.push((
-            "skipped_dropper",
-            self.skipped[Skip::Dropper as usize] as f64,
-        ));
+        for (reason, name) in [
+            (Skip::FrameRate, "skipped_frame_rate"),
+            (Skip::Pushback, "skipped_pushback"),
+            (Skip::Dropper, "skipped_dropper"),
+        ] {
+            out.push((name, self.skipped[reason as usize] as f64));
+        }
         self.controller.state(out);
     }
 }

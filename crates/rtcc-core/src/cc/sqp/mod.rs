@@ -415,13 +415,14 @@ pub fn info() -> ControllerInfo {
 
 fn build(params: &Params, ctx: &ControllerContext) -> Result<Box<dyn Controller>, ControllerError> {
     let mut config: SqpConfig = parse_config("sqp", params)?;
-    // The flow's media range gives the start and the cap unless the parameters do.
-    if let (false, Some(s)) = (params.contains_key("initial_rate"), ctx.media.start_bitrate) {
-        config.initial_rate = s;
-    }
-    if let (false, Some(m)) = (params.contains_key("max_rate"), ctx.media.max_bitrate) {
-        config.max_rate = m;
-    }
+    // The flow's media range gives the start and the cap unless the parameters do; the floor
+    // is `validate`'s (the flow's minimum, never below two packets per frame).
+    let own_min = config.min_rate.unwrap_or(ctx.media.min_bitrate);
+    (_, config.initial_rate, config.max_rate) = ctx.media.controller_rates(
+        params,
+        ["min_rate", "initial_rate", "max_rate"],
+        (own_min, config.initial_rate, config.max_rate),
+    );
     config
         .validate(ctx.fps, ctx.media.min_bitrate)
         .map(|p| Box::new(Sqp::new(p, ctx.fps)) as Box<dyn Controller>)
