@@ -11,5 +11,7 @@ pub mod run;
 pub mod scenario;
 pub mod sim;
 
-pub use run::{run, run_with_registry, RunResult, Summary};
+pub use run::{
+    run, run_streaming, run_streaming_with_registry, run_with_registry, RunResult, Summary,
+};
 pub use scenario::{Scenario, ScenarioError};

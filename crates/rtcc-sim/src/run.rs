@@ -1,7 +1,7 @@
 //! Run a scenario and compute its summary.
 
 use crate::scenario::{FlowKind, Scenario};
-use crate::sim::{capacity_fn, FlowLogs, SimOutput, Simulation, StateLog};
+use crate::sim::{capacity_fn, FlowLogs, PacketSink, SimOutput, Simulation, StateLog};
 use rtcc_core::cc::{self, Registry};
 use rtcc_core::metrics::{self, sqp_frame_delay, FlowLog, FlowSummary, TotalSummary};
 use rtcc_core::net::Capacity;
@@ -34,6 +34,7 @@ impl Summary {
 /// Everything a run produced.
 pub struct RunResult {
     pub summary: Summary,
+    /// Each flow's logs; `packets` is empty after [`run_streaming_with_registry`].
     pub flows: Vec<FlowLogs>,
     pub state: StateLog,
     /// Forward capacity in 100 ms bins: (bin start, bit/s). Empty for an unlimited link.
@@ -45,10 +46,7 @@ pub struct RunResult {
 impl RunResult {
     /// Packets that reached their receiver.
     pub fn delivered_packets(&self) -> usize {
-        self.flows
-            .iter()
-            .map(|f| f.packets.iter().filter(|p| p.recv.is_some()).count())
-            .sum()
+        self.flows.iter().map(|f| f.stats.received_packets).sum()
     }
 }
 
@@ -68,6 +66,40 @@ pub fn run_with_registry(
     progress: &mut dyn FnMut(f64),
     registry: &Registry,
 ) -> Result<RunResult, String> {
+    run_inner(scenario, seed, progress, registry, None)
+}
+
+/// [`run`] that hands the packet records to `sink` in chunks as the run goes instead of
+/// keeping them (see [`run_streaming_with_registry`]).
+pub fn run_streaming(
+    scenario: &Scenario,
+    seed: Option<u64>,
+    progress: &mut dyn FnMut(f64),
+    sink: PacketSink,
+) -> Result<RunResult, String> {
+    run_inner(scenario, seed, progress, cc::registry(), Some(sink))
+}
+
+/// [`run_with_registry`] that hands the packet records to `sink` in chunks as the run goes
+/// instead of keeping them ([`Simulation::run_streaming`]): a large run then holds about
+/// 48 bytes per packet for its summary instead of the 88 of a record. The summary is the same.
+pub fn run_streaming_with_registry(
+    scenario: &Scenario,
+    seed: Option<u64>,
+    progress: &mut dyn FnMut(f64),
+    registry: &Registry,
+    sink: PacketSink,
+) -> Result<RunResult, String> {
+    run_inner(scenario, seed, progress, registry, Some(sink))
+}
+
+fn run_inner(
+    scenario: &Scenario,
+    seed: Option<u64>,
+    progress: &mut dyn FnMut(f64),
+    registry: &Registry,
+    sink: Option<PacketSink>,
+) -> Result<RunResult, String> {
     let mut sc = scenario.clone();
     if let Some(s) = seed {
         sc.seed = s;
@@ -77,7 +109,10 @@ pub fn run_with_registry(
         flows,
         state,
         events,
-    } = sim.run(progress);
+    } = match sink {
+        Some(sink) => sim.run_streaming(progress, sink),
+        None => sim.run(progress),
+    };
     let cap = capacity_fn(&sc.forward.capacity);
     let reverse_cap = capacity_fn(&sc.reverse.capacity);
     let logs: Vec<FlowLog> = flows
@@ -93,7 +128,7 @@ pub fn run_with_registry(
                 min_bitrate: video.then(|| f.config.media.min_bitrate.bps()),
                 start: f.config.start,
                 stop: f.config.stop,
-                packets: &f.packets,
+                packets: &f.stats,
                 frames: &f.frames,
                 feedback_bytes: f.feedback_bytes,
                 feedback_capacity_bytes: back(f.config.start, f.config.stop),
@@ -126,20 +161,18 @@ pub fn run_with_registry(
         } else {
             reference_fps
         };
-        let mut sent: Vec<sqp_frame_delay::SentPacket> = f
-            .packets
-            .iter()
-            .map(|p| sqp_frame_delay::SentPacket {
-                ingress: p.enqueue,
-                size: p.size,
-                recv: p.recv,
-            })
-            .collect();
-        if sent.windows(2).any(|w| w[1].ingress < w[0].ingress) {
-            sent.sort_by_key(|p| p.ingress);
-        }
+        let logged = &f.stats.sqp_packets;
+        let sorted;
+        let sent = if logged.windows(2).any(|w| w[1].ingress < w[0].ingress) {
+            let mut s = logged.clone();
+            s.sort_by_key(|p| p.ingress);
+            sorted = s;
+            &sorted
+        } else {
+            logged
+        };
         summary.sqp_frame_delay = sqp_frame_delay::summarize(
-            &sent,
+            sent,
             f.config.start,
             f.config.stop,
             Duration::from_secs_f64(1.0 / fps),

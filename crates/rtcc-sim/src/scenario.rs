@@ -242,7 +242,9 @@ pub const DEFAULT_PAYLOAD: Bytes = Bytes(1200);
 pub const MAX_PACKET: u64 = 1500;
 
 /// Runs estimated to log more packets than this are refused by the command line unless asked
-/// for (`--allow-large`): about 5 GB of packet logs, a fifth of the development machine's memory.
+/// for (`--allow-large`): the log is streamed to disk (about 0.5 GB of Parquet), and the summary's
+/// per-packet data (about 60 bytes a packet, [`rtcc_core::metrics::PacketStats`]) takes about
+/// 3 GB, an eighth of the development machine's memory.
 pub const MAX_ESTIMATED_PACKETS: f64 = 50e6;
 
 /// The rate assumed for a flow on an unlimited link whose own rate is not fixed (a controller

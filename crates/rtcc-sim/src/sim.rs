@@ -31,7 +31,7 @@ use rtcc_core::endpoint::{
 };
 use rtcc_core::media::jitter_buffer::FrameEvent;
 use rtcc_core::media::{FrameSource, Packetizer, VideoSender};
-use rtcc_core::metrics::{FrameRecord, PacketRecord};
+use rtcc_core::metrics::{FrameRecord, PacketRecord, PacketStats};
 use rtcc_core::net::impair::Impairments;
 use rtcc_core::net::{Capacity, Link, LinkOutput, NetPacket};
 use rtcc_core::packet::PacketKind;
@@ -45,7 +45,8 @@ use std::sync::Arc;
 struct SimPacket {
     flow: u32,
     size: u32,
-    /// Index in the flow's packet log (A→B datagrams), `NOT_LOGGED` otherwise (B→A).
+    /// Index in the flow's packet log (A→B datagrams; wrapping, see [`PacketLog`]),
+    /// `NOT_LOGGED` otherwise (B→A).
     log: u32,
     /// Slot of its bytes in the simulator's datagram store.
     slot: u32,
@@ -184,8 +185,11 @@ pub struct StateLog {
 /// Everything one flow logged.
 pub struct FlowLogs {
     pub config: FlowConfig,
-    /// Datagrams from A to B.
+    /// Datagrams from A to B, in the order they were sent: all of them from
+    /// [`Simulation::run`], none from [`Simulation::run_streaming`] (they went to its sink).
     pub packets: Vec<PacketRecord>,
+    /// What the summary needs from those packets, gathered as each one's fate became known.
+    pub stats: PacketStats,
     pub frames: Vec<FrameRecord>,
     /// Datagrams from B to A (feedback, acknowledgements, NACKs, keyframe requests) and their
     /// bytes on the wire.
@@ -195,8 +199,66 @@ pub struct FlowLogs {
     pub malformed: u64,
 }
 
+/// A flow's A→B records, in send order. A run that keeps its log ([`Simulation::run`]) keeps
+/// them all here and counts them into the flow's [`PacketStats`] at the end. A streaming run
+/// counts a record as soon as it and every record before it are settled (received or dropped),
+/// and hands the settled prefix to its sink once it holds [`STREAM_CHUNK`] records, so the run
+/// holds only a chunk plus the packets in flight. Both count the same records in the same
+/// order, so their summaries are identical.
+///
+/// Log indices are `u32` and wrap; `records` is indexed by the wrapping difference from
+/// `first`, so only a flow with 4 × 10⁹ packets (about 200 GB of statistics) would reach the
+/// `NOT_LOGGED` value.
+#[derive(Default)]
+struct PacketLog {
+    records: Vec<PacketRecord>,
+    /// Log index of `records[0]`.
+    first: u32,
+    /// Streaming: `records[..settled]` are settled and counted.
+    settled: usize,
+}
+
+impl PacketLog {
+    fn next_index(&self) -> u32 {
+        self.first.wrapping_add(self.records.len() as u32)
+    }
+
+    fn get_mut(&mut self, log: u32) -> &mut PacketRecord {
+        &mut self.records[log.wrapping_sub(self.first) as usize]
+    }
+
+    /// Streaming: count the newly settled records at the front; true when a chunk is full.
+    fn settle(&mut self, stats: &mut PacketStats) -> bool {
+        while let Some(r) = self.records.get(self.settled) {
+            if !(r.dropped || r.recv.is_some()) {
+                break;
+            }
+            stats.add(r);
+            self.settled += 1;
+        }
+        self.settled >= STREAM_CHUNK
+    }
+
+    /// Streaming: hand the settled records to `sink` and forget them.
+    fn flush(&mut self, sink: &mut dyn FnMut(&[PacketRecord])) {
+        if self.settled > 0 {
+            sink(&self.records[..self.settled]);
+            self.records.drain(..self.settled);
+            self.first = self.first.wrapping_add(self.settled as u32);
+            self.settled = 0;
+        }
+    }
+}
+
+/// Where a streaming run hands its packet records: one flow's, in send order, per call.
+pub type PacketSink<'a> = &'a mut dyn FnMut(&[PacketRecord]);
+
+/// Records a streaming run hands its sink at a time (per flow).
+pub const STREAM_CHUNK: usize = 1 << 16;
+
 struct FlowState {
     logs: FlowLogs,
+    packet_log: PacketLog,
     ends: [Box<dyn Endpoint>; 2],
     /// The pending wake-up of each end.
     wake_at: [Option<Time>; 2],
@@ -247,6 +309,9 @@ pub struct Simulation {
     state: StateLog,
     state_buf: Vec<(&'static str, f64)>,
     events: u64,
+    /// Packet records go to a sink in chunks ([`Simulation::run_streaming`]); a chunk is full.
+    streaming: bool,
+    chunk_ready: bool,
 }
 
 /// SplitMix64: derive independent seeds for components from the scenario seed.
@@ -342,6 +407,15 @@ impl Simulation {
     /// [`Simulation::new`] with the controllers of `registry`.
     pub fn with_registry(sc: &Scenario, registry: &cc::Registry) -> Result<Simulation, String> {
         let capacity: Arc<dyn CapacityView> = Arc::new(sc.forward.capacity.clone());
+        // The totals' span: from the first flow's start to the last one's stop.
+        let span = (
+            sc.flows.iter().map(|f| f.start).min().unwrap_or(Time::ZERO),
+            sc.flows
+                .iter()
+                .map(|f| f.stop)
+                .max()
+                .unwrap_or(Time(sc.duration.0)),
+        );
         let mut flows = Vec::new();
         for (i, f) in sc.flows.iter().enumerate() {
             flows.push(FlowState {
@@ -349,11 +423,13 @@ impl Simulation {
                 logs: FlowLogs {
                     config: f.clone(),
                     packets: Vec::new(),
+                    stats: PacketStats::new(f.start, f.stop, span, Time(sc.duration.0)),
                     frames: Vec::new(),
                     feedback_packets: 0,
                     feedback_bytes: 0,
                     malformed: 0,
                 },
+                packet_log: PacketLog::default(),
                 wake_at: [None, None],
                 a_dir: if f.reverse {
                     Dir::Reverse
@@ -391,6 +467,8 @@ impl Simulation {
             state: StateLog::default(),
             state_buf: Vec::new(),
             events: 0,
+            streaming: false,
+            chunk_ready: false,
         };
         for i in 0..sim.flows.len() {
             let cfg = &sim.flows[i].logs.config;
@@ -420,8 +498,26 @@ impl Simulation {
         self.heap.push(Entry { time, seq, event });
     }
 
-    /// Run to the end. `progress(fraction)` is called once per simulated second.
-    pub fn run(mut self, progress: &mut dyn FnMut(f64)) -> SimOutput {
+    /// Run to the end, keeping every packet record (`FlowLogs::packets`). `progress(fraction)`
+    /// is called once per simulated second.
+    pub fn run(self, progress: &mut dyn FnMut(f64)) -> SimOutput {
+        self.run_inner(progress, None)
+    }
+
+    /// Run to the end, handing each flow's packet records to `sink` in chunks of
+    /// [`STREAM_CHUNK`] (and the rest at the end) instead of keeping them: a chunk holds one
+    /// flow's records in send order, and chunks of different flows interleave. The summary is
+    /// the same as [`Simulation::run`]'s.
+    pub fn run_streaming(self, progress: &mut dyn FnMut(f64), sink: PacketSink) -> SimOutput {
+        self.run_inner(progress, Some(sink))
+    }
+
+    fn run_inner(
+        mut self,
+        progress: &mut dyn FnMut(f64),
+        mut sink: Option<PacketSink>,
+    ) -> SimOutput {
+        self.streaming = sink.is_some();
         self.push(Time::from_millis(1000), Event::Progress);
         while let Some(Entry { time, event, .. }) = self.heap.pop() {
             if time > self.end {
@@ -452,6 +548,30 @@ impl Simulation {
                     progress((time.as_secs_f64() / self.end.as_secs_f64()).min(1.0));
                     self.push(time + Duration::from_millis(1000), Event::Progress);
                 }
+            }
+            if self.chunk_ready {
+                self.chunk_ready = false;
+                if let Some(sink) = sink.as_mut() {
+                    for f in &mut self.flows {
+                        if f.packet_log.settled >= STREAM_CHUNK {
+                            f.packet_log.flush(*sink);
+                        }
+                    }
+                }
+            }
+        }
+        // The run is over: whatever is still queued or in flight settles as it is.
+        for f in &mut self.flows {
+            let log = &mut f.packet_log;
+            f.logs.stats.reserve(log.records.len() - log.settled);
+            for record in &log.records[log.settled..] {
+                f.logs.stats.add(record);
+            }
+            log.settled = log.records.len();
+            f.logs.stats.sort_delays();
+            match sink.as_mut() {
+                Some(sink) => log.flush(*sink),
+                None => f.logs.packets = std::mem::take(&mut log.records),
             }
         }
         progress(1.0);
@@ -511,14 +631,14 @@ impl Simulation {
             let fl = &mut self.flows[i];
             let (dir, log) = match side {
                 Side::A => {
-                    let log = fl.logs.packets.len() as u32;
+                    let log = fl.packet_log.next_index();
                     if t.kind == PacketKind::Media {
                         if let Some(f) = t.frame.and_then(|f| fl.logs.frames.get_mut(f as usize)) {
                             f.first_send.get_or_insert(now);
                             f.last_send = Some(now);
                         }
                     }
-                    fl.logs.packets.push(PacketRecord {
+                    fl.packet_log.records.push(PacketRecord {
                         flow: i as u32,
                         seq: t.seq.unwrap_or(log as u64),
                         kind: t.kind,
@@ -654,7 +774,8 @@ impl Simulation {
         let now = self.now;
         let i = p.flow as usize;
         if p.log != NOT_LOGGED {
-            self.flows[i].logs.packets[p.log as usize].recv = Some(now);
+            self.flows[i].packet_log.get_mut(p.log).recv = Some(now);
+            self.retire(i);
         }
         let to = p.to();
         if to == Side::B || self.flows[i].active {
@@ -667,6 +788,18 @@ impl Simulation {
             self.log_state(i, now);
         }
         self.pump(i, to);
+    }
+
+    /// Streaming: move the flow's settled records at the front of its log into its statistics
+    /// and the sink's next chunk.
+    fn retire(&mut self, i: usize) {
+        if !self.streaming {
+            return;
+        }
+        let fl = &mut self.flows[i];
+        if fl.packet_log.settle(&mut fl.logs.stats) {
+            self.chunk_ready = true;
+        }
     }
 
     fn log_state(&mut self, i: usize, now: Time) {
@@ -742,9 +875,12 @@ impl Simulation {
                 None => Some(t),
             };
             if p.log != NOT_LOGGED {
-                let record = &mut fl.logs.packets[p.log as usize];
+                let record = fl.packet_log.get_mut(p.log);
                 record.depart = Some(t);
                 record.dropped = released.is_none();
+                if record.dropped {
+                    self.retire(p.flow as usize);
+                }
             }
             match released {
                 Some(r) => self.schedule_delivery(r + delay + extra, p, dir),
@@ -753,7 +889,11 @@ impl Simulation {
         }
         for p in &out.dropped {
             if p.log != NOT_LOGGED {
-                self.flows[p.flow as usize].logs.packets[p.log as usize].dropped = true;
+                self.flows[p.flow as usize]
+                    .packet_log
+                    .get_mut(p.log)
+                    .dropped = true;
+                self.retire(p.flow as usize);
             }
             self.free_slots.push(p.slot);
         }

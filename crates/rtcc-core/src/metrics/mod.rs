@@ -1,4 +1,5 @@
-//! Metrics: pure functions over per-packet and per-frame logs.
+//! Metrics: pure functions over per-frame logs and per-packet statistics ([`PacketStats`],
+//! gathered from the packet log as a run goes, so a run need not hold the log).
 //!
 //! Every metric is defined here once and documented in `docs/metrics.md` with its formula and
 //! where the definition comes from. Times in the logs are true (simulator) time, never a
@@ -8,8 +9,11 @@ use crate::packet::PacketKind;
 use crate::units::{Duration, Time};
 use serde::Serialize;
 
+pub mod packet_stats;
 pub mod playout;
 pub mod sqp_frame_delay;
+
+pub use packet_stats::PacketStats;
 
 /// One packet on the forward path.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -67,6 +71,19 @@ pub struct Percentiles {
 impl Percentiles {
     pub fn of(values: &mut [f64]) -> Percentiles {
         values.sort_by(|a, b| a.total_cmp(b));
+        Self::of_sorted(values)
+    }
+
+    /// [`Percentiles::of`] values already in `total_cmp` order, or of a sorted copy of them.
+    pub fn of_any(values: &[f64]) -> Percentiles {
+        if values.is_sorted_by(|a, b| a.total_cmp(b).is_le()) {
+            Self::of_sorted(values)
+        } else {
+            Self::of(&mut values.to_vec())
+        }
+    }
+
+    fn of_sorted(values: &[f64]) -> Percentiles {
         Percentiles {
             p50: percentile(values, 50.0),
             p95: percentile(values, 95.0),
@@ -137,38 +154,29 @@ pub fn jain_index(x: &[f64]) -> Option<f64> {
     Some(sum * sum / (x.len() as f64 * sq))
 }
 
-/// A flow's active interval and its arrivals (receive time, bytes), for fairness.
-pub struct FlowArrivals {
+/// A flow's active interval and the bytes it received in each window from time zero, for
+/// fairness.
+pub struct FlowWindows<'a> {
     pub start: Time,
     pub stop: Time,
-    pub arrivals: Vec<(Time, u32)>,
+    pub bytes: &'a [u64],
 }
 
-/// Mean Jain's index over consecutive windows of `window`, counting in each window only the
-/// flows active for all of it (and windows with at least two such flows).
-pub fn windowed_jain(flows: &[FlowArrivals], window: Duration, end: Time) -> Option<f64> {
+/// Mean Jain's index over consecutive windows of `window` (the flows' `bytes` bins), counting in
+/// each window only the flows active for all of it (and windows with at least two such flows).
+pub fn windowed_jain(flows: &[FlowWindows], window: Duration) -> Option<f64> {
     if flows.len() < 2 || window.0 == 0 {
         return None;
     }
-    let nwin = (end.0 / window.0) as usize;
-    // bytes[w][i]: bytes of flow i received in window w.
-    let mut bytes = vec![vec![0u64; flows.len()]; nwin];
-    for (i, f) in flows.iter().enumerate() {
-        for &(t, b) in &f.arrivals {
-            if let Some(w) = bytes.get_mut((t.0 / window.0) as usize) {
-                w[i] += b as u64;
-            }
-        }
-    }
+    let nwin = flows.iter().map(|f| f.bytes.len()).max().unwrap_or(0);
     let mut sum = 0.0;
     let mut count = 0;
-    for (w, per_flow) in bytes.iter().enumerate() {
+    for w in 0..nwin {
         let (ws, we) = (Time(w as u64 * window.0), Time((w as u64 + 1) * window.0));
         let x: Vec<f64> = flows
             .iter()
-            .zip(per_flow)
-            .filter(|(f, _)| f.start <= ws && f.stop >= we)
-            .map(|(_, &b)| b as f64)
+            .filter(|f| f.start <= ws && f.stop >= we)
+            .map(|f| f.bytes.get(w).copied().unwrap_or(0) as f64)
             .collect();
         if x.len() >= 2 {
             if let Some(j) = jain_index(&x) {
@@ -184,27 +192,6 @@ pub fn windowed_jain(flows: &[FlowArrivals], window: Duration, end: Time) -> Opt
 pub const RATE_WINDOW: Duration = Duration(1_000_000_000);
 /// The band around the final rate a converged flow stays in.
 pub const CONVERGENCE_BAND: f64 = 0.10;
-
-/// Received bitrate of a flow in consecutive `window`s from `start` (whole windows before
-/// `stop` only).
-pub fn received_rates(
-    packets: &[PacketRecord],
-    start: Time,
-    stop: Time,
-    window: Duration,
-) -> Vec<f64> {
-    let n = ((stop.0.saturating_sub(start.0)) / window.0.max(1)) as usize;
-    let mut bytes = vec![0u64; n];
-    for p in packets {
-        if let Some(r) = p.recv.filter(|&r| r >= start) {
-            if let Some(b) = bytes.get_mut(((r.0 - start.0) / window.0) as usize) {
-                *b += p.size as u64;
-            }
-        }
-    }
-    let secs = window.as_secs_f64();
-    bytes.iter().map(|&b| b as f64 * 8.0 / secs).collect()
-}
 
 /// Convergence time of a rate series (`rates[k]` over window `k`): the start of the first
 /// window from which every window stays within ±[`CONVERGENCE_BAND`] of the final rate, the
@@ -303,7 +290,8 @@ pub struct FlowLog<'a> {
     pub min_bitrate: Option<f64>,
     pub start: Time,
     pub stop: Time,
-    pub packets: &'a [PacketRecord],
+    /// The flow's packets, gathered as the run went ([`PacketStats`]).
+    pub packets: &'a PacketStats,
     pub frames: &'a [FrameRecord],
     /// Bytes the receiver sent back, and what the link they travel could carry meanwhile
     /// (infinite when unlimited).
@@ -341,42 +329,14 @@ pub fn summarize_flow(
         .filter(|(_, d)| d.is_some())
         .filter_map(|(f, _)| f.psnr_db)
         .collect();
-    let sent = log.packets.len();
-    let lost = log.packets.iter().filter(|p| p.dropped).count();
-    let in_flight_at_end = log
-        .packets
-        .iter()
-        .filter(|p| !p.dropped && p.recv.is_none())
-        .count();
-    let received_bytes: u64 = log
-        .packets
-        .iter()
-        .filter(|p| p.recv.is_some())
-        .map(|p| p.size as u64)
-        .sum();
-    let departed_in_life: u64 = log
-        .packets
-        .iter()
-        .filter(|p| p.depart.is_some_and(|t| t >= log.start && t < log.stop))
-        .map(|p| p.size as u64)
-        .sum();
+    let stats = log.packets;
     let cap = capacity_bytes(log.start, log.stop);
-    let mut owd: Vec<f64> = log
-        .packets
-        .iter()
-        .filter_map(|p| p.recv.map(|r| (r - p.send).as_millis_f64()))
-        .collect();
-    let mut queuing: Vec<f64> = log
-        .packets
-        .iter()
-        .filter_map(|p| p.depart.map(|d| (d - p.enqueue).as_millis_f64()))
-        .collect();
-    let counted = sent - in_flight_at_end;
+    let counted = stats.sent - stats.in_flight_at_end;
     let mut sender_wait: Vec<f64> = frames
         .iter()
         .filter_map(|f| f.last_send.map(|t| (t - f.capture).as_millis_f64()))
         .collect();
-    let rates = received_rates(log.packets, log.start, log.stop, RATE_WINDOW);
+    let rates = stats.received_rates();
     // 0.0 + Σ: an empty f64 sum is −0.0, which would print as "-0.00".
     let video_bits = frames.iter().fold(0.0, |a, f| a + f.size as f64 * 8.0);
     FlowSummary {
@@ -401,28 +361,20 @@ pub fn summarize_flow(
         frames_skipped: log.frames.len() - frames.len(),
         psnr_db: (!psnr.is_empty()).then(|| psnr.iter().sum::<f64>() / psnr.len() as f64),
         video_bitrate_bps: video_bits / active,
-        throughput_bps: received_bytes as f64 * 8.0 / active,
+        throughput_bps: stats.received_bytes as f64 * 8.0 / active,
         convergence_s: convergence_time(&rates, RATE_WINDOW),
         below_min_share: log
             .min_bitrate
             .filter(|_| !rates.is_empty())
             .map(|m| rates.iter().filter(|&&r| r < m).count() as f64 / rates.len() as f64),
-        utilization: (cap.is_finite() && cap > 0.0).then(|| departed_in_life as f64 / cap),
-        loss_rate: (counted > 0).then(|| lost as f64 / counted as f64),
-        packets_sent: sent,
-        packets_lost: lost,
-        one_way_delay_ms: Percentiles::of(&mut owd),
-        queuing_delay_ms: Percentiles::of(&mut queuing),
-        retransmissions: log
-            .packets
-            .iter()
-            .filter(|p| p.kind == PacketKind::Retransmission)
-            .count(),
-        fec_packets: log
-            .packets
-            .iter()
-            .filter(|p| p.kind == PacketKind::Fec)
-            .count(),
+        utilization: (cap.is_finite() && cap > 0.0).then(|| stats.departed_in_life as f64 / cap),
+        loss_rate: (counted > 0).then(|| stats.lost as f64 / counted as f64),
+        packets_sent: stats.sent,
+        packets_lost: stats.lost,
+        one_way_delay_ms: Percentiles::of_any(&stats.one_way_delay_ms),
+        queuing_delay_ms: Percentiles::of_any(&stats.queuing_delay_ms),
+        retransmissions: stats.retransmissions,
+        fec_packets: stats.fec_packets,
         frames_recovered: log.frames.iter().filter(|f| f.recovered).count(),
         frames_unrecoverable: log.frames.iter().filter(|f| f.unrecoverable).count(),
         feedback_bytes: log.feedback_bytes,
@@ -463,42 +415,26 @@ pub fn summarize_total(
     let start = flows.iter().map(|f| f.start).min().unwrap_or(Time::ZERO);
     let stop = flows.iter().map(|f| f.stop).max().unwrap_or(duration);
     let active = (stop - start).as_secs_f64().max(1e-9);
-    let mut received = 0u64;
-    let mut departed = 0u64;
-    let (mut lost, mut counted) = (0usize, 0usize);
-    for f in flows {
-        for p in f.packets {
-            if p.recv.is_some() {
-                received += p.size as u64;
-            }
-            if p.depart.is_some_and(|t| t >= start && t < stop) {
-                departed += p.size as u64;
-            }
-            if p.dropped {
-                lost += 1;
-            }
-            if p.dropped || p.recv.is_some() {
-                counted += 1;
-            }
-        }
-    }
+    let received: u64 = flows.iter().map(|f| f.packets.received_bytes).sum();
+    let departed: u64 = flows.iter().map(|f| f.packets.departed_in_span).sum();
+    let lost: usize = flows.iter().map(|f| f.packets.lost).sum();
+    let counted: usize = flows
+        .iter()
+        .map(|f| f.packets.sent - f.packets.in_flight_at_end)
+        .sum();
     let cap = capacity_bytes(start, stop);
     let whole = capacity_bytes(Time::ZERO, duration);
     let jain_of = |kind: &str| {
-        let input: Vec<FlowArrivals> = flows
+        let input: Vec<FlowWindows> = flows
             .iter()
             .filter(|f| f.kind == kind)
-            .map(|f| FlowArrivals {
+            .map(|f| FlowWindows {
                 start: f.start,
                 stop: f.stop,
-                arrivals: f
-                    .packets
-                    .iter()
-                    .filter_map(|p| p.recv.map(|r| (r, p.size)))
-                    .collect(),
+                bytes: &f.packets.fairness_bytes,
             })
             .collect();
-        windowed_jain(&input, JAIN_WINDOW, duration)
+        windowed_jain(&input, JAIN_WINDOW)
     };
     let mut by_kind = std::collections::BTreeMap::new();
     for f in flows {
@@ -621,7 +557,17 @@ mod tests {
         // Three equal video flows (1000 B every 10 ms) and a 20 kbit/s constant-rate probe.
         let video: Vec<PacketRecord> = (0..400).map(|i| pkt(i * 10, 1000)).collect();
         let probe: Vec<PacketRecord> = (0..80).map(|i| pkt(i * 50, 125)).collect();
-        let log = |kind: &'static str, packets: &'static [PacketRecord]| FlowLog {
+        let end = Time::from_millis(4000);
+        let stats = |packets: &[PacketRecord]| -> &'static PacketStats {
+            Box::leak(Box::new(PacketStats::of(
+                packets,
+                Time::ZERO,
+                end,
+                (Time::ZERO, end),
+                end,
+            )))
+        };
+        let log = |kind: &'static str, packets: &'static PacketStats| FlowLog {
             name: "f",
             controller: "c",
             kind,
@@ -633,8 +579,7 @@ mod tests {
             feedback_bytes: 0,
             feedback_capacity_bytes: f64::INFINITY,
         };
-        let video: &'static [PacketRecord] = Box::leak(video.into_boxed_slice());
-        let probe: &'static [PacketRecord] = Box::leak(probe.into_boxed_slice());
+        let (video, probe) = (stats(&video), stats(&probe));
         let flows = [
             log("video", video),
             log("video", video),
@@ -654,17 +599,23 @@ mod tests {
         assert_eq!(jain_index(&[5.0, 5.0, 5.0]), Some(1.0));
         assert!((jain_index(&[1.0, 0.0, 0.0, 0.0]).unwrap() - 0.25).abs() < 1e-12);
         let w = Duration::from_millis(500);
-        let a: Vec<(Time, u32)> = (0..10)
-            .map(|i| (Time::from_millis(i * 100), 1000))
-            .collect();
-        let b: Vec<(Time, u32)> = (0..10)
-            .map(|i| (Time::from_millis(i * 100 + 50), 1000))
-            .collect();
-        let flows = [a, b].map(|arrivals| FlowArrivals {
+        let flow = |bytes| FlowWindows {
             start: Time::ZERO,
             stop: Time::from_millis(1000),
-            arrivals,
-        });
-        assert_eq!(windowed_jain(&flows, w, Time::from_millis(1000)), Some(1.0));
+            bytes,
+        };
+        let equal = [flow(&[5000, 5000]), flow(&[5000, 5000])];
+        assert_eq!(windowed_jain(&equal, w), Some(1.0));
+        let hog = [flow(&[10_000, 10_000]), flow(&[0, 0])];
+        assert_eq!(windowed_jain(&hog, w), Some(0.5));
+        let late = FlowWindows {
+            start: Time::from_millis(500),
+            ..flow(&[0, 0])
+        };
+        assert_eq!(
+            windowed_jain(&[flow(&[10_000, 10_000]), late], w),
+            Some(0.5),
+            "the first window has one active flow and is not counted"
+        );
     }
 }

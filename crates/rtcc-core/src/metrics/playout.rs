@@ -166,7 +166,8 @@ mod tests {
 
     #[test]
     fn the_flow_summary_counts_what_was_shown() {
-        use crate::metrics::{summarize_flow, FlowLog};
+        use crate::metrics::{summarize_flow, FlowLog, PacketStats};
+        let end = Time::from_millis(1000);
         let mut log = vec![
             frame(0, Some(40), true),
             frame(1, None, false),
@@ -188,7 +189,7 @@ mod tests {
                 min_bitrate: None,
                 start: Time::ZERO,
                 stop: Time::from_millis(1000),
-                packets: &[],
+                packets: &PacketStats::new(Time::ZERO, end, (Time::ZERO, end), end),
                 frames: &log,
                 feedback_bytes: 0,
                 feedback_capacity_bytes: f64::INFINITY,

@@ -1,0 +1,158 @@
+//! What a run's summary needs from a flow's packets, gathered one packet at a time.
+//!
+//! A run of 50 million packets would hold about 4 GB of [`PacketRecord`]s if the summary were
+//! computed from the whole log at the end. Instead the simulator hands every record here once its
+//! fate is known (received, dropped, or still in flight when the run ends), in the order the
+//! packets were sent, and may then write the record out or forget it. What stays is what the
+//! metrics cannot do without: counters, rate bins, and, for the exact percentiles and SQP's
+//! simulated video (Eq. 10), two delays and one (ingress, size, arrival) triple per packet:
+//! 48 bytes instead of 88.
+//!
+//! Fed the records in log order, every metric comes out bit for bit as it would from the whole
+//! log: the SQP triples keep that order, the delays are only ever used sorted, and every sum is
+//! over integers.
+
+use super::sqp_frame_delay::SentPacket;
+use super::{PacketRecord, JAIN_WINDOW, RATE_WINDOW};
+use crate::packet::PacketKind;
+use crate::units::Time;
+
+/// A flow's packet statistics (see the module header).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PacketStats {
+    /// The flow's life (its start and stop).
+    start: Time,
+    stop: Time,
+    /// The span of the run's totals: the first start and the last stop over all flows.
+    span: (Time, Time),
+    pub sent: usize,
+    pub lost: usize,
+    /// Neither received nor dropped when the run ended.
+    pub in_flight_at_end: usize,
+    pub received_packets: usize,
+    pub received_bytes: u64,
+    /// Bytes that left the bottleneck during the flow's life, and during the totals' span.
+    pub departed_in_life: u64,
+    pub departed_in_span: u64,
+    pub retransmissions: usize,
+    pub fec_packets: usize,
+    /// Send → receive of every received packet, and enqueue → departure of every packet that
+    /// left the bottleneck, in milliseconds: in log order, or sorted after
+    /// [`PacketStats::sort_delays`] (the percentiles then need no copy).
+    pub one_way_delay_ms: Vec<f64>,
+    pub queuing_delay_ms: Vec<f64>,
+    /// Bytes received in each whole [`RATE_WINDOW`] of the flow's life.
+    rate_bytes: Vec<u64>,
+    /// Bytes received in each [`JAIN_WINDOW`] from time zero to the end of the run.
+    pub fairness_bytes: Vec<u64>,
+    /// Every packet as SQP's Eq. 10 sees it, in log order.
+    pub sqp_packets: Vec<SentPacket>,
+}
+
+impl PacketStats {
+    /// Empty statistics of a flow living in `[start, stop)`, in a run of length `end` whose
+    /// flows span `span`.
+    pub fn new(start: Time, stop: Time, span: (Time, Time), end: Time) -> PacketStats {
+        let windows = |from: Time, to: Time, w: u64| (to.0.saturating_sub(from.0) / w) as usize;
+        PacketStats {
+            start,
+            stop,
+            span,
+            sent: 0,
+            lost: 0,
+            in_flight_at_end: 0,
+            received_packets: 0,
+            received_bytes: 0,
+            departed_in_life: 0,
+            departed_in_span: 0,
+            retransmissions: 0,
+            fec_packets: 0,
+            one_way_delay_ms: Vec::new(),
+            queuing_delay_ms: Vec::new(),
+            rate_bytes: vec![0; windows(start, stop, RATE_WINDOW.0.max(1))],
+            fairness_bytes: vec![0; windows(Time::ZERO, end, JAIN_WINDOW.0.max(1))],
+            sqp_packets: Vec::new(),
+        }
+    }
+
+    /// The statistics of a whole log (records in log order).
+    pub fn of(
+        packets: &[PacketRecord],
+        start: Time,
+        stop: Time,
+        span: (Time, Time),
+        end: Time,
+    ) -> PacketStats {
+        let mut stats = PacketStats::new(start, stop, span, end);
+        stats.reserve(packets.len());
+        for p in packets {
+            stats.add(p);
+        }
+        stats
+    }
+
+    /// Room for `n` more packets without reallocating.
+    pub fn reserve(&mut self, n: usize) {
+        self.one_way_delay_ms.reserve(n);
+        self.queuing_delay_ms.reserve(n);
+        self.sqp_packets.reserve(n);
+    }
+
+    /// Count one packet whose fate is known (or the run has ended). Records must come in log
+    /// order for the per-packet vectors to match the log.
+    pub fn add(&mut self, p: &PacketRecord) {
+        self.sent += 1;
+        self.lost += p.dropped as usize;
+        self.retransmissions += (p.kind == PacketKind::Retransmission) as usize;
+        self.fec_packets += (p.kind == PacketKind::Fec) as usize;
+        if let Some(d) = p.depart {
+            self.queuing_delay_ms.push((d - p.enqueue).as_millis_f64());
+            let size = p.size as u64;
+            if d >= self.start && d < self.stop {
+                self.departed_in_life += size;
+            }
+            if d >= self.span.0 && d < self.span.1 {
+                self.departed_in_span += size;
+            }
+        }
+        match p.recv {
+            Some(r) => {
+                self.received_packets += 1;
+                self.received_bytes += p.size as u64;
+                self.one_way_delay_ms.push((r - p.send).as_millis_f64());
+                if r >= self.start {
+                    let k = ((r.0 - self.start.0) / RATE_WINDOW.0) as usize;
+                    if let Some(b) = self.rate_bytes.get_mut(k) {
+                        *b += p.size as u64;
+                    }
+                }
+                if let Some(b) = self.fairness_bytes.get_mut((r.0 / JAIN_WINDOW.0) as usize) {
+                    *b += p.size as u64;
+                }
+            }
+            None if !p.dropped => self.in_flight_at_end += 1,
+            None => {}
+        }
+        self.sqp_packets.push(SentPacket {
+            ingress: p.enqueue,
+            size: p.size,
+            recv: p.recv,
+        });
+    }
+
+    /// Sort the delay vectors (`total_cmp` order) once every packet has been added, so the
+    /// summary's percentiles read them in place instead of sorting a copy.
+    pub fn sort_delays(&mut self) {
+        self.one_way_delay_ms.sort_by(|a, b| a.total_cmp(b));
+        self.queuing_delay_ms.sort_by(|a, b| a.total_cmp(b));
+    }
+
+    /// Received bitrate in each whole [`RATE_WINDOW`] of the flow's life.
+    pub fn received_rates(&self) -> Vec<f64> {
+        let secs = RATE_WINDOW.as_secs_f64();
+        self.rate_bytes
+            .iter()
+            .map(|&b| b as f64 * 8.0 / secs)
+            .collect()
+    }
+}
