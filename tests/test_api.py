@@ -221,3 +221,34 @@ def test_summary_agrees_with_the_logs():
     assert f["frames_displayed"] == fr.filter(pl.col("display_ns") >= 0).height
     assert f["frames_recovered"] == fr.filter(pl.col("recovered")).height > 0
     assert f["frames_unrecoverable"] == fr.filter(pl.col("unrecoverable")).height
+
+
+def test_a_streamed_or_forgotten_packet_log_gives_the_same_run(tmp_path):
+    # 80 Mbit/s for 8 s: over 65 536 packets, so the log reaches the file in several chunks.
+    sc = small(duration="8s", forward=dict(capacity="100Mbps", delay="10ms", queue="50pkts", loss=0.01),
+               flows=[dict(name="video", controller="fixed", params={"rate": "80Mbps"}),
+                      dict(name="probe", kind="cbr", rate="30Mbps", stop="7s")])
+    kept = sc.run()
+    streamed = sc.run(packets_to=tmp_path / "p.parquet")
+    forgotten = sc.run(keep_packets=False)
+    assert kept.summary_json == streamed.summary_json == forgotten.summary_json
+    assert isinstance(streamed.packets, pl.LazyFrame) and forgotten.packets is None
+    on_disk = pl.read_parquet(tmp_path / "p.parquet")
+    assert kept.packets.height > 65_536 and on_disk.schema == kept.packets.schema
+    assert on_disk.sort("flow", maintain_order=True).equals(kept.packets), "the same rows, each flow in send order"
+    # A streamed result saved elsewhere takes its log along; one without a log cannot be saved.
+    streamed.save(tmp_path / "copy", plots=True)
+    assert pl.read_parquet(tmp_path / "copy" / "packets.parquet").equals(on_disk)
+    with pytest.raises(ValueError, match="packets log was not kept"):
+        forgotten.save(tmp_path / "none", plots=False)
+    assert not (tmp_path / "none").exists()
+
+
+def test_a_long_delay_series_is_drawn_as_its_envelope(result):
+    from rtcc import series
+
+    t, d = series.packet_delay(result.packets, 0)
+    te, de = series.packet_delay(result.packets, 0, max_points=50)
+    assert len(t) > 50 >= len(te) > 0
+    assert (de.min(), de.max()) == (d.min(), d.max()), "the envelope keeps the extremes"
+    assert te.min() >= t.min() and te.max() <= t.max() and (te[1:] >= te[:-1]).all()

@@ -79,7 +79,9 @@ def test_run_is_deterministic(tmp_path, scenario):
     a, b = tmp_path / "a", tmp_path / "b"
     assert main(["run", str(scenario), "-o", str(a), "--no-plots"]) == 0
     assert main(["run", str(scenario), "-o", str(b), "--no-plots"]) == 0
-    assert (a / "summary.json").read_bytes() == (b / "summary.json").read_bytes()
+    for name in RUN_FILES:
+        if name.endswith((".json", ".parquet")):
+            assert (a / name).read_bytes() == (b / name).read_bytes(), name
     assert main(["run", str(scenario), "-o", str(tmp_path / "c"), "--no-plots", "--seed", "4"]) == 0
     assert json.loads((tmp_path / "c" / "summary.json").read_text())["seed"] == 4
 

@@ -15,7 +15,7 @@ from typing import Sequence
 
 from . import __version__, _core
 from ._core import ScenarioError
-from .atomic import OutputError, atomic_file, check_dest
+from .atomic import OutputError, atomic_dir, atomic_file, check_dest
 from .progress import TerminalProgress
 from .registry import ControllerSpec, controllers, default_specs
 
@@ -28,6 +28,7 @@ class UsageError(Exception):
 
 def cmd_run(args) -> int:
     from .report import comparison_rows, text_table
+    from .result import write_run
     from .scenario import Scenario
 
     scenario = Scenario.from_file(args.scenario)
@@ -36,9 +37,11 @@ def cmd_run(args) -> int:
         spec.check()
         scenario = scenario.with_controller(spec)
     check_dest(args.output, args.force)  # before a possibly long run
-    with TerminalProgress(f"{scenario.name}") as bar:
-        result = scenario.run(seed=args.seed, progress=bar.callback, allow_large=args.allow_large)
-    result.save(args.output, plots=not args.no_plots, force=args.force)
+    with atomic_dir(args.output, force=args.force) as tmp:
+        with TerminalProgress(f"{scenario.name}") as bar:  # the packet log streams into the folder
+            result = scenario.run(seed=args.seed, progress=bar.callback, allow_large=args.allow_large,
+                                  packets_to=tmp / "packets.parquet")
+        write_run(result, tmp, plots=not args.no_plots)
     print(text_table(comparison_rows([(None, result.summary)])), end="")
     print(f"wrote {args.output}")
     return 0
@@ -250,7 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="comparison folder to write")
     p.add_argument("--seed", type=_seed, help="override the scenario's seed")
     p.add_argument("--allow-large", action="store_true",
-                   help="run controllers whose run is estimated to log more than 50 million packets (about 5 GB)")
+                   help="run controllers whose run is estimated to log more than 50 million packets (about 3 GB of memory)")
     p.add_argument("--fixed-rate", default="2Mbps", metavar="RATE",
                    help="rate of the fixed controller when no -c is given (default: 2Mbps)")
     p.add_argument("--force", action="store_true", help="replace DIR if it exists")
@@ -266,7 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true",
                    help="rerun into DIR left by a sweep that stopped early, running only the missing runs")
     p.add_argument("--allow-large", action="store_true",
-                   help="run cells estimated to log more than 50 million packets (about 5 GB)")
+                   help="run cells estimated to log more than 50 million packets (about 3 GB of memory)")
     p.add_argument("--force", action="store_true", help="replace DIR if it exists")
     p.set_defaults(func=cmd_sweep)
 

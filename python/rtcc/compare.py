@@ -49,10 +49,24 @@ def _unique(specs: Iterable[ControllerSpec]) -> list[ControllerSpec]:
     return out
 
 
+def run_folders(labels: Iterable[str]) -> dict[str, str]:
+    """Label -> the run's folder inside a comparison (``runs/<name>``, names made unique)."""
+    dirs: dict[str, str] = {}
+    for label in labels:
+        name, n = folder_name(label), 2
+        while f"runs/{name}" in dirs.values():
+            name, n = f"{folder_name(label)}-{n}", n + 1
+        dirs[label] = f"runs/{name}"
+    return dirs
+
+
 def run_all(scenario: Scenario, specs: list[ControllerSpec], seed: int | None = None, progress: bool = False,
-            done: dict[str, Result] | None = None, allow_large: bool = False) -> dict[str, Result]:
+            done: dict[str, Result] | None = None, allow_large: bool = False,
+            folder: Path | None = None) -> dict[str, Result]:
     """Run ``scenario`` once per spec (label -> Result); results already in ``done`` are reused.
-    Runs estimated to log more than 50 million packets are refused unless ``allow_large``."""
+    Runs estimated to log more than 50 million packets are refused unless ``allow_large``. With
+    ``folder`` (a comparison being written), each run streams its packet log into its run folder
+    there (:func:`run_folders`) instead of holding it."""
     registry = controllers()
     specs = _unique(specs)
     variants = {}
@@ -63,13 +77,18 @@ def run_all(scenario: Scenario, specs: list[ControllerSpec], seed: int | None = 
         if not allow_large:
             variants[spec.label].check_size()
     results = {}
+    dirs = run_folders(variants)
     for label, variant in variants.items():
         if done and label in done:
             results[label] = done[label]
             continue
+        packets_to = None
+        if folder is not None:
+            (Path(folder) / dirs[label]).mkdir(parents=True, exist_ok=True)
+            packets_to = Path(folder) / dirs[label] / "packets.parquet"
         with TerminalProgress(f"{scenario.name} / {label}") as bar:
             results[label] = variant.run(seed=seed, progress=bar.callback if progress else False,
-                                         allow_large=allow_large)
+                                         allow_large=allow_large, packets_to=packets_to)
     return results
 
 
@@ -87,14 +106,10 @@ def write_comparison(folder: Path, results: dict[str, Result], title: str, notes
     """Write run folders, tables, overlaid plots and ``index.html`` into ``folder``."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    dirs: dict[str, str] = {}
+    dirs = run_folders(results)
     for label, result in results.items():
-        name, n = folder_name(label), 2
-        while name in dirs.values():
-            name, n = f"{folder_name(label)}-{n}", n + 1
-        dirs[label] = f"runs/{name}"
-        run_dir = folder / "runs" / name
-        run_dir.mkdir(parents=True)
+        run_dir = folder / dirs[label]
+        run_dir.mkdir(parents=True, exist_ok=True)  # a streamed run's log is already there
         write_run(result, run_dir, plots=plots)
     rows = comparison_rows([(label, r.summary) for label, r in results.items()])
     write_csv(rows, folder / "comparison.csv")
@@ -110,5 +125,5 @@ def compare(scenario: Scenario, specs: list[ControllerSpec], out_dir: str | os.P
             force: bool = False, progress: bool = False, plots: bool = True, allow_large: bool = False) -> list[dict]:
     """Run every spec on ``scenario`` and write the comparison folder ``out_dir`` atomically."""
     with atomic_dir(out_dir, force=force) as tmp:
-        results = run_all(scenario, specs, seed=seed, progress=progress, allow_large=allow_large)
+        results = run_all(scenario, specs, seed=seed, progress=progress, allow_large=allow_large, folder=tmp)
         return write_comparison(tmp, results, f"rtcc compare: {scenario.name}", plots=plots).rows

@@ -21,7 +21,7 @@ from . import _core
 from ._core import ScenarioError
 from .progress import TerminalProgress
 from .registry import ControllerSpec
-from .result import Result
+from .result import PacketWriter, Result
 
 __all__ = ["Scenario", "run_file"]
 
@@ -185,7 +185,7 @@ class Scenario:
             raise self._error(str(e)) from e
 
     def check_size(self) -> None:
-        """Refuse a run estimated to log more than 50 million packets (about 5 GB of logs): a
+        """Refuse a run estimated to log more than 50 million packets (about 3 GB of memory): a
         ScenarioError that says how many and how to allow it."""
         try:
             packets, limit = _core.estimated_packets(self.to_json(), self.base_dir)
@@ -194,16 +194,22 @@ class Scenario:
         if packets > limit:
             raise self._error(
                 f"this run would log about {packets / 1e6:,.0f} million packets (at most "
-                f"{limit / 1e6:.0f} million, about 5 GB, without --allow-large / allow_large=True)")
+                f"{limit / 1e6:.0f} million, about 3 GB of memory, without --allow-large / allow_large=True)")
 
     def run(self, seed: int | None = None, progress: bool | Callable[[float], None] = False,
-            allow_large: bool = False) -> Result:
+            allow_large: bool = False, packets_to: str | os.PathLike | None = None,
+            keep_packets: bool = True) -> Result:
         """Simulate the scenario and return its Result.
 
         ``seed`` overrides the scenario's seed. ``progress=True`` draws a progress line on stderr
         when it is a terminal; a callable receives the completed fraction (0..1) instead. A run
-        estimated to log more than 50 million packets (about 5 GB) is refused unless
+        estimated to log more than 50 million packets (about 3 GB of memory) is refused unless
         ``allow_large`` is set.
+
+        The packet log is held in memory (``Result.packets``, a DataFrame) unless
+        ``packets_to`` names a Parquet file to stream it to as the run goes (``Result.packets``
+        is then a LazyFrame over it), or ``keep_packets=False`` (None: for runs whose summary is
+        all that is wanted). The summary is the same either way.
         """
         if seed is not None:
             seed = _check_seed(seed)
@@ -212,14 +218,18 @@ class Scenario:
             self.check_size()
         bar = TerminalProgress(self.name) if progress is True else None
         callback = bar.callback if bar else (progress if callable(progress) else None)
+        writer = PacketWriter(packets_to) if packets_to is not None else None
         try:
-            raw = _core.run(js, self.base_dir, seed, callback)
+            raw = _core.run(js, self.base_dir, seed, callback, packet_sink=writer,
+                            keep_packets=keep_packets)
         except ScenarioError as e:
             raise self._error(str(e)) from e
         finally:
             if bar:
                 bar.close()
-        result = Result(raw, self.to_dict())
+            if writer:
+                writer.close()
+        result = Result(raw, self.to_dict(), packets_path=packets_to)
         used = seed if seed is not None else result.summary.get("seed")
         if isinstance(used, int):
             result.scenario["seed"] = used

@@ -2,7 +2,8 @@
 
 These are what the plots draw: received throughput in fixed bins, link capacity, encoder
 target, packet one-way delay, frame delay over time and its empirical CDF. Times are returned
-in seconds, rates in Mbit/s and delays in milliseconds.
+in seconds, rates in Mbit/s and delays in milliseconds. The packet log may be a DataFrame or a
+LazyFrame over a streamed log (only the columns needed are read, aggregated before loading).
 """
 
 from __future__ import annotations
@@ -12,17 +13,29 @@ import polars as pl
 
 NS = 1e9
 
+# Above this many received packets a flow's delay series is drawn as its envelope.
+MAX_DELAY_POINTS = 200_000
 
-def _flow(df: pl.DataFrame, flow: int | None) -> pl.DataFrame:
+Frame = pl.DataFrame | pl.LazyFrame
+
+
+def _flow(df: Frame, flow: int | None) -> Frame:
     return df if flow is None else df.filter(pl.col("flow") == flow)
 
 
-def throughput(packets: pl.DataFrame, duration_s: float, bin_s: float = 0.2, flow: int | None = None):
+def throughput(packets: Frame, duration_s: float, bin_s: float = 0.2, flow: int | None = None):
     """Received throughput per ``bin_s`` bin, by arrival time: (bin start s, Mbit/s)."""
     got = _flow(packets, flow).filter(pl.col("recv_ns") >= 0)
     nbins = max(1, int(np.ceil(duration_s / bin_s)))
-    idx = (got["recv_ns"].to_numpy() // int(round(bin_s * NS))).astype(np.int64)
-    bits = got["size"].to_numpy().astype(np.float64) * 8
+    bin_ns = int(round(bin_s * NS))
+    if isinstance(got, pl.LazyFrame):  # a streamed log: summed per bin before loading
+        per_bin = (got.group_by((pl.col("recv_ns") // bin_ns).alias("bin"))
+                   .agg(pl.col("size").cast(pl.Int64).sum()).collect(engine="streaming"))
+        idx, size = per_bin["bin"].to_numpy(), per_bin["size"].to_numpy()
+    else:
+        idx, size = got["recv_ns"].to_numpy() // bin_ns, got["size"].to_numpy()
+    idx = idx.astype(np.int64)
+    bits = size.astype(np.float64) * 8
     keep = idx < nbins
     rate = np.bincount(idx[keep], weights=bits[keep], minlength=nbins) / bin_s / 1e6
     return np.arange(nbins) * bin_s, rate
@@ -39,11 +52,27 @@ def target(frames: pl.DataFrame, flow: int):
     return f["capture_ns"].to_numpy() / NS, f["target_bps"].to_numpy() / 1e6
 
 
-def packet_delay(packets: pl.DataFrame, flow: int | None = None):
-    """One-way delay of each received packet: (send s, ms)."""
-    got = _flow(packets, flow).filter(pl.col("recv_ns") >= 0)
-    send = got["send_ns"].to_numpy()
-    return send / NS, (got["recv_ns"].to_numpy() - send) / 1e6
+def packet_delay(packets: Frame, flow: int | None = None, max_points: int = MAX_DELAY_POINTS):
+    """One-way delay of each received packet: (send s, ms). A flow with more than
+    ``max_points`` received packets gets its envelope instead: for each of ``max_points / 2``
+    equal slices of send time, the smallest and the largest delay (at the slice's start and
+    middle), so a line through them covers what every packet would have drawn."""
+    got = (_flow(packets, flow).lazy().filter(pl.col("recv_ns") >= 0)
+           .select("send_ns", (pl.col("recv_ns") - pl.col("send_ns")).alias("delay_ns")))
+    count = got.select(pl.len()).collect().item()
+    if count > max_points:
+        span = got.select(pl.col("send_ns").min().alias("lo"), pl.col("send_ns").max().alias("hi")).collect()
+        lo, hi = span["lo"].item(), span["hi"].item()
+        width = max(1, -(-(hi - lo + 1) // (max_points // 2)))
+        env = (got.group_by(((pl.col("send_ns") - lo) // width).alias("slice"))
+               .agg(pl.col("delay_ns").min().alias("low"), pl.col("delay_ns").max().alias("high"))
+               .sort("slice").collect(engine="streaming"))
+        start = lo + env["slice"].to_numpy() * width
+        t = np.column_stack([start, start + width // 2]).ravel()
+        d = np.column_stack([env["low"].to_numpy(), env["high"].to_numpy()]).ravel()
+        return t / NS, d / 1e6
+    got = got.collect()
+    return got["send_ns"].to_numpy() / NS, got["delay_ns"].to_numpy() / 1e6
 
 
 def frame_delay(frames: pl.DataFrame, flow: int | None = None):

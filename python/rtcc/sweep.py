@@ -469,12 +469,15 @@ def _run_task(task: tuple) -> tuple[bool, str]:
     """Run one (cell, seed): ``(False, summary.json text)`` or ``(True, error message)``."""
     data, base_dir, seed, logs, allow_large = task
     try:
-        result = Scenario.from_dict(data, base_dir=base_dir).run(seed=seed, allow_large=allow_large)
-        if logs:
+        scenario = Scenario.from_dict(data, base_dir=base_dir)
+        if logs:  # the run's folder, its packet log streamed into it
             from .result import write_run
 
             Path(logs).mkdir(parents=True)
+            result = scenario.run(seed=seed, allow_large=allow_large, packets_to=Path(logs) / "packets.parquet")
             write_run(result, Path(logs), plots=True)
+        else:  # only the summary is wanted
+            result = scenario.run(seed=seed, allow_large=allow_large, keep_packets=False)
     except ScenarioError as e:  # the core's exception class does not survive pickling
         return True, str(e).removeprefix("scenario: ")
     except (KeyboardInterrupt, SystemExit):
