@@ -252,3 +252,13 @@ def test_a_long_delay_series_is_drawn_as_its_envelope(result):
     assert len(t) > 50 >= len(te) > 0
     assert (de.min(), de.max()) == (d.min(), d.max()), "the envelope keeps the extremes"
     assert te.min() >= t.min() and te.max() <= t.max() and (te[1:] >= te[:-1]).all()
+
+
+def test_a_run_that_fails_leaves_no_partial_packet_log(tmp_path):
+    def stop(fraction):
+        if fraction > 0.3:
+            raise RuntimeError("stopped by the caller")
+
+    with pytest.raises(RuntimeError, match="stopped by the caller"):
+        small().run(progress=stop, packets_to=tmp_path / "p.parquet")
+    assert list(tmp_path.iterdir()) == [], "neither the log nor its .partial file is left"

@@ -397,6 +397,15 @@ def test_a_failed_run_keeps_the_finished_ones_and_resume_runs_the_rest(tmp_path,
     assert "not a sweep that stopped early" in error_of(capsys, ["sweep", path, "-o", fresh, "--resume"])
 
 
+def test_a_failed_run_leaves_no_half_written_log_folder(tmp_path, monkeypatch, capsys):
+    """With --keep-logs a run streams its packet log into its folder; when it fails, the folder goes."""
+    path, _, _ = schedule_sweep(tmp_path, monkeypatch)
+    out = tmp_path / "out"
+    error_of(capsys, ["sweep", path, "-o", out, "-j", "1", "--keep-logs"])
+    assert (out / "runs" / "schedule=a.sched" / "seed2" / "packets.parquet").is_file()
+    assert not (out / "runs" / "schedule=b.sched").exists()
+
+
 def test_resume_reuses_only_runs_of_the_same_sweep(tmp_path, monkeypatch, capsys):
     path, text, real_execute = schedule_sweep(tmp_path, monkeypatch)
     out = tmp_path / "out"

@@ -116,7 +116,8 @@ class Result:
 
 
 def write_run(result: Result, folder: Path, plots: bool = True) -> None:
-    """Write the run files into an existing (temporary) folder."""
+    """Write the run files into an existing (temporary) folder. A result whose packet log was
+    not kept (``keep_packets=False``) cannot be written: ValueError."""
     from . import plots as plotting  # matplotlib is only imported when plots are drawn
     from .report import write_run_index
 

@@ -185,7 +185,8 @@ class Scenario:
             raise self._error(str(e)) from e
 
     def check_size(self) -> None:
-        """Refuse a run estimated to log more than 50 million packets (about 3 GB of memory): a
+        """Refuse a run estimated to log more than 50 million packets (about 3 GB of memory with
+        the log streamed, as the command line does; about 8 GB with the log kept in memory): a
         ScenarioError that says how many and how to allow it."""
         try:
             packets, limit = _core.estimated_packets(self.to_json(), self.base_dir)
@@ -203,8 +204,8 @@ class Scenario:
 
         ``seed`` overrides the scenario's seed. ``progress=True`` draws a progress line on stderr
         when it is a terminal; a callable receives the completed fraction (0..1) instead. A run
-        estimated to log more than 50 million packets (about 3 GB of memory) is refused unless
-        ``allow_large`` is set.
+        estimated to log more than 50 million packets (about 3 GB of memory streamed, 8 GB kept) is
+        refused unless ``allow_large`` is set.
 
         The packet log is held in memory (``Result.packets``, a DataFrame) unless
         ``packets_to`` names a Parquet file to stream it to as the run goes (``Result.packets``
@@ -218,10 +219,15 @@ class Scenario:
             self.check_size()
         bar = TerminalProgress(self.name) if progress is True else None
         callback = bar.callback if bar else (progress if callable(progress) else None)
-        writer = PacketWriter(packets_to) if packets_to is not None else None
+        # A streamed log is written beside its destination and moved there only once complete,
+        # so a failed run leaves no partial file that looks like a log.
+        partial = Path(f"{packets_to}.partial") if packets_to is not None else None
+        writer = PacketWriter(partial) if partial is not None else None
+        done = False
         try:
             raw = _core.run(js, self.base_dir, seed, callback, packet_sink=writer,
                             keep_packets=keep_packets)
+            done = True
         except ScenarioError as e:
             raise self._error(str(e)) from e
         finally:
@@ -229,6 +235,10 @@ class Scenario:
                 bar.close()
             if writer:
                 writer.close()
+                if done:
+                    os.replace(partial, packets_to)
+                else:
+                    partial.unlink(missing_ok=True)
         result = Result(raw, self.to_dict(), packets_path=packets_to)
         used = seed if seed is not None else result.summary.get("seed")
         if isinstance(used, int):

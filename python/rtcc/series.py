@@ -60,10 +60,10 @@ def packet_delay(packets: Frame, flow: int | None = None, max_points: int = MAX_
     got = (_flow(packets, flow).lazy().filter(pl.col("recv_ns") >= 0)
            .select("send_ns", (pl.col("recv_ns") - pl.col("send_ns")).alias("delay_ns")))
     count = got.select(pl.len()).collect().item()
-    if count > max_points:
+    if count > max(2, max_points):
         span = got.select(pl.col("send_ns").min().alias("lo"), pl.col("send_ns").max().alias("hi")).collect()
         lo, hi = span["lo"].item(), span["hi"].item()
-        width = max(1, -(-(hi - lo + 1) // (max_points // 2)))
+        width = max(1, -(-(hi - lo + 1) // max(1, max_points // 2)))
         env = (got.group_by(((pl.col("send_ns") - lo) // width).alias("slice"))
                .agg(pl.col("delay_ns").min().alias("low"), pl.col("delay_ns").max().alias("high"))
                .sort("slice").collect(engine="streaming"))

@@ -479,12 +479,23 @@ def _run_task(task: tuple) -> tuple[bool, str]:
         else:  # only the summary is wanted
             result = scenario.run(seed=seed, allow_large=allow_large, keep_packets=False)
     except ScenarioError as e:  # the core's exception class does not survive pickling
+        _discard(logs)
         return True, str(e).removeprefix("scenario: ")
     except (KeyboardInterrupt, SystemExit):
+        _discard(logs)
         raise
     except BaseException as e:  # a disk error writing logs, a panic in the core: this run failed
+        _discard(logs)
         return True, f"{type(e).__name__}: {e}"
     return False, result.summary_json
+
+
+def _discard(logs: str | None) -> None:
+    """Remove a failed run's half-written log folder (the sweep keeps only finished runs)."""
+    if logs:
+        shutil.rmtree(logs, ignore_errors=True)
+        with contextlib.suppress(OSError):  # the cell's folder, if no other seed of it finished
+            Path(logs).parent.rmdir()
 
 
 def _quiet_worker(parent: int) -> None:

@@ -3,7 +3,7 @@
 use crate::scenario::{FlowKind, Scenario};
 use crate::sim::{capacity_fn, FlowLogs, PacketSink, SimOutput, Simulation, StateLog};
 use rtcc_core::cc::{self, Registry};
-use rtcc_core::metrics::{self, sqp_frame_delay, FlowLog, FlowSummary, TotalSummary};
+use rtcc_core::metrics::{self, sqp_frame_delay, FlowLog, FlowSummary, PacketStats, TotalSummary};
 use rtcc_core::net::Capacity;
 use rtcc_core::{Duration, Time};
 use serde::Serialize;
@@ -82,7 +82,8 @@ pub fn run_streaming(
 
 /// [`run_with_registry`] that hands the packet records to `sink` in chunks as the run goes
 /// instead of keeping them ([`Simulation::run_streaming`]): a large run then holds about
-/// 48 bytes per packet for its summary instead of the 88 of a record. The summary is the same.
+/// 48 bytes per packet for its summary instead of the 88 of a record (plus, while the summary
+/// is computed, a flow's 12 bytes a packet for SQP's Eq. 10). The summary is the same.
 pub fn run_streaming_with_registry(
     scenario: &Scenario,
     seed: Option<u64>,
@@ -105,8 +106,9 @@ fn run_inner(
         sc.seed = s;
     }
     let sim = Simulation::with_registry(&sc, registry)?;
+    let streamed = sink.is_some();
     let SimOutput {
-        flows,
+        mut flows,
         state,
         events,
     } = match sink {
@@ -115,38 +117,9 @@ fn run_inner(
     };
     let cap = capacity_fn(&sc.forward.capacity);
     let reverse_cap = capacity_fn(&sc.reverse.capacity);
-    let logs: Vec<FlowLog> = flows
-        .iter()
-        .map(|f| {
-            // Feedback travels the link opposite to the flow's data.
-            let back = if f.config.reverse { &cap } else { &reverse_cap };
-            let video = f.config.kind == FlowKind::Video;
-            FlowLog {
-                name: &f.config.name,
-                controller: &f.config.controller,
-                kind: f.config.kind.name(),
-                min_bitrate: video.then(|| f.config.media.min_bitrate.bps()),
-                start: f.config.start,
-                stop: f.config.stop,
-                packets: &f.stats,
-                frames: &f.frames,
-                feedback_bytes: f.feedback_bytes,
-                feedback_capacity_bytes: back(f.config.start, f.config.stop),
-            }
-        })
-        .collect();
     let end = Time(sc.duration.0);
-    let mut flow_summaries: Vec<FlowSummary> = logs
-        .iter()
-        .zip(&flows)
-        .map(|(l, f)| {
-            if f.config.reverse {
-                metrics::summarize_flow(l, end, &reverse_cap)
-            } else {
-                metrics::summarize_flow(l, end, &cap)
-            }
-        })
-        .collect();
+    // Feedback travels the link opposite to the flow's data.
+    let back = |reverse: bool| if reverse { &cap } else { &reverse_cap };
     // SQP's simulated video (Eq. 10) for every flow: a video flow's slots follow its own frame
     // rate, any other flow's the first video flow's (60 fps, SQP's, when there is none), so
     // video and non-video senders are turned into frames the same way.
@@ -155,7 +128,18 @@ fn run_inner(
         .iter()
         .find(|f| matches!(f.kind, FlowKind::Video))
         .map_or(SQP_METRIC_FPS, |f| f.fps);
-    for (summary, f) in flow_summaries.iter_mut().zip(&flows) {
+    // One flow at a time, so a kept run holds one flow's per-packet statistics beside its
+    // records, and none once that flow is summarised.
+    let mut flow_summaries: Vec<FlowSummary> = Vec::with_capacity(flows.len());
+    for f in &mut flows {
+        if !streamed {
+            let (start, stop) = (f.config.start, f.config.stop);
+            f.stats = PacketStats::of(&f.packets, start, stop, sc.flow_span(), end);
+            f.stats.sort_delays();
+        }
+        let data = back(!f.config.reverse);
+        let log = flow_log(f, back(f.config.reverse));
+        let mut summary = metrics::summarize_flow(&log, end, data);
         let fps = if matches!(f.config.kind, FlowKind::Video) {
             f.config.fps
         } else {
@@ -178,7 +162,13 @@ fn run_inner(
             Duration::from_secs_f64(1.0 / fps),
             end,
         );
+        f.stats.release_per_packet();
+        flow_summaries.push(summary);
     }
+    let logs: Vec<FlowLog> = flows
+        .iter()
+        .map(|f| flow_log(f, back(f.config.reverse)))
+        .collect();
     let summary = Summary {
         scenario: sc.name.clone(),
         seed: sc.seed,
@@ -194,6 +184,23 @@ fn run_inner(
         capacity,
         events,
     })
+}
+
+/// The summary's view of a flow's logs; `back` is what the link its feedback travels could carry.
+fn flow_log<'a>(f: &'a FlowLogs, back: &dyn Fn(Time, Time) -> f64) -> FlowLog<'a> {
+    let video = f.config.kind == FlowKind::Video;
+    FlowLog {
+        name: &f.config.name,
+        controller: &f.config.controller,
+        kind: f.config.kind.name(),
+        min_bitrate: video.then(|| f.config.media.min_bitrate.bps()),
+        start: f.config.start,
+        stop: f.config.stop,
+        packets: &f.stats,
+        frames: &f.frames,
+        feedback_bytes: f.feedback_bytes,
+        feedback_capacity_bytes: back(f.config.start, f.config.stop),
+    }
 }
 
 fn capacity_series(c: &Capacity, end: Time, bin: Duration) -> Vec<(Time, f64)> {

@@ -252,6 +252,17 @@ pub const MAX_ESTIMATED_PACKETS: f64 = 50e6;
 const UNBOUNDED_FLOW_RATE_BPS: f64 = 1e9;
 
 impl Scenario {
+    /// The span of the run's totals: from the first flow's start to the last one's stop (the whole
+    /// run without flows).
+    pub fn flow_span(&self) -> (Time, Time) {
+        let start = self.flows.iter().map(|f| f.start).min();
+        let stop = self.flows.iter().map(|f| f.stop).max();
+        (
+            start.unwrap_or(Time::ZERO),
+            stop.unwrap_or(Time(self.duration.0)),
+        )
+    }
+
     /// An upper estimate of how many data packets a run sends (and logs): per flow, what its link
     /// can carry while it is active (a constant-rate flow's own rate if lower; 1 Gbit/s for a
     /// controlled flow on an unlimited link), in 1200-byte packets.

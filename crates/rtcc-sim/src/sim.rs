@@ -188,7 +188,10 @@ pub struct FlowLogs {
     /// Datagrams from A to B, in the order they were sent: all of them from
     /// [`Simulation::run`], none from [`Simulation::run_streaming`] (they went to its sink).
     pub packets: Vec<PacketRecord>,
-    /// What the summary needs from those packets, gathered as each one's fate became known.
+    /// What the summary needs from those packets: gathered by a streaming run as each one's fate
+    /// became known; empty after [`Simulation::run`], whose caller computes it from `packets`
+    /// (`crate::run` does, one flow at a time, and releases the per-packet part once the
+    /// flow is summarised).
     pub stats: PacketStats,
     pub frames: Vec<FrameRecord>,
     /// Datagrams from B to A (feedback, acknowledgements, NACKs, keyframe requests) and their
@@ -200,11 +203,11 @@ pub struct FlowLogs {
 }
 
 /// A flow's A→B records, in send order. A run that keeps its log ([`Simulation::run`]) keeps
-/// them all here and counts them into the flow's [`PacketStats`] at the end. A streaming run
+/// them all here and hands them over at the end (its caller counts them). A streaming run
 /// counts a record as soon as it and every record before it are settled (received or dropped),
 /// and hands the settled prefix to its sink once it holds [`STREAM_CHUNK`] records, so the run
 /// holds only a chunk plus the packets in flight. Both count the same records in the same
-/// order, so their summaries are identical.
+/// order, so the summaries are identical.
 ///
 /// Log indices are `u32` and wrap; `records` is indexed by the wrapping difference from
 /// `first`, so only a flow with 4 × 10⁹ packets (about 200 GB of statistics) would reach the
@@ -407,15 +410,7 @@ impl Simulation {
     /// [`Simulation::new`] with the controllers of `registry`.
     pub fn with_registry(sc: &Scenario, registry: &cc::Registry) -> Result<Simulation, String> {
         let capacity: Arc<dyn CapacityView> = Arc::new(sc.forward.capacity.clone());
-        // The totals' span: from the first flow's start to the last one's stop.
-        let span = (
-            sc.flows.iter().map(|f| f.start).min().unwrap_or(Time::ZERO),
-            sc.flows
-                .iter()
-                .map(|f| f.stop)
-                .max()
-                .unwrap_or(Time(sc.duration.0)),
-        );
+        let span = sc.flow_span();
         let mut flows = Vec::new();
         for (i, f) in sc.flows.iter().enumerate() {
             flows.push(FlowState {
@@ -563,14 +558,16 @@ impl Simulation {
         // The run is over: whatever is still queued or in flight settles as it is.
         for f in &mut self.flows {
             let log = &mut f.packet_log;
-            f.logs.stats.reserve(log.records.len() - log.settled);
-            for record in &log.records[log.settled..] {
-                f.logs.stats.add(record);
-            }
-            log.settled = log.records.len();
-            f.logs.stats.sort_delays();
             match sink.as_mut() {
-                Some(sink) => log.flush(*sink),
+                Some(sink) => {
+                    f.logs.stats.reserve(log.records.len() - log.settled);
+                    for record in &log.records[log.settled..] {
+                        f.logs.stats.add(record);
+                    }
+                    log.settled = log.records.len();
+                    f.logs.stats.sort_delays();
+                    log.flush(*sink);
+                }
                 None => f.logs.packets = std::mem::take(&mut log.records),
             }
         }

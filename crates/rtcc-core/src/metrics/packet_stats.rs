@@ -147,6 +147,14 @@ impl PacketStats {
         self.queuing_delay_ms.sort_by(|a, b| a.total_cmp(b));
     }
 
+    /// Free the per-packet vectors (the delays and SQP's triples) once the flow is summarised;
+    /// the counters and bins stay.
+    pub fn release_per_packet(&mut self) {
+        self.one_way_delay_ms = Vec::new();
+        self.queuing_delay_ms = Vec::new();
+        self.sqp_packets = Vec::new();
+    }
+
     /// Received bitrate in each whole [`RATE_WINDOW`] of the flow's life.
     pub fn received_rates(&self) -> Vec<f64> {
         let secs = RATE_WINDOW.as_secs_f64();
