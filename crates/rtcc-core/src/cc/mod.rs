@@ -19,6 +19,8 @@ use serde::de::DeserializeOwned;
 use std::sync::Arc;
 
 pub mod bbr;
+pub mod c3g;
+pub mod c3g_bbr;
 pub mod copa;
 pub mod cubic;
 pub mod delivery_rate;

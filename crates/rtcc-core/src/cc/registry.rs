@@ -88,6 +88,8 @@ static BUILTIN: LazyLock<Registry> = LazyLock::new(|| {
         copa::info(),
         rocc::info(),
         vidaptive::info(),
+        c3g::info(),
+        c3g_bbr::info(),
     ] {
         r.register(info).expect("builtin names are unique");
     }

@@ -1,0 +1,330 @@
+//! `c3g-bbr`: the application-level BBR that C³G is compared with (the seed `c3g_rtvl.txt`,
+//! §VI-A, Fig. 7).
+//!
+//! The paper's cloud-gaming server sends video over UDP, so it rebuilt BBR (Cardwell et al.,
+//! 2016) from C³G's own measurements instead of TCP's ([`super::c3g::Meter`], every Δt):
+//!
+//! ```text
+//!   RTprop   = min RTVL over the last 2·Δt                 (TCP's RTT → the frame round trip)
+//!   BtlBW    = max μ̄ over the last 10 periods               (the delivery rate → bits received)
+//!   inflight = (λ − μ) · w',  w' = 1 s       (bits sent minus bits received over the last second)
+//!   BDP      = BtlBW · RTprop;   congestion ⇔ inflight > BDP                   (§III-A, Fig. 5a)
+//! ```
+//!
+//! and applied BBR's gains "directly to the target encoding bitrate λ(t)" rather than to a
+//! pacing rate, once per iteration (one iteration = Δt):
+//!
+//! - **Startup**: λ ×2 per iteration (twice the rate sent in the last one, ours: an encoder that
+//!   lags would otherwise leave the target far ahead); on congestion λ ×0.5 "to allow the
+//!   bottleneck queue to drain", and then (or on reaching the plateau, the flow's maximum rate)
+//!   ProbeBW. Congestion is not checked in the first `warmup` (2 s, ours).
+//! - **ProbeBW**: gain cycling. λ ×1.25 (a probe); whenever congestion is detected, λ ×0.75 and
+//!   then ×1 for six iterations, in which congestion is not checked again (the queue a probe built
+//!   takes a while to drain; cutting again at every congested iteration would take the rate to the
+//!   floor). A probe the path carries is consolidated (Fig. 5a). One probe per 8 iterations:
+//!   BBR's 8-phase gain cycle (probe, drain, six cruise phases) is the cycle the paper follows
+//!   (judgment calls; the text does not say when the next probe comes).
+//! - No ProbeRTT: cutting to 4 packets every 10 s would wreck the picture.
+//!
+//! The encoder target is λ mapped through the same λ/v ratio as C³G ([`super::c3g::SendRatio`]),
+//! never below the flow's minimum. BtlBW's 10-period window is ours (BBR uses 6–10 RTTs; §III-A);
+//! λ and μ in `inflight` are sums over the last w' = 1 s of periods (our reading of "(λ(t) −
+//! μ(t))·w'": one period's difference times a second would count a frame that straddles two
+//! periods as a second's worth of queue).
+
+use super::c3g::{feedback, period_rtvl, Meter, SendRatio, DEFAULT_START_BPS};
+use super::{
+    build_fn, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo,
+    Decision, FrameController, ParamDoc, Params,
+};
+use crate::packet::{FeedbackReport, FrameAck, FrameInfo, SentPacket};
+use crate::units::{Duration, Rate, Time};
+use serde::Deserialize;
+use std::collections::VecDeque;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct C3gBbrConfig {
+    /// Iteration period Δt. Default 100 ms: at 50 ms the congestion test (inflight against a BDP
+    /// from two periods of RTVL) fires on frame-size noise and the rate sinks to half the link
+    /// (48 % channel use over the paper's test set).
+    #[serde(default = "default_interval")]
+    pub interval: Duration,
+    /// Lowest target. Default: the flow's `min_bitrate`.
+    pub min_rate: Option<Rate>,
+    /// First target. Default: the flow's `start_bitrate`, else 300 kbit/s.
+    pub start_rate: Option<Rate>,
+    /// The Startup plateau and highest target. Default: the flow's `max_bitrate`, else 50 Mbit/s.
+    pub max_rate: Option<Rate>,
+    /// Start in ProbeBW (the paper's drop tests start at a known rate). Default false.
+    #[serde(default)]
+    pub skip_startup: bool,
+    /// A frame not acknowledged this long after a later frame counts as lost. Default 100 ms.
+    #[serde(default = "default_lost_frame_timeout")]
+    pub lost_frame_timeout: Duration,
+    /// Startup does not check congestion for this long (the first keyframe and a half-measured
+    /// μ̄ look like a queue; ours, as for `c3g`). Default 2 s.
+    #[serde(default = "default_warmup")]
+    pub warmup: Duration,
+}
+
+fn default_warmup() -> Duration {
+    Duration::from_millis(2000)
+}
+
+fn default_interval() -> Duration {
+    Duration::from_millis(100)
+}
+fn default_lost_frame_timeout() -> Duration {
+    Duration::from_millis(100)
+}
+
+/// Periods over which BtlBW is the largest μ̄.
+const BTLBW_PERIODS: usize = 10;
+/// Iterations at ×1 after a cut, and the length of the gain cycle.
+const CRUISE: u32 = 6;
+const CYCLE: u32 = 8;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Startup,
+    ProbeBw,
+}
+
+pub struct C3gBbr {
+    cfg: C3gBbrConfig,
+    meter: Meter,
+    ratio: SendRatio,
+    min_rate: f64,
+    max_rate: f64,
+    next_tick: Time,
+    observe_until: Time,
+    lambda: f64,
+    target: Rate,
+    mode: Mode,
+    /// Iterations until the next probe, and iterations left at ×1 after a cut.
+    until_probe: u32,
+    cruise: u32,
+    received: VecDeque<f64>,
+    /// λ̄ − μ̄ of the periods of the last second.
+    differences: VecDeque<f64>,
+    /// RTVL samples of the last two periods (time, ms).
+    recent_rtvl: VecDeque<(Time, f64)>,
+    previous_rtvl: Option<f64>,
+    // For the logs.
+    btlbw: f64,
+    rtprop_ms: f64,
+    inflight: f64,
+    congestion: bool,
+}
+
+impl C3gBbr {
+    pub fn new(cfg: C3gBbrConfig, ctx: &ControllerContext) -> Result<C3gBbr, String> {
+        if cfg.interval.0 == 0 {
+            return Err("interval must be longer than 0ms".into());
+        }
+        let min = cfg.min_rate.unwrap_or(ctx.media.min_bitrate).bps();
+        let max = cfg
+            .max_rate
+            .or(ctx.media.max_bitrate)
+            .unwrap_or(Rate::from_mbps(50.0))
+            .bps();
+        if min > max {
+            return Err(format!(
+                "min_rate ({min} bit/s) is above max_rate ({max} bit/s)"
+            ));
+        }
+        let start = cfg
+            .start_rate
+            .or(ctx.media.start_bitrate)
+            .map_or(DEFAULT_START_BPS, |r| r.bps())
+            .clamp(min, max);
+        let mut ratio = SendRatio::new(cfg.interval);
+        let target = Rate(ratio.target(start));
+        Ok(C3gBbr {
+            // λ and μ per period: BBR's inflight sums them over a second anyway.
+            meter: Meter::new(cfg.lost_frame_timeout, cfg.interval),
+            ratio,
+            min_rate: min,
+            max_rate: max,
+            next_tick: ctx.now + cfg.interval,
+            observe_until: ctx.now + cfg.warmup,
+            lambda: start,
+            target,
+            mode: if cfg.skip_startup {
+                Mode::ProbeBw
+            } else {
+                Mode::Startup
+            },
+            until_probe: CYCLE - 1,
+            cruise: 0,
+            received: VecDeque::new(),
+            differences: VecDeque::new(),
+            recent_rtvl: VecDeque::new(),
+            previous_rtvl: None,
+            btlbw: 0.0,
+            rtprop_ms: f64::NAN,
+            inflight: 0.0,
+            congestion: false,
+            cfg,
+        })
+    }
+
+    fn tick(&mut self, now: Time) {
+        let dt = self.cfg.interval;
+        let p = self.meter.close(now, dt);
+        self.ratio.learn(p.sent_bps);
+        self.previous_rtvl = period_rtvl(&p, self.previous_rtvl);
+        self.received.push_back(p.received_bps);
+        if self.received.len() > BTLBW_PERIODS {
+            self.received.pop_front();
+        }
+        self.recent_rtvl.extend(p.rtvl.iter().copied());
+        while self
+            .recent_rtvl
+            .front()
+            .is_some_and(|&(t, _)| t + dt + dt < now)
+        {
+            self.recent_rtvl.pop_front();
+        }
+        self.btlbw = self.received.iter().copied().fold(0.0, f64::max);
+        // RTprop: the smallest RTVL of the last 2Δt (the period's RTVL when none came).
+        self.rtprop_ms = self
+            .recent_rtvl
+            .iter()
+            .map(|s| s.1)
+            .reduce(f64::min)
+            .or(self.previous_rtvl)
+            .unwrap_or(f64::NAN);
+        self.differences.push_back(p.sent_bps - p.received_bps);
+        let per_second = (1.0 / dt.as_secs_f64()).round().max(1.0) as usize;
+        while self.differences.len() > per_second {
+            self.differences.pop_front();
+        }
+        // Bits sent minus bits received over the last second.
+        self.inflight = self.differences.iter().sum::<f64>() * dt.as_secs_f64();
+        let bdp = self.btlbw * self.rtprop_ms / 1e3;
+        self.congestion =
+            self.rtprop_ms.is_finite() && self.inflight > bdp && now >= self.observe_until;
+        match self.mode {
+            Mode::Startup => {
+                if self.congestion {
+                    self.lambda *= 0.5;
+                    self.mode = Mode::ProbeBw;
+                    self.cruise = CRUISE;
+                } else {
+                    // Twice what went out, so an encoder that lags does not leave the target
+                    // doubling far ahead of the rate actually sent.
+                    self.lambda = (2.0 * p.sent_bps).max(self.lambda);
+                    if self.lambda >= self.max_rate {
+                        self.mode = Mode::ProbeBw;
+                    }
+                }
+            }
+            Mode::ProbeBw => {
+                if self.cruise > 0 {
+                    self.cruise -= 1;
+                } else if self.congestion {
+                    self.lambda *= 0.75;
+                    self.cruise = CRUISE;
+                    self.until_probe = CRUISE;
+                } else if self.until_probe > 0 {
+                    self.until_probe -= 1;
+                } else {
+                    self.lambda *= 1.25;
+                    self.until_probe = CYCLE - 1;
+                }
+            }
+        }
+        self.lambda = self.lambda.clamp(self.min_rate, self.max_rate);
+        self.target = Rate(self.ratio.target(self.lambda));
+    }
+}
+
+impl Controller for C3gBbr {
+    fn on_packet_sent(&mut self, _now: Time, pkt: &SentPacket) {
+        self.meter.on_packet_sent(pkt);
+    }
+
+    fn on_feedback(&mut self, _now: Time, report: &FeedbackReport) {
+        self.meter.on_feedback(report);
+    }
+
+    fn on_timeout(&mut self, now: Time) {
+        while self.next_tick <= now {
+            let tick = self.next_tick;
+            self.tick(tick);
+            self.next_tick = tick + self.cfg.interval;
+        }
+    }
+
+    fn next_timeout(&self) -> Option<Time> {
+        Some(self.next_tick)
+    }
+
+    fn decision(&self) -> Decision {
+        Decision::rate_only(self.target, None)
+    }
+
+    fn frame_controller(&mut self) -> Option<&mut dyn FrameController> {
+        Some(self)
+    }
+
+    fn state(&self, out: &mut Vec<(&'static str, f64)>) {
+        out.push(("btlbw_bps", self.btlbw));
+        out.push(("rtprop_ms", self.rtprop_ms));
+        out.push(("inflight_bits", self.inflight));
+        out.push(("congestion", self.congestion as u8 as f64));
+        out.push(("lambda_target_bps", self.lambda));
+        out.push(("target_bps", self.target.bps()));
+        out.push(("startup", (self.mode == Mode::Startup) as u8 as f64));
+        out.push(("rtvl_ms", self.previous_rtvl.unwrap_or(f64::NAN)));
+    }
+}
+
+impl FrameController for C3gBbr {
+    fn on_frame_ack(&mut self, now: Time, ack: &FrameAck) {
+        self.meter.on_frame_ack(now, ack);
+    }
+
+    fn on_frame_encoded(&mut self, _now: Time, frame: &FrameInfo) {
+        self.meter.on_frame_encoded(frame);
+    }
+}
+
+pub fn info() -> ControllerInfo {
+    ControllerInfo {
+        name: "c3g-bbr".into(),
+        summary: "C3G's baseline: BBR rebuilt at the application level from RTVL and the bits \
+                  received (gains on the encoder target)."
+            .into(),
+        params: vec![
+            ParamDoc::new("interval", "100ms", "iteration and report period Δt"),
+            ParamDoc::new("min_rate", "the flow's min_bitrate", "lowest target"),
+            ParamDoc::new(
+                "start_rate",
+                "the flow's start_bitrate, else 300kbps",
+                "first target",
+            ),
+            ParamDoc::new(
+                "max_rate",
+                "the flow's max_bitrate, else 50Mbps",
+                "Startup plateau and highest target",
+            ),
+            ParamDoc::new("skip_startup", "false", "start in ProbeBW"),
+            ParamDoc::new(
+                "lost_frame_timeout",
+                "100ms",
+                "an unacknowledged frame this long after a later one counts as lost",
+            ),
+            ParamDoc::new("warmup", "2s", "Startup checks no congestion for this long"),
+        ],
+        feedback: feedback(),
+        build: build_fn(build),
+    }
+}
+
+fn build(params: &Params, ctx: &ControllerContext) -> Result<Box<dyn Controller>, ControllerError> {
+    let cfg: C3gBbrConfig = parse_config("c3g-bbr", params)?;
+    super::boxed("c3g-bbr", C3gBbr::new(cfg, ctx))
+}
