@@ -526,6 +526,30 @@ impl PeriodTotals {
     }
 }
 
+/// The lowest, start and highest targets (bit/s): the controller's parameters, else the flow's
+/// media range, else v_min = `min_bitrate`, [`DEFAULT_START_BPS`] and 50 Mbit/s.
+pub fn rate_bounds(
+    min: Option<Rate>,
+    start: Option<Rate>,
+    max: Option<Rate>,
+    ctx: &ControllerContext,
+) -> Result<(f64, f64, f64), String> {
+    let min = min.unwrap_or(ctx.media.min_bitrate).bps();
+    let max = max
+        .or(ctx.media.max_bitrate)
+        .unwrap_or(Rate::from_mbps(50.0))
+        .bps();
+    if min > max {
+        return Err(format!(
+            "min_rate ({min} bit/s) is above max_rate ({max} bit/s)"
+        ));
+    }
+    let start = start
+        .or(ctx.media.start_bitrate)
+        .map_or(DEFAULT_START_BPS, |r| r.bps());
+    Ok((min, start.clamp(min, max), max))
+}
+
 /// The start target when neither the controller nor the flow gives one (libwebrtc's default start
 /// bitrate; the paper's server always starts from a known v_init).
 pub const DEFAULT_START_BPS: f64 = 300e3;
@@ -603,21 +627,8 @@ impl C3g {
                 cfg.epsilon_floor
             ));
         }
-        let min = cfg.min_rate.unwrap_or(ctx.media.min_bitrate).bps();
-        let max = cfg
-            .max_rate
-            .or(ctx.media.max_bitrate)
-            .unwrap_or(Rate::from_mbps(50.0))
-            .bps();
-        let known_start = cfg.start_rate.or(ctx.media.start_bitrate);
-        let start = known_start
-            .map_or(DEFAULT_START_BPS, |r| r.bps())
-            .clamp(min, max);
-        if min > max {
-            return Err(format!(
-                "min_rate ({min} bit/s) is above max_rate ({max} bit/s)"
-            ));
-        }
+        let (min, start, max) = rate_bounds(cfg.min_rate, cfg.start_rate, cfg.max_rate, ctx)?;
+        let known_start = cfg.start_rate.or(ctx.media.start_bitrate).is_some();
         let mut ratio = SendRatio::new(cfg.interval);
         let target = Rate(ratio.target(start));
         let periods_left = cfg.g_max - cfg.g_min + 1;
@@ -628,7 +639,7 @@ impl C3g {
             max_rate: max,
             next_tick: ctx.now + cfg.interval,
             observe_until: ctx.now + cfg.warmup,
-            startup: cfg.startup.unwrap_or(known_start.is_none()),
+            startup: cfg.startup.unwrap_or(!known_start),
             lambda_target: start,
             target,
             phase: Phase::Explore,
@@ -1014,6 +1025,20 @@ mod tests {
     fn c3g() -> C3g {
         let params: Params = toml::from_str("interval = \"100ms\"").unwrap();
         C3g::new(parse_config("c3g", &params).unwrap(), &ctx()).unwrap()
+    }
+
+    #[test]
+    fn inconsistent_rate_bounds_are_an_error_not_a_panic() {
+        let params: Params = toml::from_str("min_rate = \"10Mbps\"\nmax_rate = \"5Mbps\"").unwrap();
+        let e = C3g::new(parse_config("c3g", &params).unwrap(), &ctx())
+            .err()
+            .unwrap();
+        assert!(e.contains("above max_rate"), "{e}");
+        let cfg = parse_config("c3g-bbr", &params).unwrap();
+        let e = super::super::c3g_bbr::C3gBbr::new(cfg, &ctx())
+            .err()
+            .unwrap();
+        assert!(e.contains("above max_rate"), "{e}");
     }
 
     #[test]

@@ -32,7 +32,7 @@
 //! μ(t))·w'": one period's difference times a second would count a frame that straddles two
 //! periods as a second's worth of queue).
 
-use super::c3g::{feedback, period_rtvl, Meter, SendRatio, DEFAULT_START_BPS};
+use super::c3g::{feedback, period_rtvl, rate_bounds, Meter, SendRatio};
 use super::{
     build_fn, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo,
     Decision, FrameController, ParamDoc, Params,
@@ -123,22 +123,7 @@ impl C3gBbr {
         if cfg.interval.0 == 0 {
             return Err("interval must be longer than 0ms".into());
         }
-        let min = cfg.min_rate.unwrap_or(ctx.media.min_bitrate).bps();
-        let max = cfg
-            .max_rate
-            .or(ctx.media.max_bitrate)
-            .unwrap_or(Rate::from_mbps(50.0))
-            .bps();
-        if min > max {
-            return Err(format!(
-                "min_rate ({min} bit/s) is above max_rate ({max} bit/s)"
-            ));
-        }
-        let start = cfg
-            .start_rate
-            .or(ctx.media.start_bitrate)
-            .map_or(DEFAULT_START_BPS, |r| r.bps())
-            .clamp(min, max);
+        let (min, start, max) = rate_bounds(cfg.min_rate, cfg.start_rate, cfg.max_rate, ctx)?;
         let mut ratio = SendRatio::new(cfg.interval);
         let target = Rate(ratio.target(start));
         Ok(C3gBbr {
