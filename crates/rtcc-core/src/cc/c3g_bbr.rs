@@ -17,7 +17,7 @@
 //! - **Startup**: λ ×2 per iteration (twice the rate sent in the last one, ours: an encoder that
 //!   lags would otherwise leave the target far ahead); on congestion λ ×0.5 "to allow the
 //!   bottleneck queue to drain", and then (or on reaching the plateau, the flow's maximum rate)
-//!   ProbeBW. Congestion is not checked in the first `warmup` (2 s, ours).
+//!   ProbeBW. The first `warmup` (2 s, ours) only measures, at the start rate.
 //! - **ProbeBW**: gain cycling. λ ×1.25 (a probe); whenever congestion is detected, λ ×0.75 and
 //!   then ×1 for six iterations, in which congestion is not checked again (the queue a probe built
 //!   takes a while to drain; cutting again at every congested iteration would take the rate to the
@@ -32,7 +32,7 @@
 //! μ(t))·w'": one period's difference times a second would count a frame that straddles two
 //! periods as a second's worth of queue).
 
-use super::c3g::{feedback, period_rtvl, rate_bounds, Meter, SendRatio};
+use super::c3g::{catch_up, feedback, period_rtvl, rate_bounds, Meter, SendRatio};
 use super::{
     build_fn, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo,
     Decision, FrameController, ParamDoc, Params,
@@ -62,8 +62,8 @@ pub struct C3gBbrConfig {
     /// A frame not acknowledged this long after a later frame counts as lost. Default 100 ms.
     #[serde(default = "default_lost_frame_timeout")]
     pub lost_frame_timeout: Duration,
-    /// Startup does not check congestion for this long (the first keyframe and a half-measured
-    /// μ̄ look like a queue; ours, as for `c3g`). Default 2 s.
+    /// Measure only, at the start rate, for this long (the first keyframe and a half-measured μ̄
+    /// look like a queue; ours, as for `c3g`). Default 2 s.
     #[serde(default = "default_warmup")]
     pub warmup: Duration,
 }
@@ -191,7 +191,9 @@ impl C3gBbr {
         let bdp = self.btlbw * self.rtprop_ms / 1e3;
         self.congestion =
             self.rtprop_ms.is_finite() && self.inflight > bdp && now >= self.observe_until;
+        let warming_up = now < self.observe_until;
         match self.mode {
+            _ if warming_up => {} // measure only: the first keyframe is not a queue
             Mode::Startup => {
                 if self.congestion {
                     self.lambda *= 0.5;
@@ -236,11 +238,7 @@ impl Controller for C3gBbr {
     }
 
     fn on_timeout(&mut self, now: Time) {
-        while self.next_tick <= now {
-            let tick = self.next_tick;
-            self.tick(tick);
-            self.next_tick = tick + self.cfg.interval;
-        }
+        self.next_tick = catch_up(self.next_tick, now, self.cfg.interval, |t| self.tick(t));
     }
 
     fn next_timeout(&self) -> Option<Time> {
@@ -302,7 +300,11 @@ pub fn info() -> ControllerInfo {
                 "100ms",
                 "an unacknowledged frame this long after a later one counts as lost",
             ),
-            ParamDoc::new("warmup", "2s", "Startup checks no congestion for this long"),
+            ParamDoc::new(
+                "warmup",
+                "2s",
+                "measure only, at the start rate, for this long",
+            ),
         ],
         feedback: feedback(),
         build: build_fn(build),
