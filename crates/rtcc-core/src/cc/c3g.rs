@@ -112,27 +112,36 @@ pub struct C3gConfig {
     /// Largest exploration gain g_max (§IV-B). Default 50.
     #[serde(default = "default_g_max")]
     pub g_max: u32,
-    /// Smallest exploration gain g_min (open; 1). Default 1.
+    /// Smallest exploration gain g_min (open). Default 1: the paper's g is "an integer between 1
+    /// and g_max", and its slowest, most cautious step (10 kbit/s per 50Δt) is the one it resets to.
     #[serde(default = "default_g_min")]
     pub g_min: u32,
     /// Exploration step per unit of gain λ_exp,min (§IV-B). Default 10 kbit/s.
     #[serde(default = "default_step")]
     pub step: Rate,
     /// Weights (a, b, c, d, e, f) of the rating function (Eq. 3; e and f open). Default
-    /// [1, 10, 1, 2, 10, 10].
+    /// [1, 10, 1, 2, 10, 10]: the paper's (1, 10, 1, 2); e = f = 10 make one percent of
+    /// retransmitted bits or lost frames weigh like 1 ms of RTVL spread (b = 10), the term the
+    /// paper weighs most, since losses hurt a game as much as latency jitter (ours).
     #[serde(default = "default_weights")]
     pub weights: [f64; 6],
-    /// Lowest target v_min (open). Default: the flow's `min_bitrate`.
+    /// Lowest target v_min (open). Default: the flow's `min_bitrate`, the rate below which the
+    /// scenario says the stream is not worth sending (the testbed sets 3 Mbit/s, the 720p30
+    /// encoder's rate at QP 40).
     pub min_rate: Option<Rate>,
     /// Start target. Default: the flow's `start_bitrate`, else 300 kbit/s (libwebrtc's default
     /// start), within the bounds.
     pub start_rate: Option<Rate>,
     /// Highest target. Default: the flow's `max_bitrate`, else 50 Mbit/s.
     pub max_rate: Option<Rate>,
-    /// Periods over which ε keeps the largest λ̄ − μ̄ with no RTVL rise (open). Default 50.
+    /// Periods over which ε keeps the largest λ̄ − μ̄ with no RTVL rise (open). Default 50: the
+    /// paper updates ε "periodically"; 50 periods (2.5 s at 50 ms) hold a few exploration steps,
+    /// so ε follows a change of rate without remembering one outlier for long.
     #[serde(default = "default_epsilon_periods")]
     pub epsilon_periods: usize,
-    /// ε's floor as a fraction of λ̄ (ours). Default 0.02.
+    /// ε's floor as a fraction of λ̄ (ours; the paper's ε has no start). Default 0.02: before any
+    /// calm period, and on a quiet link, ε would be 0 and every jitter congestion; a queue that
+    /// grows by 2 % of the rate or less stays hidden, and takes 5 s or more to add 100 ms.
     #[serde(default = "default_epsilon_floor")]
     pub epsilon_floor: f64,
     /// A frame not acknowledged this long after a later frame was counts as lost (the client's
