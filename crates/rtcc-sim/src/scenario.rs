@@ -149,6 +149,8 @@ pub struct RecoverySpec {
     pub min_rate: Option<Rate>,
     /// Fixed playout delay of the receiver's jitter buffer (default 0ms).
     pub playout_delay: Option<Duration>,
+    /// Delay before the receiver's first NACK for a missing packet (default 0ms).
+    pub nack_delay: Option<Duration>,
 }
 
 /// A link, resolved.
@@ -595,6 +597,7 @@ impl Scenario {
                 keyframe_requests: f.keyframe_requests.unwrap_or(true),
                 rto: r.rto.unwrap_or(defaults.rto),
                 playout_delay: r.playout_delay.unwrap_or(defaults.playout_delay),
+                nack_delay: r.nack_delay.unwrap_or(defaults.nack_delay),
             };
             if f.active.is_some() && matches!(kind, FlowKind::Tcp { .. }) {
                 return Err(err(

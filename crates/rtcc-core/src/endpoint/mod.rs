@@ -143,6 +143,8 @@ pub struct Recovery {
     pub rto: bool,
     /// Fixed playout delay of the receiver's jitter buffer.
     pub playout_delay: Duration,
+    /// How long the receiver waits before its first NACK for a missing packet.
+    pub nack_delay: Duration,
 }
 
 impl Default for Recovery {
@@ -153,6 +155,7 @@ impl Default for Recovery {
             keyframe_requests: true,
             rto: true,
             playout_delay: Duration::ZERO,
+            nack_delay: Duration::ZERO,
         }
     }
 }

@@ -96,7 +96,9 @@ impl VideoRecvEndpoint {
             newest_frame: None,
             newest_ts: None,
             jitter,
-            nack: recovery.nack.then(NackRequester::default),
+            nack: recovery
+                .nack
+                .then(|| NackRequester::with_delay(recovery.nack_delay)),
             fec_window: VecDeque::new(),
             fec_parity: VecDeque::new(),
             next_feedback: policy.interval.map(|iv| now + iv),

@@ -4,7 +4,8 @@
 //!
 //! - a packet is **missing** when a later sequence number arrives first (inside one stream packets
 //!   are not reordered by rtcc's links, so every gap is a loss); it is requested at once
-//!   (`send_nack_delay` 0 ms, the default);
+//!   (`send_nack_delay` 0 ms, the default), or after a chosen delay ([`NackRequester::with_delay`]:
+//!   C³G's client asks for packets not received 30 ms on, c3g_rtvl.txt §V-B);
 //! - a request is **repeated** every round-trip time while the packet stays missing
 //!   (libwebrtc's `kDefaultRttMs` = 100 ms until an RTT is known), at most
 //!   [`MAX_NACK_RETRIES`] = 10 times (`kMaxNackRetries`), then the requester gives up;
@@ -39,6 +40,8 @@ pub const DEFAULT_RTT: Duration = Duration(100_000_000);
 
 #[derive(Debug, Clone, Copy)]
 struct Missing {
+    /// When the gap was seen.
+    detected_at: Time,
     /// When the last request for it was sent (`None`: not yet).
     requested_at: Option<Time>,
     /// When the first request was sent.
@@ -57,6 +60,8 @@ pub struct NackRequester {
     /// [`NackRequester::take_given_up`].
     given_up: u64,
     keyframe_needed: bool,
+    /// How long a missing packet waits before its first request.
+    delay: Duration,
 }
 
 impl Default for NackRequester {
@@ -68,11 +73,21 @@ impl Default for NackRequester {
             rtt: DEFAULT_RTT,
             given_up: 0,
             keyframe_needed: false,
+            delay: Duration::ZERO,
         }
     }
 }
 
 impl NackRequester {
+    /// A requester whose first request for a missing packet waits `delay` (libwebrtc's
+    /// `send_nack_delay`).
+    pub fn with_delay(delay: Duration) -> NackRequester {
+        NackRequester {
+            delay,
+            ..NackRequester::default()
+        }
+    }
+
     /// The round-trip time repeated requests wait for.
     pub fn rtt(&self) -> Duration {
         self.rtt
@@ -100,7 +115,7 @@ impl NackRequester {
         if seq > newest {
             self.newest = Some(seq);
             if seq > newest + 1 {
-                self.add_gap(newest + 1, seq);
+                self.add_gap(now, newest + 1, seq);
             }
         } else if let Some(m) = self.missing.remove(&seq) {
             // Measured from the first request: requests repeat every RTT estimate, so timing
@@ -113,8 +128,8 @@ impl NackRequester {
         }
     }
 
-    /// Packets `from..to` are missing.
-    fn add_gap(&mut self, from: u64, to: u64) {
+    /// Packets `from..to` are missing, seen at `now`.
+    fn add_gap(&mut self, now: Time, from: u64, to: u64) {
         self.missing = self.missing.split_off(&to.saturating_sub(MAX_PACKET_AGE));
         let new = (to - from) as usize;
         if self.missing.len() + new > MAX_NACK_PACKETS {
@@ -130,6 +145,7 @@ impl NackRequester {
             self.missing.insert(
                 s,
                 Missing {
+                    detected_at: now,
                     requested_at: None,
                     first_requested_at: None,
                     retries: 0,
@@ -164,10 +180,11 @@ impl NackRequester {
         if self.missing.is_empty() {
             return; // the usual case, once per arriving packet
         }
-        let rtt = self.rtt;
+        let (rtt, delay) = (self.rtt, self.delay);
         let mut exhausted = Vec::new();
         for (&seq, m) in self.missing.iter_mut() {
-            if m.requested_at.is_some_and(|t| now < t + rtt) {
+            let due = m.requested_at.map_or(m.detected_at + delay, |t| t + rtt);
+            if now < due {
                 continue;
             }
             if m.retries >= MAX_NACK_RETRIES {
@@ -192,7 +209,10 @@ impl NackRequester {
         }
         self.missing
             .values()
-            .map(|m| m.requested_at.map_or(Time::ZERO, |t| t + self.rtt))
+            .map(|m| {
+                m.requested_at
+                    .map_or(m.detected_at + self.delay, |t| t + self.rtt)
+            })
             .min()
     }
 
@@ -213,6 +233,26 @@ mod tests {
 
     fn ms(v: u64) -> Time {
         Time::from_millis(v)
+    }
+
+    #[test]
+    fn with_a_delay_a_gap_is_requested_only_if_still_missing_after_it() {
+        // C³G's client: packets not received 30 ms on are requested (c3g_rtvl.txt §V-B).
+        let mut n = NackRequester::with_delay(Duration::from_millis(30));
+        let mut out = Vec::new();
+        n.on_packet(ms(0), 10, true);
+        n.on_packet(ms(1), 13, false);
+        n.poll_requests(ms(1), &mut out);
+        assert!(out.is_empty(), "not at once");
+        assert_eq!(n.poll_timeout(), Some(ms(31)));
+        n.on_packet(ms(20), 12, false); // late, not lost: never requested
+        n.poll_requests(ms(31), &mut out);
+        assert_eq!(out, vec![11]);
+        assert_eq!(
+            n.poll_timeout(),
+            Some(ms(131)),
+            "then every RTT, as without a delay"
+        );
     }
 
     #[test]
