@@ -105,10 +105,11 @@ def metrics(result, c_lim: float, alpha: float) -> dict:
 
     # Stability: from the end of the episode to 60 s after the drop.
     start, stop = end, DROP_AT + STABLE
-    send = packets["send_ns"].to_numpy() / 1e9
-    size = packets["size"].to_numpy().astype(np.float64)
+    # Bits sent in each whole second of the run.
+    bits = np.bincount(packets["send_ns"].to_numpy() // 1_000_000_000,
+                       weights=packets["size"].to_numpy() * 8.0, minlength=int(DROP_AT + STABLE + AFTER))
     seconds = np.arange(math.ceil(start), math.floor(stop))
-    sent = np.array([size[(send >= s) & (send < s + 1)].sum() * 8 for s in seconds])
+    sent = bits[seconds]
     use = sent / (c_lim * 1e6) * 100
     stable = (capture >= start) & (capture < stop)
     ok = stable & np.isfinite(rtvl)
@@ -125,8 +126,8 @@ def metrics(result, c_lim: float, alpha: float) -> dict:
 
     # The increase: seconds after it until the flow sends 90 % of c_init.
     rise = DROP_AT + STABLE
-    seconds = np.arange(rise, rise + AFTER)
-    sent = np.array([size[(send >= s) & (send < s + 1)].sum() * 8 for s in seconds]) / 1e6
+    seconds = np.arange(rise, rise + AFTER).astype(int)
+    sent = bits[seconds] / 1e6
     hit = np.flatnonzero(sent >= 0.9 * alpha * c_lim)
     out["ep_s"] = float(seconds[hit[0]] - rise) if len(hit) else math.inf
     return out

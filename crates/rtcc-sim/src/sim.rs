@@ -560,10 +560,7 @@ impl Simulation {
             let log = &mut f.packet_log;
             match sink.as_mut() {
                 Some(sink) => {
-                    f.logs.stats.reserve(log.records.len() - log.settled);
-                    for record in &log.records[log.settled..] {
-                        f.logs.stats.add(record);
-                    }
+                    f.logs.stats.add_all(&log.records[log.settled..]);
                     log.settled = log.records.len();
                     f.logs.stats.sort_delays();
                     log.flush(*sink);

@@ -252,8 +252,8 @@ pub struct Meter {
     sent_periods: VecDeque<f64>,
     sent_bytes: u64,
     retransmitted_bytes: u64,
-    /// Reported arrivals (receiver clock, bytes) within Δt of the newest, and the newest
-    /// arrival at the previous close.
+    /// Reported arrivals (receiver clock, bytes) within the rate window of the newest, and the
+    /// newest arrival at the previous close.
     arrivals: VecDeque<(Time, u32)>,
     newest_at_close: Option<Time>,
     /// Encoded frames not acknowledged yet: (frame, S_0, when a later frame was first
@@ -716,8 +716,8 @@ impl C3g {
         self.totals = PeriodTotals::default();
     }
 
-    /// Rate the exploration period that just ended and store it; its mean λ̄ and rating.
-    fn rate_period(&mut self) -> Option<(f64, f64)> {
+    /// The exploration period so far: its mean λ̄ and its rating (`None` without an RTVL sample).
+    fn rate_period(&self) -> Option<(f64, f64)> {
         let lambda = self.totals.mean_sent_bps();
         let rating = self.totals.rating(&self.cfg.weights)?;
         Some((lambda, rating))
@@ -858,11 +858,15 @@ impl C3g {
         self.last = p;
     }
 
+    /// RTVL(t_last): the period's newest sample, else the last period's RTVL.
+    fn last_rtvl(&self, p: &Period) -> Option<f64> {
+        p.rtvl.last().map(|s| s.1).or(self.previous_rtvl)
+    }
+
     fn drain_needed(&self, p: &Period, next: Time) -> bool {
         let th = self.cfg.rtvl_threshold.as_millis_f64();
         let by_trend = extrapolate(&p.rtvl, next).is_some_and(|r| r > th);
-        let last = p.rtvl.last().map(|s| s.1).or(self.previous_rtvl);
-        let by_queue = match last {
+        let by_queue = match self.last_rtvl(p) {
             Some(last) if p.received_bps > 0.0 => {
                 last + self.queued_bits / p.received_bps * 1e3 > th
             }
@@ -875,8 +879,7 @@ impl C3g {
     /// RTVL = RTVL_min + qdData / c_btl), with RTVL_min the smallest sample of the last 10 s.
     fn queued_by_rtvl(&self, p: &Period) -> f64 {
         let floor = self.rtvl_floor.iter().map(|s| s.1).reduce(f64::min);
-        let last = p.rtvl.last().map(|s| s.1).or(self.previous_rtvl);
-        match (floor, last) {
+        match (floor, self.last_rtvl(p)) {
             (Some(f), Some(l)) => ((l - f).max(0.0) / 1e3) * p.received_bps,
             _ => 0.0,
         }
@@ -907,8 +910,7 @@ impl C3g {
             until: now + Duration::from_secs_f64(seconds.max(dt)),
             oop: mu.max(self.min_rate),
         };
-        self.lambda_target = hold.clamp(self.min_rate, self.max_rate);
-        self.target = Rate(self.ratio.target(self.lambda_target));
+        self.set_lambda(hold);
     }
 }
 
@@ -1021,7 +1023,7 @@ pub fn info() -> ControllerInfo {
             ParamDoc::new(
                 "startup",
                 "on without a start rate",
-                "double the target every period until the first congestion",
+                "after the warm-up, double the target every period until RTVL would pass the threshold, then drain",
             ),
             ParamDoc::new(
                 "gain_reset",

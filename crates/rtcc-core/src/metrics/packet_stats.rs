@@ -84,18 +84,19 @@ impl PacketStats {
         end: Time,
     ) -> PacketStats {
         let mut stats = PacketStats::new(start, stop, span, end);
-        stats.reserve(packets.len());
-        for p in packets {
-            stats.add(p);
-        }
+        stats.add_all(packets);
         stats
     }
 
-    /// Room for `n` more packets without reallocating.
-    pub fn reserve(&mut self, n: usize) {
+    /// [`PacketStats::add`] each of `packets`, with room made for them first.
+    pub fn add_all(&mut self, packets: &[PacketRecord]) {
+        let n = packets.len();
         self.one_way_delay_ms.reserve(n);
         self.queuing_delay_ms.reserve(n);
         self.sqp_packets.reserve(n);
+        for p in packets {
+            self.add(p);
+        }
     }
 
     /// Count one packet whose fate is known (or the run has ended). Records must come in log
