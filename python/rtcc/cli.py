@@ -229,6 +229,12 @@ def _parse(fn, option: str, text: str) -> float:
         raise UsageError(f"{option}: {e}") from None
 
 
+# Commands on real networks, parsed and run by the Rust core (`rtcc <command> --help`; docs/live.md).
+LIVE_COMMANDS = {
+    "emu": "run a command behind emulated links, in a network namespace (needs root)",
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rtcc", description="Rate control for low-latency interactive video.")
     parser.add_argument("--version", action="version", version=f"rtcc {__version__}")
@@ -290,6 +296,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="single: one 20 Mbit/s flow, 40 ms RTT, 60 s; ten: ten flows share 60 Mbit/s (default: all)")
     p.set_defaults(func=cmd_bench)
 
+    for name, text in LIVE_COMMANDS.items():
+        # Listed here for `rtcc --help`; main() hands their arguments to the core untouched.
+        sub.add_parser(name, help=text, add_help=False)
+
     p = sub.add_parser("trace", help="generate link traces")
     tsub = p.add_subparsers(dest="kind", required=True, metavar="KIND")
     t = tsub.add_parser("lte", help="synthetic LTE-like mahimahi trace")
@@ -309,6 +319,9 @@ def _os_message(e: OSError) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in LIVE_COMMANDS:
+        return _core.live_main(["rtcc", *argv])
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

@@ -289,6 +289,13 @@ fn register_controller(
     pycontroller::register(name, factory, summary, params)
 }
 
+/// The live commands (`emu`, `send`, `recv`): `argv` is the whole command line, program name
+/// first; returns the exit code. Runs until the command ends, with the GIL released.
+#[pyfunction]
+fn live_main(py: Python<'_>, argv: Vec<String>) -> i32 {
+    py.detach(|| rtcc_live::cli::main(argv))
+}
+
 /// Run a standard benchmark case ("single" or "ten").
 #[pyfunction]
 #[pyo3(name = "bench")]
@@ -345,6 +352,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(controllers, m)?)?;
     m.add_function(wrap_pyfunction!(register_controller, m)?)?;
     m.add_function(wrap_pyfunction!(run_bench, m)?)?;
+    m.add_function(wrap_pyfunction!(live_main, m)?)?;
     m.add_function(wrap_pyfunction!(generate_lte_trace, m)?)?;
     m.add_function(wrap_pyfunction!(parse_rate, m)?)?;
     m.add_function(wrap_pyfunction!(parse_duration, m)?)?;

@@ -871,6 +871,25 @@ fn resolve_app(v: Option<&serde_json::Value>) -> Result<App, String> {
     }
 }
 
+/// Resolve one link on its own, written like a scenario's `[path.forward]` table (the live
+/// emulator's links): `field` names it in errors, relative files are read from `base_dir`, and a
+/// link without a capacity is unlimited. Rates of time-based queue limits are the capacity's mean
+/// over an hour.
+pub fn link_from_spec(
+    spec: &LinkSpec,
+    field: &str,
+    base_dir: &Path,
+) -> Result<LinkConfig, ScenarioError> {
+    let hour = Duration::from_secs_f64(3600.0);
+    resolve_link(spec, field, base_dir, Some(Duration::ZERO), hour).map_err(|(field, message)| {
+        ScenarioError {
+            source_name: "link".into(),
+            field,
+            message,
+        }
+    })
+}
+
 fn resolve_link(
     spec: &LinkSpec,
     field: &str,

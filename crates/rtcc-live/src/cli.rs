@@ -1,0 +1,229 @@
+//! The live commands' command line, shared by the `rtcc-live` binary and `rtcc emu` in the
+//! Python front (which passes its arguments through).
+//!
+//! mahimahi's habits where they fit: one option per direction (`--uplink`/`--downlink` take a
+//! rate or a mahimahi trace, `--uplink-queue`, `--uplink-log`), the command after `--`.
+
+use crate::emu::{self, EmuConfig, DOWN, UP};
+use clap::{Args, Parser, Subcommand};
+use rtcc_sim::scenario::{link_from_spec, LinkConfig, LinkSpec};
+use rtcc_sim::Scenario;
+use std::path::{Path, PathBuf};
+
+#[derive(Parser)]
+#[command(name = "rtcc", about = "rtcc on real networks")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a command in a network namespace whose traffic crosses emulated links (needs root).
+    Emu(EmuArgs),
+}
+
+#[derive(Args)]
+#[command(
+    after_help = "The uplink carries what COMMAND sends, the downlink what it receives. Inside, the host is at $RTCC_EMU_HOST.\n\nExamples:\n  rtcc emu --uplink 10Mbps --downlink 10Mbps --delay 20ms --uplink-queue 100pkts -- iperf3 -c \"$RTCC_EMU_HOST\"\n  rtcc emu --uplink traces/lte.up --downlink traces/lte.down --uplink-queue codel -- sh\n  rtcc emu --scenario scenarios/step.toml --log-dir logs/ -- rtcc send ..."
+)]
+struct EmuArgs {
+    /// Take both links from a scenario file's [path]: forward is the uplink, reverse the
+    /// downlink (the scenario's flows are ignored).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["uplink", "downlink", "delay", "uplink_delay", "downlink_delay", "uplink_queue", "downlink_queue", "uplink_loss", "downlink_loss"])]
+    scenario: Option<PathBuf>,
+    /// Uplink capacity: a rate ("10Mbps"), a mahimahi trace file, or "unlimited" (default).
+    #[arg(long, value_name = "RATE|TRACE")]
+    uplink: Option<String>,
+    /// Downlink capacity, as --uplink.
+    #[arg(long, value_name = "RATE|TRACE")]
+    downlink: Option<String>,
+    /// One-way propagation delay of each direction (default 0ms).
+    #[arg(long, value_name = "DURATION")]
+    delay: Option<String>,
+    /// Uplink delay, overriding --delay.
+    #[arg(long, value_name = "DURATION")]
+    uplink_delay: Option<String>,
+    /// Downlink delay, overriding --delay.
+    #[arg(long, value_name = "DURATION")]
+    downlink_delay: Option<String>,
+    /// Uplink queue: a drop-tail limit ("100pkts", "150KB", "120ms"), a discipline ("codel",
+    /// "pie", "sfq", "fq_codel") or a table ('{ kind = "codel", target = "5ms" }'); default
+    /// 1000pkts.
+    #[arg(long, value_name = "QUEUE")]
+    uplink_queue: Option<String>,
+    /// Downlink queue, as --uplink-queue.
+    #[arg(long, value_name = "QUEUE")]
+    downlink_queue: Option<String>,
+    /// Uplink random loss probability (0 to 1).
+    #[arg(long, value_name = "P")]
+    uplink_loss: Option<f64>,
+    /// Downlink random loss probability.
+    #[arg(long, value_name = "P")]
+    downlink_loss: Option<f64>,
+    /// Write a mahimahi-format log of the uplink.
+    #[arg(long, value_name = "FILE")]
+    uplink_log: Option<PathBuf>,
+    /// Write a mahimahi-format log of the downlink.
+    #[arg(long, value_name = "FILE")]
+    downlink_log: Option<PathBuf>,
+    /// Write rtcc's logs here: packets.csv, flows.csv and emu.json (the summary).
+    #[arg(long, value_name = "DIR")]
+    log_dir: Option<PathBuf>,
+    /// Seed of the queues' and impairments' randomness.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Do not print the summary when the command ends.
+    #[arg(long, short)]
+    quiet: bool,
+    /// The command to run inside (default: $SHELL, or /bin/sh).
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<String>,
+}
+
+/// A link written like a scenario's `[path.forward]`, from one direction's options.
+fn link_spec(
+    capacity: Option<&str>,
+    delay: Option<&str>,
+    queue: Option<&str>,
+    loss: Option<f64>,
+    option: &str,
+) -> Result<LinkSpec, String> {
+    let mut table = serde_json::Map::new();
+    match capacity {
+        None | Some("unlimited") => {}
+        Some(c) if rtcc_core::Rate::parse(c).is_ok() => {
+            table.insert("capacity".into(), c.into());
+        }
+        Some(c) if Path::new(c).exists() => {
+            table.insert("trace".into(), c.into());
+        }
+        Some(c) => {
+            return Err(format!(
+                "--{option} {c:?}: neither a rate (\"10Mbps\"), \"unlimited\", nor an existing trace file"
+            ))
+        }
+    }
+    if let Some(d) = delay {
+        table.insert("delay".into(), d.into());
+    }
+    if let Some(q) = queue {
+        table.insert("queue".into(), queue_value(q, option)?);
+    }
+    if let Some(p) = loss {
+        table.insert("loss".into(), p.into());
+    }
+    serde_json::from_value(serde_json::Value::Object(table)).map_err(|e| format!("--{option}: {e}"))
+}
+
+/// `"codel"` → `{ kind = "codel" }`; `'{ kind = "pie", ... }'` parsed as a TOML inline table; any
+/// other text is a drop-tail limit.
+fn queue_value(q: &str, option: &str) -> Result<serde_json::Value, String> {
+    let q = q.trim();
+    if q.starts_with('{') {
+        let doc: toml::Table = toml::from_str(&format!("queue = {q}"))
+            .map_err(|e| format!("--{option}-queue: not a TOML inline table: {e}"))?;
+        return serde_json::to_value(&doc["queue"]).map_err(|e| e.to_string());
+    }
+    if ["codel", "pie", "sfq", "fq_codel", "droptail"].contains(&q) {
+        return Ok(serde_json::json!({ "kind": q }));
+    }
+    Ok(q.into())
+}
+
+fn links(a: &EmuArgs) -> Result<[LinkConfig; 2], String> {
+    if let Some(file) = &a.scenario {
+        let sc = Scenario::from_file(file).map_err(|e| e.to_string())?;
+        return Ok([sc.forward, sc.reverse]);
+    }
+    let here = Path::new(".");
+    let mut out = Vec::new();
+    for (d, name) in [(UP, "uplink"), (DOWN, "downlink")] {
+        let (capacity, delay, queue, loss) = if d == UP {
+            (&a.uplink, &a.uplink_delay, &a.uplink_queue, a.uplink_loss)
+        } else {
+            (
+                &a.downlink,
+                &a.downlink_delay,
+                &a.downlink_queue,
+                a.downlink_loss,
+            )
+        };
+        let delay = delay.as_deref().or(a.delay.as_deref());
+        let spec = link_spec(capacity.as_deref(), delay, queue.as_deref(), loss, name)?;
+        out.push(
+            link_from_spec(&spec, name, here).map_err(|e| format!("{}: {}", e.field, e.message))?,
+        );
+    }
+    Ok(out.try_into().map_err(|_| "two links").expect("two links"))
+}
+
+fn emu_config(a: EmuArgs) -> Result<EmuConfig, String> {
+    let links = links(&a)?;
+    let command = if a.command.is_empty() {
+        vec![std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".into())]
+    } else {
+        a.command
+    };
+    Ok(EmuConfig {
+        links,
+        seed: a.seed,
+        mahimahi_logs: [a.uplink_log, a.downlink_log],
+        log_dir: a.log_dir,
+        command,
+        summary: !a.quiet,
+    })
+}
+
+/// Run the command line `args` (program name first); returns the process's exit code.
+pub fn main(args: Vec<String>) -> i32 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return e.exit_code();
+        }
+    };
+    let result = match cli.command {
+        Command::Emu(a) => emu_config(a).and_then(|cfg| emu::run(cfg).map_err(|e| e.to_string())),
+    };
+    match result {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("rtcc: error: {message}");
+            1
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(cap: &str, queue: &str) -> Result<LinkConfig, String> {
+        let s = link_spec(Some(cap), Some("20ms"), Some(queue), None, "uplink")?;
+        link_from_spec(&s, "uplink", Path::new(".")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn options_read_like_scenario_links() {
+        let l = spec("10Mbps", "codel").unwrap();
+        assert_eq!(l.delay, rtcc_core::Duration::from_millis(20));
+        assert_eq!(l.queue.kind(), "codel");
+        let l = spec("unlimited", "{ kind = \"fq_codel\", target = \"13ms\" }").unwrap();
+        assert_eq!(l.queue.kind(), "fq_codel");
+        assert!(matches!(l.capacity, rtcc_core::net::Capacity::Unlimited));
+    }
+
+    #[test]
+    fn bad_options_name_the_problem() {
+        let e = spec("10 furlongs", "100pkts").unwrap_err();
+        assert!(e.contains("--uplink \"10 furlongs\""), "{e}");
+        let e = spec("10Mbps", "{ kind = ").unwrap_err();
+        assert!(e.contains("--uplink-queue"), "{e}");
+        let e = spec("10Mbps", "lots").unwrap_err();
+        assert!(e.contains("queue"), "{e}");
+        let e = spec("10Mbps", "{ kind = \"red\" }").unwrap_err();
+        assert!(e.contains("red"), "{e}");
+    }
+}

@@ -1,0 +1,15 @@
+//! rtcc on real networks.
+//!
+//! - [`emu`]: `rtcc emu`, a link-emulator shell: a command runs in a network namespace whose
+//!   traffic crosses rtcc-core's links, queues and impairments in real time (like mahimahi, with
+//!   every queue discipline and capacity model the simulator has).
+//! - [`cli`]: the command line shared by the `rtcc-live` binary and the Python front's
+//!   `rtcc emu`.
+//!
+//! Linux only: namespaces, TUN devices and `ppoll`. `docs/live.md` is the user's guide and has
+//! the measured accuracy and speed.
+
+pub mod cli;
+pub mod clock;
+pub mod emu;
+pub mod signals;
