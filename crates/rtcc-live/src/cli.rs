@@ -105,10 +105,14 @@ fn link_spec(
         }
     }
     if let Some(d) = delay {
+        rtcc_core::Duration::parse(d).map_err(|e| format!("--{option}-delay {d:?}: {e}"))?;
         table.insert("delay".into(), d.into());
     }
     if let Some(q) = queue {
-        table.insert("queue".into(), queue_value(q, option)?);
+        let value = queue_value(q, option)?;
+        serde_json::from_value::<rtcc_core::net::QueueConfig>(value.clone())
+            .map_err(|e| format!("--{option}-queue {q:?}: {e}"))?;
+        table.insert("queue".into(), value);
     }
     if let Some(p) = loss {
         table.insert("loss".into(), p.into());
