@@ -28,6 +28,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from rtcc.live import convert_emu_logs, emu_log_dir
 from rtcc.scenario import Scenario
 
 PAYLOAD_SHARE = 1448 / 1500
@@ -45,7 +46,7 @@ def _unavailable() -> str | None:
     return None
 
 
-pytestmark = pytest.mark.skipif(_unavailable() is not None, reason=str(_unavailable()))
+needs_live = pytest.mark.skipif(_unavailable() is not None, reason=str(_unavailable()))
 
 SCENARIO = """
 name = "tcp-{name}"
@@ -98,6 +99,7 @@ def _emu_queue_ms(logs: Path) -> float:
     return float(((p["depart_ns"] - p["enqueue_ns"]) / 1e6).median())
 
 
+@needs_live
 @pytest.mark.parametrize("name,queue", [("droptail", '"100pkts"'), ("codel", '{ kind = "codel" }')])
 def test_kernel_cubic_through_emu_matches_the_simulator(tmp_path, name, queue):
     scenario = tmp_path / f"{name}.toml"
@@ -122,3 +124,22 @@ def test_kernel_cubic_through_emu_matches_the_simulator(tmp_path, name, queue):
     assert abs(emu_queue_ms - sim_queue_ms) < 2.0, report
     drops = summary["emulator_drops"]
     assert drops["failed_writes"] == 0 and not drops["uplink_intake"] and not drops["downlink_intake"], report
+
+
+def test_emu_log_dir_is_read_from_the_shells_own_options():
+    assert emu_log_dir(["--uplink", "1Mbps", "--log-dir", "out", "--", "x", "--log-dir", "y"]) == Path("out")
+    assert emu_log_dir(["--log-dir=out2", "--", "x"]) == Path("out2")
+    assert emu_log_dir(["--", "iperf3", "--log-dir", "y"]) is None
+
+
+def test_emu_packet_log_becomes_the_simulators_parquet_schema(tmp_path):
+    (tmp_path / "packets.csv").write_text(
+        "direction,flow,seq,size,enqueue_ns,depart_ns,recv_ns,dropped\n"
+        "up,0,0,1500,1000,2000,12000,0\n"
+        "down,1,0,60,5000,-1,-1,1\n")
+    table = pl.read_parquet(convert_emu_logs(tmp_path))
+    sim_columns = ["flow", "seq", "kind", "size", "frame", "send_ns", "enqueue_ns", "depart_ns", "recv_ns", "dropped"]
+    assert table.columns == ["direction", *sim_columns]
+    assert table["dropped"].to_list() == [False, True]
+    assert table["send_ns"].to_list() == [1000, 5000]
+    assert table["recv_ns"].to_list() == [12000, -1]

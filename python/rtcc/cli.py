@@ -318,10 +318,21 @@ def _os_message(e: OSError) -> str:
     return str(e)
 
 
+def _live(argv: list[str]) -> int:
+    """Run a live command in the core, then turn its CSV logs into Parquet."""
+    code = _core.live_main(["rtcc", *argv])
+    from .live import convert_emu_logs, emu_log_dir
+
+    log_dir = emu_log_dir(argv[1:]) if argv[0] == "emu" else None
+    if log_dir is not None and (log_dir / "packets.csv").exists():
+        convert_emu_logs(log_dir)
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in LIVE_COMMANDS:
-        return _core.live_main(["rtcc", *argv])
+        return _live(argv)
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
