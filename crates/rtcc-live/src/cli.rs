@@ -21,6 +21,10 @@ struct Cli {
 enum Command {
     /// Run a command in a network namespace whose traffic crosses emulated links (needs root).
     Emu(EmuArgs),
+    /// Send a scenario flow's video over UDP to `recv` (RTP out, RTCP back).
+    Send(crate::transport::SendArgs),
+    /// Receive a scenario flow's video over UDP from `send`.
+    Recv(crate::transport::RecvArgs),
 }
 
 #[derive(Args)]
@@ -190,6 +194,8 @@ pub fn main(args: Vec<String>) -> i32 {
     };
     let result = match cli.command {
         Command::Emu(a) => emu_config(a).and_then(|cfg| emu::run(cfg).map_err(|e| e.to_string())),
+        Command::Send(a) => crate::transport::send(a),
+        Command::Recv(a) => crate::transport::recv(a),
     };
     match result {
         Ok(code) => code,

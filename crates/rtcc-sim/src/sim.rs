@@ -325,8 +325,13 @@ pub fn derive_seed(seed: u64, stream: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Build flow `i`'s two endpoints.
-fn endpoints(
+/// Build flow `i`'s two endpoints, `[A (sender), B (receiver)]`: its controller (from
+/// `registry`, told the forward link's `capacity`), encoder model, packetizer, loss recovery and
+/// feedback policy, every seed derived from the scenario's. The simulator and the live transport
+/// (`rtcc-live send` / `recv`) both build their flows here, so a flow is the same object in both.
+/// `f` is `sc.flows[i]` or an adjusted copy of it (the live transport's); of `sc` only the seed
+/// is read.
+pub fn flow_endpoints(
     sc: &Scenario,
     i: usize,
     f: &FlowConfig,
@@ -414,7 +419,7 @@ impl Simulation {
         let mut flows = Vec::new();
         for (i, f) in sc.flows.iter().enumerate() {
             flows.push(FlowState {
-                ends: endpoints(sc, i, f, &capacity, registry)?,
+                ends: flow_endpoints(sc, i, f, &capacity, registry)?,
                 logs: FlowLogs {
                     config: f.clone(),
                     packets: Vec::new(),

@@ -172,7 +172,9 @@ impl VideoRecvEndpoint {
         match h.payload_type {
             PT_MEDIA => {
                 if self.recovery.fec_group.is_some() {
-                    self.remember_for_fec(h.sequence, datagram.to_vec(), size);
+                    // The sender protects a media packet's materialised contents, its headers:
+                    // payload bytes a live transport sends after them are not part of it.
+                    self.remember_for_fec(h.sequence, datagram[..len].to_vec(), size);
                 }
                 self.on_media(now, &h, size, false);
                 self.try_fec(now);
