@@ -47,6 +47,26 @@ def cmd_run(args) -> int:
     return 0
 
 
+def cmd_live(args) -> int:
+    from .live import can_emulate, run_live
+    from .report import comparison_rows, text_table
+    from .result import write_run
+
+    if args.controller:
+        ControllerSpec.parse(args.controller).check()
+    emulate = not args.no_emu
+    if emulate and (why := can_emulate()):
+        raise UsageError(f"{why}; run as root, or give --no-emu to send over loopback without emulated links")
+    check_dest(args.output, args.force)
+    with atomic_dir(args.output, force=args.force) as tmp:
+        result = run_live(args.scenario, tmp / "live", flow=args.flow, controller=args.controller,
+                          emulate=emulate)
+        write_run(result, tmp, plots=not args.no_plots)
+    print(text_table(comparison_rows([(None, result.summary)])), end="")
+    print(f"wrote {args.output}")
+    return 0
+
+
 def cmd_compare(args) -> int:
     from .compare import compare
     from .report import text_table
@@ -232,6 +252,8 @@ def _parse(fn, option: str, text: str) -> float:
 # Commands on real networks, parsed and run by the Rust core (`rtcc <command> --help`; docs/live.md).
 LIVE_COMMANDS = {
     "emu": "run a command behind emulated links, in a network namespace (needs root)",
+    "send": "send one flow of a scenario as RTP over UDP (the live sender)",
+    "recv": "receive one flow of a scenario over UDP (the live receiver)",
 }
 
 
@@ -251,6 +273,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-large", action="store_true",
                    help="run even if the run is estimated to log more than 50 million packets")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("live", help="run a scenario's flow live: rtcc send inside rtcc emu, rtcc recv on the host")
+    p.add_argument("scenario", metavar="SCENARIO", help="scenario file (.toml)")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="run folder to write (as rtcc run's)")
+    p.add_argument("--flow", type=int, default=0, help="which of the scenario's flows (default: 0)")
+    p.add_argument("--controller", metavar="SPEC", help=f"use this controller ({SPEC_HELP})")
+    p.add_argument("--no-emu", action="store_true",
+                   help="send over loopback, without emulated links (no root needed)")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--force", action="store_true", help="replace DIR if it exists")
+    p.set_defaults(func=cmd_live)
 
     p = sub.add_parser("compare", help="run several controllers on one scenario and compare them")
     p.add_argument("scenario", metavar="SCENARIO", help="scenario file (.toml)")

@@ -63,3 +63,87 @@ def emu_log_dir(argv: Sequence[str]) -> Path | None:
         if a.startswith("--log-dir="):
             return Path(a.split("=", 1)[1])
     return None
+
+
+def _free_udp_port() -> int:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("0.0.0.0", 0))
+        return s.getsockname()[1]
+
+
+def can_emulate() -> str | None:
+    """Why `rtcc emu` cannot run here (None if it can)."""
+    import shutil
+    import subprocess
+
+    if os.geteuid() != 0:
+        return "rtcc emu needs root"
+    if not Path("/dev/net/tun").exists():
+        return "no /dev/net/tun"
+    if shutil.which("unshare") and subprocess.run(["unshare", "--net", "true"], capture_output=True).returncode != 0:
+        return "cannot create network namespaces"
+    return None
+
+
+def run_live(scenario_file: str | os.PathLike, logs: str | os.PathLike, flow: int = 0,
+             controller: str | None = None, emulate: bool = True):
+    """Run flow ``flow`` of a scenario file live and return its :class:`~rtcc.result.Result`.
+
+    ``rtcc recv`` listens on the host; ``rtcc send`` runs inside ``rtcc emu --scenario``, so the
+    flow crosses the scenario's links (path.forward carries the media, path.reverse the
+    feedback) in real time. ``emulate=False`` sends over loopback instead (no root needed; no
+    link is emulated). Each process's logs go to ``logs/{send,recv,emu}``; the run is then
+    summarised by the simulator's own code, with the scenario's other flows left out.
+    """
+    import shlex
+    import subprocess
+    import sys
+
+    from .result import Result
+    from .scenario import Scenario
+
+    scenario = Scenario.from_file(scenario_file)
+    if controller is not None:
+        scenario = scenario.with_controller(controller)
+    logs = Path(logs)
+    dirs = {name: logs / name for name in ("send", "recv", "emu")}
+    port = _free_udp_port()
+    common = ["--scenario", str(scenario_file), "--flow", str(flow), "-q"]
+    if controller is not None:
+        common += ["--controller", controller]
+    rtcc = [sys.executable, "-m", "rtcc"]
+    from . import _core
+
+    # The receiver runs until it is told to stop, once the last packet in flight has arrived
+    # (its own default, the scenario's duration from its start, would end before the sender).
+    until_stopped = f"{int(_core.parse_duration(str(scenario.to_dict()['duration']))) + 3600}s"
+    receiver = subprocess.Popen([*rtcc, "recv", *common, "--listen", f"0.0.0.0:{port}", "--duration", until_stopped,
+                                 "--log-dir", str(dirs["recv"])], stderr=subprocess.PIPE, text=True)
+    try:
+        send = [*rtcc, "send", *common, "--log-dir", str(dirs["send"])]
+        if emulate:
+            # The shell lives on for a second after the sender, so the packets still on the
+            # emulated links are delivered, not lost with it.
+            inner = " ".join(shlex.quote(a) for a in send) + f' --to "$RTCC_EMU_HOST:{port}"'
+            command = [*rtcc, "emu", "-q", "--scenario", str(scenario_file), "--log-dir", str(dirs["emu"]),
+                       "--", "sh", "-c", f"{inner}; status=$?; sleep 1; exit $status"]
+        else:
+            command = [*send, "--to", f"127.0.0.1:{port}"]
+        done = subprocess.run(command, stderr=subprocess.PIPE, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"the live sender failed: {done.stderr.strip()}")
+        receiver.send_signal(2)  # SIGINT: the receiver writes its logs and ends
+        _, err = receiver.communicate(timeout=30)
+        if receiver.returncode != 0:
+            raise RuntimeError(f"the live receiver failed: {err.strip()}")
+    finally:
+        if receiver.poll() is None:
+            receiver.kill()
+            receiver.wait()
+    raw = _core.live_result(scenario.to_json(), scenario.base_dir, flow, str(dirs["send"]), str(dirs["recv"]),
+                            str(dirs["emu"]) if emulate else None)
+    data = scenario.to_dict()
+    data["flows"] = [data["flows"][flow]]
+    return Result(raw, data)

@@ -143,6 +143,43 @@ fn run<'py>(
         return Err(e);
     }
 
+    result_dict(py, &sc, &result, streamed)
+}
+
+/// A live run's logs (`rtcc send`'s, `rtcc recv`'s and optionally `rtcc emu`'s log folders)
+/// as the same dictionary [`run`] returns, summarised by the simulator's code: flow `flow` of the
+/// scenario, alone.
+#[pyfunction]
+#[pyo3(signature = (scenario_json, base_dir, flow, send_dir, recv_dir, emu_dir=None))]
+fn live_result<'py>(
+    py: Python<'py>,
+    scenario_json: &str,
+    base_dir: &str,
+    flow: usize,
+    send_dir: &str,
+    recv_dir: &str,
+    emu_dir: Option<&str>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let registry = pycontroller::registry();
+    let sc = scenario_from_json(scenario_json, base_dir, &registry)?;
+    let logs = rtcc_live::assemble::LiveLogs {
+        send: send_dir.into(),
+        recv: recv_dir.into(),
+        emu: emu_dir.map(Into::into),
+    };
+    let result = rtcc_live::assemble::assemble(&sc, flow, &logs).map_err(PyValueError::new_err)?;
+    let mut one = sc.clone();
+    one.flows = vec![sc.flows[flow].clone()];
+    result_dict(py, &one, &result, false)
+}
+
+/// What [`run`] returns: the summary's JSON text and the logs as NumPy columns.
+fn result_dict<'py>(
+    py: Python<'py>,
+    sc: &rtcc_sim::Scenario,
+    result: &rtcc_sim::RunResult,
+    streamed: bool,
+) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
     out.set_item("summary", result.summary.to_json())?;
     if streamed {
@@ -353,6 +390,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(register_controller, m)?)?;
     m.add_function(wrap_pyfunction!(run_bench, m)?)?;
     m.add_function(wrap_pyfunction!(live_main, m)?)?;
+    m.add_function(wrap_pyfunction!(live_result, m)?)?;
     m.add_function(wrap_pyfunction!(generate_lte_trace, m)?)?;
     m.add_function(wrap_pyfunction!(parse_rate, m)?)?;
     m.add_function(wrap_pyfunction!(parse_duration, m)?)?;

@@ -115,6 +115,24 @@ fn run_inner(
         Some(sink) => sim.run_streaming(progress, sink),
         None => sim.run(progress),
     };
+    let summary = summarize(&sc, &mut flows, streamed);
+    let end = Time(sc.duration.0);
+    let capacity = capacity_series(&sc.forward.capacity, end, Duration::from_millis(100));
+    Ok(RunResult {
+        summary,
+        flows,
+        state,
+        capacity,
+        events,
+    })
+}
+
+/// The summary of a run's flows (`sc` is the scenario they ran, with its seed). `streamed`: each
+/// flow's [`PacketStats`] were gathered as the run went; otherwise they are computed here from
+/// its packet records. Each flow's per-packet statistics are released once it is summarised.
+/// The live runtime summarises real runs with this too, so a live run and a simulated one are
+/// measured by the same code.
+pub fn summarize(sc: &Scenario, flows: &mut [FlowLogs], streamed: bool) -> Summary {
     let cap = capacity_fn(&sc.forward.capacity);
     let reverse_cap = capacity_fn(&sc.reverse.capacity);
     let end = Time(sc.duration.0);
@@ -131,7 +149,7 @@ fn run_inner(
     // One flow at a time, so a kept run holds one flow's per-packet statistics beside its
     // records, and none once that flow is summarised.
     let mut flow_summaries: Vec<FlowSummary> = Vec::with_capacity(flows.len());
-    for f in &mut flows {
+    for f in flows.iter_mut() {
         if !streamed {
             let (start, stop) = (f.config.start, f.config.stop);
             f.stats = PacketStats::of(&f.packets, start, stop, sc.flow_span(), end);
@@ -169,21 +187,13 @@ fn run_inner(
         .iter()
         .map(|f| flow_log(f, back(f.config.reverse)))
         .collect();
-    let summary = Summary {
+    Summary {
         scenario: sc.name.clone(),
         seed: sc.seed,
         duration_s: sc.duration.as_secs_f64(),
         flows: flow_summaries,
         total: metrics::summarize_total(&logs, end, &cap),
-    };
-    let capacity = capacity_series(&sc.forward.capacity, end, Duration::from_millis(100));
-    Ok(RunResult {
-        summary,
-        flows,
-        state,
-        capacity,
-        events,
-    })
+    }
 }
 
 /// The summary's view of a flow's logs; `back` is what the link its feedback travels could carry.
@@ -203,7 +213,8 @@ fn flow_log<'a>(f: &'a FlowLogs, back: &dyn Fn(Time, Time) -> f64) -> FlowLog<'a
     }
 }
 
-fn capacity_series(c: &Capacity, end: Time, bin: Duration) -> Vec<(Time, f64)> {
+/// A link's capacity in bins of `bin` until `end`: (bin start, bit/s); empty when unlimited.
+pub fn capacity_series(c: &Capacity, end: Time, bin: Duration) -> Vec<(Time, f64)> {
     if let Capacity::Unlimited = c {
         return Vec::new();
     }

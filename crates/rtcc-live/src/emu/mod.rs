@@ -372,7 +372,10 @@ pub fn run(cfg: EmuConfig) -> Result<i32, EmuError> {
         p.finish().map_err(EmuError::Log)?;
     }
     let intake_drops = ns.intake_drops();
-    let summary = summary(&cfg, &dirs, &lateness, failed_writes, intake_drops, end);
+    let mut summary = summary(&cfg, &dirs, &lateness, failed_writes, intake_drops, end);
+    // The instant of CLOCK_MONOTONIC that is time zero of the logs (shared by every process on
+    // the host, so a sender's and a receiver's logs line up with the emulator's).
+    summary["clock_origin_ns"] = clock.origin_ns().into();
     if let Some(dir) = &cfg.log_dir {
         flows.write(dir).map_err(EmuError::Log)?;
         let mut out = AtomicWriter::create(&dir.join("emu.json")).map_err(EmuError::Log)?;
