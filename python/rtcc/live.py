@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
 import polars as pl
 
 from .atomic import atomic_file
@@ -88,14 +89,16 @@ def can_emulate() -> str | None:
 
 
 def run_live(scenario_file: str | os.PathLike, logs: str | os.PathLike, flow: int = 0,
-             controller: str | None = None, emulate: bool = True):
+             controller: str | None = None, emulate: bool = True, beside: str | None = None):
     """Run flow ``flow`` of a scenario file live and return its :class:`~rtcc.result.Result`.
 
     ``rtcc recv`` listens on the host; ``rtcc send`` runs inside ``rtcc emu --scenario``, so the
     flow crosses the scenario's links (path.forward carries the media, path.reverse the
     feedback) in real time. ``emulate=False`` sends over loopback instead (no root needed; no
-    link is emulated). Each process's logs go to ``logs/{send,recv,emu}``; the run is then
-    summarised by the simulator's own code, with the scenario's other flows left out.
+    link is emulated). ``beside`` is a shell command run inside the shell next to the sender
+    (cross traffic: ``iperf3 -c "$RTCC_EMU_HOST" ...``; :func:`uplink_shares` splits the link
+    between them). Each process's logs go to ``logs/{send,recv,emu}``; the run is then summarised
+    by the simulator's own code, with the scenario's other flows left out.
     """
     import shlex
     import subprocess
@@ -127,6 +130,8 @@ def run_live(scenario_file: str | os.PathLike, logs: str | os.PathLike, flow: in
             # The shell lives on for a second after the sender, so the packets still on the
             # emulated links are delivered, not lost with it.
             inner = " ".join(shlex.quote(a) for a in send) + f' --to "$RTCC_EMU_HOST:{port}"'
+            if beside:
+                inner = f"({beside}) & {inner}"
             command = [*rtcc, "emu", "-q", "--scenario", str(scenario_file), "--log-dir", str(dirs["emu"]),
                        "--", "sh", "-c", f"{inner}; status=$?; sleep 1; exit $status"]
         else:
@@ -147,3 +152,40 @@ def run_live(scenario_file: str | os.PathLike, logs: str | os.PathLike, flow: in
     data = scenario.to_dict()
     data["flows"] = [data["flows"][flow]]
     return Result(raw, data)
+
+
+def uplink_shares(emu_dir: str | os.PathLike, start_s: float = 0.0, stop_s: float | None = None) -> pl.DataFrame:
+    """Each flow's share of what `rtcc emu`'s uplink delivered between ``start_s`` and ``stop_s``
+    (seconds on the emulator's clock): flow, protocol, ends, Mbit/s and share."""
+    emu_dir = Path(emu_dir)
+    packets = emu_packets(emu_dir).filter((pl.col("direction") == "up") & (pl.col("recv_ns") >= 0))
+    flows = pl.read_csv(emu_dir / "flows.csv").with_columns(pl.col("flow").cast(pl.UInt32))
+    stop_ns = packets["recv_ns"].max() if stop_s is None else int(stop_s * 1e9)
+    start_ns = int(start_s * 1e9)
+    window = packets.filter((pl.col("recv_ns") >= start_ns) & (pl.col("recv_ns") < stop_ns))
+    seconds = max((stop_ns - start_ns) / 1e9, 1e-9)
+    per_flow = window.group_by("flow").agg((pl.col("size").sum() * 8 / seconds / 1e6).alias("mbps"))
+    total = per_flow["mbps"].sum()
+    return (per_flow.join(flows, on="flow").with_columns((pl.col("mbps") / total).alias("share"))
+            .sort("mbps", descending=True))
+
+
+def phase_table(live, simulated, phases: Sequence[tuple[float, float]]) -> pl.DataFrame:
+    """Live against simulated, per phase ``[start, stop)`` in seconds: mean received throughput
+    (1 s bins, Mbit/s) and median frame delay (capture to complete reception, ms), and the
+    relative difference of each."""
+    from . import series
+
+    rows = []
+    for start, stop in phases:
+        row = {"phase": f"{start:g}-{stop:g} s"}
+        for name, result in (("live", live), ("sim", simulated)):
+            t, rate = series.throughput(result.packets, stop, bin_s=1.0)
+            row[f"{name}_mbps"] = float(rate[(t >= start) & (t < stop)].mean())
+            tf, delay = series.frame_delay(result.frames)
+            in_phase = delay[(tf >= start) & (tf < stop)]
+            row[f"{name}_delay_ms"] = float(np.median(in_phase)) if len(in_phase) else float("nan")
+        row["mbps_diff"] = row["live_mbps"] / row["sim_mbps"] - 1
+        row["delay_diff_ms"] = row["live_delay_ms"] - row["sim_delay_ms"]
+        rows.append(row)
+    return pl.DataFrame(rows)
