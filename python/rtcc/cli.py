@@ -79,8 +79,13 @@ def cmd_compare(args) -> int:
         specs, skipped = default_specs(args.fixed_rate)
         if skipped:
             print(f"rtcc: not comparing {', '.join(skipped)} (parameters without defaults; use -c)", file=sys.stderr)
+    if args.live:
+        from .live import can_emulate
+
+        if not args.no_emu and (why := can_emulate()):
+            raise UsageError(f"--live: {why}; run as root, or add --no-emu to send over loopback")
     rows = compare(scenario, specs, args.output, seed=args.seed, force=args.force, progress=True,
-                   allow_large=args.allow_large)
+                   allow_large=args.allow_large, live=args.live, emulate=not args.no_emu)
     print(text_table(rows), end="")
     print(f"wrote {args.output}")
     return 0
@@ -295,6 +300,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run controllers whose run is estimated to log more than 50 million packets (about 3 GB of memory)")
     p.add_argument("--fixed-rate", default="2Mbps", metavar="RATE",
                    help="rate of the fixed controller when no -c is given (default: 2Mbps)")
+    p.add_argument("--live", action="store_true",
+                   help="also run each controller live (rtcc send inside rtcc emu, in real time; needs root) beside its simulation")
+    p.add_argument("--no-emu", action="store_true", help="with --live: send over loopback, without emulated links")
     p.add_argument("--force", action="store_true", help="replace DIR if it exists")
     p.set_defaults(func=cmd_compare)
 

@@ -121,9 +121,42 @@ def write_comparison(folder: Path, results: dict[str, Result], title: str, notes
     return Written(rows, dirs, [p.relative_to(folder).as_posix() for p in images])
 
 
+def spec_text(spec: ControllerSpec) -> str:
+    """The spec as command-line text: ``name`` or ``name:key=value,...``."""
+    params = ",".join(f"{k}={v}" for k, v in spec.params.items())
+    return spec.name + (f":{params}" if params else "")
+
+
+def run_all_live(scenario_file: str | os.PathLike, specs: list[ControllerSpec], folder: Path,
+                 emulate: bool = True) -> dict[str, Result]:
+    """Run the scenario file's first flow live once per spec (``"<label> (live)"`` -> Result), its
+    processes' logs under ``folder/live-logs/<label>``: rtcc send inside rtcc emu, rtcc recv on
+    the host (:func:`rtcc.live.run_live`). Real time: each run takes the scenario's duration."""
+    from .live import run_live
+
+    results = {}
+    for spec in _unique(specs):
+        label = f"{spec.label} (live)"
+        print(f"{label}: running live for the scenario's duration", flush=True)
+        results[label] = run_live(scenario_file, Path(folder) / "live-logs" / folder_name(spec.label),
+                                  controller=spec_text(spec), emulate=emulate)
+    return results
+
+
 def compare(scenario: Scenario, specs: list[ControllerSpec], out_dir: str | os.PathLike, seed: int | None = None,
-            force: bool = False, progress: bool = False, plots: bool = True, allow_large: bool = False) -> list[dict]:
-    """Run every spec on ``scenario`` and write the comparison folder ``out_dir`` atomically."""
+            force: bool = False, progress: bool = False, plots: bool = True, allow_large: bool = False,
+            live: bool = False, emulate: bool = True) -> list[dict]:
+    """Run every spec on ``scenario`` and write the comparison folder ``out_dir`` atomically.
+    ``live``: also run each spec live (``scenario`` must come from a file, and its first flow is
+    the one run), each live run beside its simulation in the tables and plots."""
+    if live and not scenario.source:
+        raise ValueError("a live comparison needs a scenario read from a file")
     with atomic_dir(out_dir, force=force) as tmp:
         results = run_all(scenario, specs, seed=seed, progress=progress, allow_large=allow_large, folder=tmp)
+        if live:
+            simulated, results = results, {}
+            live_results = run_all_live(scenario.source, specs, tmp, emulate=emulate)
+            for (label, sim), live_result in zip(simulated.items(), live_results.items()):
+                results[label] = sim
+                results[live_result[0]] = live_result[1]
         return write_comparison(tmp, results, f"rtcc compare: {scenario.name}", plots=plots).rows

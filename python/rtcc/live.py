@@ -66,6 +66,10 @@ def emu_log_dir(argv: Sequence[str]) -> Path | None:
     return None
 
 
+# How long after `rtcc emu` starts the scenario's time zero comes (time for the sender to start).
+START_DELAY_S = 2.0
+
+
 def _free_udp_port() -> int:
     import socket
 
@@ -96,8 +100,8 @@ def run_live(scenario_file: str | os.PathLike, logs: str | os.PathLike, flow: in
     flow crosses the scenario's links (path.forward carries the media, path.reverse the
     feedback) in real time. ``emulate=False`` sends over loopback instead (no root needed; no
     link is emulated). ``beside`` is a shell command run inside the shell next to the sender
-    (cross traffic: ``iperf3 -c "$RTCC_EMU_HOST" ...``; :func:`uplink_shares` splits the link
-    between them). Each process's logs go to ``logs/{send,recv,emu}``; the run is then summarised
+    (cross traffic: ``iperf3 -c "$RTCC_EMU_HOST" ...``), started at the scenario's time zero;
+    :func:`uplink_shares` splits the link between them. Each process's logs go to ``logs/{send,recv,emu}``; the run is then summarised
     by the simulator's own code, with the scenario's other flows left out.
     """
     import shlex
@@ -129,10 +133,15 @@ def run_live(scenario_file: str | os.PathLike, logs: str | os.PathLike, flow: in
         if emulate:
             # The shell lives on for a second after the sender, so the packets still on the
             # emulated links are delivered, not lost with it.
-            inner = " ".join(shlex.quote(a) for a in send) + f' --to "$RTCC_EMU_HOST:{port}"'
-            if beside:
-                inner = f"({beside}) & {inner}"
+            # The links' time zero comes START_DELAY_S after the shell starts, and the sender's timeline
+            # starts there too (it waits for it), so the scenario's capacity changes fall at the
+            # same flow times as in the simulator, whatever the start-up took.
+            inner = (" ".join(shlex.quote(a) for a in send)
+                     + f' --to "$RTCC_EMU_HOST:{port}" --clock-origin-ns "$RTCC_EMU_CLOCK_ORIGIN_NS"')
+            if beside:  # started at the scenario's time zero, as the sender
+                inner = f"(sleep {START_DELAY_S:g}; {beside}) & {inner}"
             command = [*rtcc, "emu", "-q", "--scenario", str(scenario_file), "--log-dir", str(dirs["emu"]),
+                       "--start-delay", f"{START_DELAY_S:g}s",
                        "--", "sh", "-c", f"{inner}; status=$?; sleep 1; exit $status"]
         else:
             command = [*send, "--to", f"127.0.0.1:{port}"]

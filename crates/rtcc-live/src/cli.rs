@@ -74,6 +74,10 @@ struct EmuArgs {
     /// Write rtcc's logs here: packets.csv, flows.csv and emu.json (the summary).
     #[arg(long, value_name = "DIR")]
     log_dir: Option<PathBuf>,
+    /// The links' time zero comes this long after the shell starts (default 0s); the command
+    /// finds the instant in $RTCC_EMU_CLOCK_ORIGIN_NS (for `rtcc send --clock-origin-ns`).
+    #[arg(long, value_name = "DURATION")]
+    start_delay: Option<String>,
     /// Seed of the queues' and impairments' randomness.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -173,7 +177,14 @@ fn emu_config(a: EmuArgs) -> Result<EmuConfig, String> {
     } else {
         a.command
     };
+    let start_delay = match &a.start_delay {
+        Some(d) => {
+            rtcc_core::Duration::parse(d).map_err(|e| format!("--start-delay {d:?}: {e}"))?
+        }
+        None => rtcc_core::Duration::ZERO,
+    };
     Ok(EmuConfig {
+        start_delay,
         links,
         seed: a.seed,
         mahimahi_logs: [a.uplink_log, a.downlink_log],

@@ -755,6 +755,11 @@ pub struct SendArgs {
     /// Write packets.csv, frames.csv, state.csv and send.json here.
     #[arg(long, value_name = "DIR")]
     log_dir: Option<PathBuf>,
+    /// Time zero of the flow's timeline, as a CLOCK_MONOTONIC reading in nanoseconds (wait for
+    /// it if it is ahead). Inside `rtcc emu --start-delay`, give "$RTCC_EMU_CLOCK_ORIGIN_NS" so
+    /// the scenario's times mean the same to the emulated links and to the flow.
+    #[arg(long, value_name = "NS")]
+    clock_origin_ns: Option<u64>,
     /// Print nothing unless something fails.
     #[arg(long, short)]
     quiet: bool,
@@ -782,9 +787,25 @@ pub struct RecvArgs {
     /// Write arrivals.csv, frames.csv and recv.json here.
     #[arg(long, value_name = "DIR")]
     log_dir: Option<PathBuf>,
+    /// Time zero of the flow's timeline, as a CLOCK_MONOTONIC reading in nanoseconds (wait for
+    /// it if it is ahead). Inside `rtcc emu --start-delay`, give "$RTCC_EMU_CLOCK_ORIGIN_NS" so
+    /// the scenario's times mean the same to the emulated links and to the flow.
+    #[arg(long, value_name = "NS")]
+    clock_origin_ns: Option<u64>,
     /// Print nothing unless something fails.
     #[arg(long, short)]
     quiet: bool,
+}
+
+/// The clock whose zero is `origin_ns` of CLOCK_MONOTONIC (now if none), once that instant has
+/// come: an origin ahead is waited for, so the flow's timeline starts at it.
+fn clock_at(origin_ns: Option<u64>) -> Clock {
+    let Some(origin) = origin_ns else {
+        return Clock::new();
+    };
+    let ahead = origin.saturating_sub(Clock::with_origin(0).now().0);
+    std::thread::sleep(std::time::Duration::from_nanos(ahead));
+    Clock::with_origin(origin)
 }
 
 fn resolve(text: &str, option: &str) -> Result<SocketAddr, String> {
@@ -844,7 +865,7 @@ fn prepare_send(a: &SendArgs) -> Result<Prepared, String> {
             duration,
             schedule: sender_schedule(&f),
             log_dir: a.log_dir.clone(),
-            clock: Clock::new(),
+            clock: clock_at(a.clock_origin_ns),
             handle: Arc::default(),
             describe: describe(&a.scenario, &f),
         },
@@ -867,7 +888,7 @@ fn prepare_recv(a: &RecvArgs) -> Result<Prepared, String> {
             duration,
             schedule: Vec::new(),
             log_dir: a.log_dir.clone(),
-            clock: Clock::new(),
+            clock: clock_at(a.clock_origin_ns),
             handle: Arc::default(),
             describe: describe(&a.scenario, &f),
         },

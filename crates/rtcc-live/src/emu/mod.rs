@@ -57,6 +57,11 @@ pub struct EmuConfig {
     pub command: Vec<String>,
     /// Print the summary on stderr when the shell exits.
     pub summary: bool,
+    /// The links' time zero comes this long after the shell is set up (packets before it are
+    /// carried as if at zero). The command gets the instant in `RTCC_EMU_CLOCK_ORIGIN_NS`, so a
+    /// program that starts its own timeline there (`rtcc send --clock-origin-ns`) sees a
+    /// scenario's capacity changes at the scenario's times, however long it took to start.
+    pub start_delay: Duration,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -276,9 +281,10 @@ pub fn run(cfg: EmuConfig) -> Result<i32, EmuError> {
 
     let ns = Namespace::create().map_err(EmuError::Setup)?;
     signals::install();
-    let clock = Clock::new();
+    let clock = Clock::with_origin(Clock::with_origin(0).now().0 + cfg.start_delay.0);
     let mut child = ns
         .command(program)
+        .env("RTCC_EMU_CLOCK_ORIGIN_NS", clock.origin_ns().to_string())
         .args(&cfg.command[1..])
         .spawn()
         .map_err(|error| EmuError::Spawn {
