@@ -261,3 +261,40 @@ def test_a_live_video_flow_shares_the_link_with_kernel_cubic(tmp_path):
     # Not compared with the simulation: four live runs gave the video 0.42, 0.40, 0.14 and 0.56 of
     # the link, the simulator 0.33-0.38 over three seeds and 0, 50 and 200 us of path jitter
     # (docs/live.md).
+
+
+def test_live_commands_report_bad_input_in_one_line():
+    for args, expected in [
+        (["send", "--scenario", "missing.toml", "--to", "127.0.0.1:9"], "missing.toml"),
+        (["recv", "--scenario", "missing.toml", "--listen", "127.0.0.1:0"], "missing.toml"),
+        (["emu", "--uplink", "3 furlongs", "--", "true"], "--uplink"),
+    ]:
+        done = subprocess.run([sys.executable, "-m", "rtcc", *args], capture_output=True, text=True, timeout=60)
+        assert done.returncode != 0
+        assert done.stderr.startswith("rtcc: error:") and expected in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr and "panicked" not in done.stderr
+
+
+def test_a_flow_runs_live_over_loopback_and_is_summarised_like_a_simulated_one(tmp_path):
+    # No root needed: sender and receiver on 127.0.0.1, nothing emulated (the scenario's link is
+    # far above the flow's rate, so the simulation has nothing to queue either).
+    scenario = tmp_path / "loopback.toml"
+    scenario.write_text('''
+name = "loopback"
+duration = "4s"
+[path.forward]
+capacity = "100Mbps"
+delay = "0ms"
+[[flows]]
+controller = "fixed"
+params = { rate = "2Mbps" }
+''')
+    live = run_live(scenario, tmp_path / "logs", emulate=False)
+    simulated = Scenario.from_file(scenario).run()
+    a, b = live.summary["flows"][0], simulated.summary["flows"][0]
+    assert set(live.summary) == set(simulated.summary) and set(a) == set(b), "the same summary"
+    assert a["frames_sent"] == b["frames_sent"] == 120
+    assert abs(a["throughput_bps"] / b["throughput_bps"] - 1) < 0.02, (a["throughput_bps"], b["throughput_bps"])
+    assert a["packets_lost"] == 0 and a["frames_displayed"] >= 118
+    assert live.frames.columns == simulated.frames.columns
+    assert live.packets.columns == simulated.packets.columns

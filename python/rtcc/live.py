@@ -143,8 +143,11 @@ def run_live(scenario_file: str | os.PathLike, logs: str | os.PathLike, flow: in
             command = [*rtcc, "emu", "-q", "--scenario", str(scenario_file), "--log-dir", str(dirs["emu"]),
                        "--start-delay", f"{START_DELAY_S:g}s",
                        "--", "sh", "-c", f"{inner}; status=$?; sleep 1; exit $status"]
-        else:
-            command = [*send, "--to", f"127.0.0.1:{port}"]
+        else:  # the flow's time zero also comes START_DELAY_S from now, once the receiver is up
+            import time
+
+            origin = time.clock_gettime_ns(time.CLOCK_MONOTONIC) + int(START_DELAY_S * 1e9)
+            command = [*send, "--to", f"127.0.0.1:{port}", "--clock-origin-ns", str(origin)]
         done = subprocess.run(command, stderr=subprocess.PIPE, text=True)
         if done.returncode != 0:
             raise RuntimeError(f"the live sender failed: {done.stderr.strip()}")

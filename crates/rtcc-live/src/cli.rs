@@ -29,7 +29,7 @@ enum Command {
 
 #[derive(Args)]
 #[command(
-    after_help = "The uplink carries what COMMAND sends, the downlink what it receives. Inside, the host is at $RTCC_EMU_HOST.\n\nExamples:\n  rtcc emu --uplink 10Mbps --downlink 10Mbps --delay 20ms --uplink-queue 100pkts -- iperf3 -c \"$RTCC_EMU_HOST\"\n  rtcc emu --uplink traces/lte.up --downlink traces/lte.down --uplink-queue codel -- sh\n  rtcc emu --scenario scenarios/step.toml --log-dir logs/ -- rtcc send ..."
+    after_help = "The uplink carries what COMMAND sends, the downlink what it receives. Inside, the host is at $RTCC_EMU_HOST (expanded by a shell inside, as in the first example).\n\nExamples:\n  rtcc emu --uplink 10Mbps --downlink 10Mbps --delay 20ms --uplink-queue 100pkts -- sh -c 'iperf3 -c \"$RTCC_EMU_HOST\"'\n  rtcc emu --uplink traces/lte.up --downlink traces/lte.down --uplink-queue codel -- sh\n  rtcc emu --scenario scenarios/step.toml --log-dir logs/ -- sh -c 'rtcc send --scenario scenarios/step.toml --to \"$RTCC_EMU_HOST:5004\"'"
 )]
 struct EmuArgs {
     /// Take both links from a scenario file's [path]: forward is the uplink, reverse the
