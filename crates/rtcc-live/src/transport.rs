@@ -726,33 +726,29 @@ pub fn run(endpoint: Box<dyn Endpoint>, socket: UdpSocket, opts: Options) -> io:
 
 // --- the command line ----------------------------------------------------------------------------
 
-/// `rtcc-live send`: run a scenario flow's sender to a receiver.
+/// What both ends take: which flow of which scenario, its controller, how long, where to log,
+/// and when the flow's time zero is.
 #[derive(Args)]
-#[command(
-    after_help = "Start `rtcc-live recv` with the same scenario and flow first. Example:\n  rtcc-live recv --scenario s.toml --listen 0.0.0.0:5004 --log-dir logs/recv &\n  rtcc-live send --scenario s.toml --to 10.0.0.2:5004 --log-dir logs/send"
-)]
-pub struct SendArgs {
-    /// The scenario whose flow to send (its controller, encoder, packetizer, recovery, seeds,
-    /// start, pauses and stop; its links are not used).
+pub struct FlowArgs {
+    /// The scenario whose flow this end runs: the sender takes its controller, encoder,
+    /// packetizer, recovery, seeds, start, pauses and stop, the receiver its feedback policy and
+    /// recovery (its links are not used: `rtcc emu --scenario` emulates them).
     #[arg(long, value_name = "FILE")]
     scenario: PathBuf,
     /// Which of the scenario's flows, from 0.
     #[arg(long, default_value_t = 0)]
     flow: usize,
     /// Replace the flow's controller: NAME or NAME:KEY=VALUE[,KEY=VALUE...], e.g.
-    /// "fixed:rate=2Mbps" (give the receiver the same, for its feedback policy).
+    /// "fixed:rate=2Mbps". Give both ends the same: the receiver's feedback policy follows the
+    /// controller.
     #[arg(long, value_name = "SPEC")]
     controller: Option<String>,
-    /// The receiver's address.
-    #[arg(long, value_name = "HOST:PORT")]
-    to: String,
-    /// Local address to send from (default: any, a free port).
-    #[arg(long, value_name = "ADDR:PORT")]
-    bind: Option<String>,
-    /// How long to run, e.g. "30s" (default: until the flow's stop time).
+    /// How long to run, e.g. "30s" (default: the sender until the flow's stop time, the
+    /// receiver the scenario's duration).
     #[arg(long, value_name = "DURATION")]
     duration: Option<String>,
-    /// Write packets.csv, frames.csv, state.csv and send.json here.
+    /// Write this end's logs here: the sender's packets.csv, frames.csv, state.csv and
+    /// send.json, the receiver's arrivals.csv, frames.csv and recv.json.
     #[arg(long, value_name = "DIR")]
     log_dir: Option<PathBuf>,
     /// Time zero of the flow's timeline, as a CLOCK_MONOTONIC reading in nanoseconds (wait for
@@ -765,36 +761,30 @@ pub struct SendArgs {
     quiet: bool,
 }
 
+/// `rtcc-live send`: run a scenario flow's sender to a receiver.
+#[derive(Args)]
+#[command(
+    after_help = "Start `rtcc-live recv` with the same scenario and flow first. Example:\n  rtcc-live recv --scenario s.toml --listen 0.0.0.0:5004 --log-dir logs/recv &\n  rtcc-live send --scenario s.toml --to 10.0.0.2:5004 --log-dir logs/send"
+)]
+pub struct SendArgs {
+    #[command(flatten)]
+    flow: FlowArgs,
+    /// The receiver's address.
+    #[arg(long, value_name = "HOST:PORT")]
+    to: String,
+    /// Local address to send from (default: any, a free port).
+    #[arg(long, value_name = "ADDR:PORT")]
+    bind: Option<String>,
+}
+
 /// `rtcc-live recv`: run a scenario flow's receiver.
 #[derive(Args)]
 pub struct RecvArgs {
-    /// The scenario whose flow to receive (its feedback policy and recovery).
-    #[arg(long, value_name = "FILE")]
-    scenario: PathBuf,
-    /// Which of the scenario's flows, from 0.
-    #[arg(long, default_value_t = 0)]
-    flow: usize,
-    /// The controller the sender runs, if it replaced the scenario's (its feedback policy
-    /// decides what the receiver sends back).
-    #[arg(long, value_name = "SPEC")]
-    controller: Option<String>,
+    #[command(flatten)]
+    flow: FlowArgs,
     /// Address to listen on.
     #[arg(long, value_name = "ADDR:PORT")]
     listen: String,
-    /// How long to run, e.g. "30s" (default: the scenario's duration).
-    #[arg(long, value_name = "DURATION")]
-    duration: Option<String>,
-    /// Write arrivals.csv, frames.csv and recv.json here.
-    #[arg(long, value_name = "DIR")]
-    log_dir: Option<PathBuf>,
-    /// Time zero of the flow's timeline, as a CLOCK_MONOTONIC reading in nanoseconds (wait for
-    /// it if it is ahead). Inside `rtcc emu --start-delay`, give "$RTCC_EMU_CLOCK_ORIGIN_NS" so
-    /// the scenario's times mean the same to the emulated links and to the flow.
-    #[arg(long, value_name = "NS")]
-    clock_origin_ns: Option<u64>,
-    /// Print nothing unless something fails.
-    #[arg(long, short)]
-    quiet: bool,
 }
 
 /// The clock whose zero is `origin_ns` of CLOCK_MONOTONIC (now if none), once that instant has
@@ -844,11 +834,12 @@ struct Prepared {
     options: Options,
 }
 
-fn prepare_send(a: &SendArgs) -> Result<Prepared, String> {
+fn prepare_send(args: &SendArgs) -> Result<Prepared, String> {
+    let a = &args.flow;
     let sc = Scenario::from_file(&a.scenario).map_err(|e| e.to_string())?;
     let (f, [sender, _]) = live_flow(&sc, a.flow, a.controller.as_deref())?;
-    let to = resolve(&a.to, "--to")?;
-    let local = match &a.bind {
+    let to = resolve(&args.to, "--to")?;
+    let local = match &args.bind {
         Some(b) => resolve(b, "--bind")?,
         None if to.is_ipv4() => SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)),
         None => SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0)),
@@ -872,10 +863,11 @@ fn prepare_send(a: &SendArgs) -> Result<Prepared, String> {
     })
 }
 
-fn prepare_recv(a: &RecvArgs) -> Result<Prepared, String> {
+fn prepare_recv(args: &RecvArgs) -> Result<Prepared, String> {
+    let a = &args.flow;
     let sc = Scenario::from_file(&a.scenario).map_err(|e| e.to_string())?;
     let (f, [_, receiver]) = live_flow(&sc, a.flow, a.controller.as_deref())?;
-    let listen = resolve(&a.listen, "--listen")?;
+    let listen = resolve(&args.listen, "--listen")?;
     let duration = parse_duration(a.duration.as_deref(), sc.duration)?;
     let socket = bind(listen, "--listen")?;
     Ok(Prepared {
@@ -954,13 +946,13 @@ fn summary_line(s: &Value) -> String {
 /// `rtcc-live send`; returns the exit code (0 also when a signal ended the run: the logs are
 /// complete).
 pub fn send(a: SendArgs) -> Result<i32, String> {
-    let quiet = a.quiet;
+    let quiet = a.flow.quiet;
     run_prepared(prepare_send(&a)?, quiet)
 }
 
 /// `rtcc-live recv`; returns the exit code, as [`send`].
 pub fn recv(a: RecvArgs) -> Result<i32, String> {
-    let quiet = a.quiet;
+    let quiet = a.flow.quiet;
     run_prepared(prepare_recv(&a)?, quiet)
 }
 
