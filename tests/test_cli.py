@@ -421,3 +421,15 @@ def test_console_entry_point(tmp_path):
     assert proc.stderr.startswith("rtcc: error:") and "Traceback" not in proc.stderr
     proc = subprocess.run([sys.executable, "-m", "rtcc", "--version"], capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.startswith("rtcc ")
+
+
+def test_the_command_line_starts_without_polars():
+    # `rtcc --help` and the live commands do not need the DataFrame stack (about 0.1 s to
+    # import); it is loaded on first use (rtcc/__init__.py). Timing is measured, not tested:
+    # 0.31 s -> 0.12 s for `rtcc --help` on the development machine.
+    code = ("import sys, contextlib, io, rtcc.cli\n"
+            "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+            "    rtcc.cli.main(['--help'])\n"
+            "print(sorted(m for m in ('polars', 'numpy', 'pyarrow', 'matplotlib') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout

@@ -21,14 +21,34 @@ except ImportError as _exc:  # pragma: no cover - only without a built extension
 
 from ._core import ScenarioError
 from .registry import ControllerSpec, controllers, register_controller
-from .result import Result
-from .scenario import Scenario, run_file
-from .sweep import Sweep, SweepResult
 
-try:
-    __version__ = _metadata.version("rtcc")
-except _metadata.PackageNotFoundError:  # pragma: no cover - running from an uninstalled tree
-    __version__ = "0+unknown"
+# The classes below pull in polars (about 0.1 s to import); they are imported on first use, so
+# commands that do not need them (`rtcc --help`, `rtcc emu`, ...) start quickly (PEP 562).
+_LAZY = {
+    "Result": ".result",
+    "Scenario": ".scenario",
+    "run_file": ".scenario",
+    "Sweep": ".sweep",
+    "SweepResult": ".sweep",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        from importlib import import_module
+
+        value = getattr(import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    if name == "__version__":
+        try:
+            version = _metadata.version("rtcc")
+        except _metadata.PackageNotFoundError:  # pragma: no cover - running from an uninstalled tree
+            version = "0+unknown"
+        globals()["__version__"] = version
+        return version
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["ControllerSpec", "Result", "Scenario", "ScenarioError", "Sweep", "SweepResult", "__version__",
            "controllers", "register_controller", "run_file"]
