@@ -118,7 +118,6 @@ class Result:
 def write_run(result: Result, folder: Path, plots: bool = True) -> None:
     """Write the run files into an existing (temporary) folder. A result whose packet log was
     not kept (``keep_packets=False``) cannot be written: ValueError."""
-    from . import plots as plotting  # matplotlib is only imported when plots are drawn
     from .report import write_run_index
 
     folder = Path(folder)
@@ -135,5 +134,9 @@ def write_run(result: Result, folder: Path, plots: bool = True) -> None:
             raise ValueError(f"cannot write {path}: this run's {table} log was not kept")
         elif result.packets_path is None or not path.exists() or not path.samefile(result.packets_path):
             data.sink_parquet(path)  # a streamed log written elsewhere: copied without loading it
-    images = plotting.run_plots(result, folder / "plots") if plots else []
+    images = []
+    if plots:
+        from . import plots as plotting  # matplotlib (0.5 s to import) only when plots are drawn
+
+        images = plotting.run_plots(result, folder / "plots")
     write_run_index(result, folder, images)
