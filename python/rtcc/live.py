@@ -129,20 +129,25 @@ def run_live(scenario_file: str | os.PathLike, logs: str | os.PathLike, flow: in
     receiver = subprocess.Popen([*rtcc, "recv", *common, "--listen", f"0.0.0.0:{port}", "--duration", until_stopped,
                                  "--log-dir", str(dirs["recv"])], stderr=subprocess.PIPE, text=True)
     try:
+        try:  # a receiver that cannot start (a port taken, a bad scenario) fails within a second
+            receiver.wait(timeout=1.0)
+            raise RuntimeError(f"the live receiver failed: {receiver.stderr.read().strip()}")
+        except subprocess.TimeoutExpired:
+            pass
         send = [*rtcc, "send", *common, "--log-dir", str(dirs["send"])]
         if emulate:
-            # The shell lives on for a second after the sender, so the packets still on the
-            # emulated links are delivered, not lost with it.
+            # When the sender ends, the shell delivers the packets still on the emulated links
+            # before it exits.
             # The links' time zero comes START_DELAY_S after the shell starts, and the sender's timeline
             # starts there too (it waits for it), so the scenario's capacity changes fall at the
             # same flow times as in the simulator, whatever the start-up took.
             inner = (" ".join(shlex.quote(a) for a in send)
                      + f' --to "$RTCC_EMU_HOST:{port}" --clock-origin-ns "$RTCC_EMU_CLOCK_ORIGIN_NS"')
             if beside:  # started at the scenario's time zero, as the sender
-                inner = f"(sleep {START_DELAY_S:g}; {beside}) & {inner}"
+                inner = f"(sleep {START_DELAY_S:g}\n{beside}\n) &\n{inner}"
             command = [*rtcc, "emu", "-q", "--scenario", str(scenario_file), "--log-dir", str(dirs["emu"]),
                        "--start-delay", f"{START_DELAY_S:g}s",
-                       "--", "sh", "-c", f"{inner}; status=$?; sleep 1; exit $status"]
+                       "--", "sh", "-c", inner]
         else:  # the flow's time zero also comes START_DELAY_S from now, once the receiver is up
             import time
 

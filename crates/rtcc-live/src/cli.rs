@@ -78,9 +78,10 @@ struct EmuArgs {
     /// finds the instant in $RTCC_EMU_CLOCK_ORIGIN_NS (for `rtcc send --clock-origin-ns`).
     #[arg(long, value_name = "DURATION")]
     start_delay: Option<String>,
-    /// Seed of the queues' and impairments' randomness.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    /// Seed of the queues' and impairments' randomness (default: the scenario's with --scenario,
+    /// else 1); links are seeded as the simulator seeds them.
+    #[arg(long)]
+    seed: Option<u64>,
     /// Do not print the summary when the command ends.
     #[arg(long, short)]
     quiet: bool,
@@ -143,10 +144,11 @@ fn queue_value(q: &str, option: &str) -> Result<serde_json::Value, String> {
     Ok(q.into())
 }
 
-fn links(a: &EmuArgs) -> Result<[LinkConfig; 2], String> {
+/// Both links, and the seed a scenario gives them.
+fn links(a: &EmuArgs) -> Result<([LinkConfig; 2], Option<u64>), String> {
     if let Some(file) = &a.scenario {
         let sc = Scenario::from_file(file).map_err(|e| e.to_string())?;
-        return Ok([sc.forward, sc.reverse]);
+        return Ok(([sc.forward, sc.reverse], Some(sc.seed)));
     }
     let here = Path::new(".");
     let mut out = Vec::new();
@@ -167,11 +169,14 @@ fn links(a: &EmuArgs) -> Result<[LinkConfig; 2], String> {
             link_from_spec(&spec, name, here).map_err(|e| format!("{}: {}", e.field, e.message))?,
         );
     }
-    Ok(out.try_into().map_err(|_| "two links").expect("two links"))
+    Ok((
+        out.try_into().map_err(|_| "two links").expect("two links"),
+        None,
+    ))
 }
 
 fn emu_config(a: EmuArgs) -> Result<EmuConfig, String> {
-    let links = links(&a)?;
+    let (links, scenario_seed) = links(&a)?;
     let command = if a.command.is_empty() {
         vec![std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".into())]
     } else {
@@ -186,7 +191,7 @@ fn emu_config(a: EmuArgs) -> Result<EmuConfig, String> {
     Ok(EmuConfig {
         start_delay,
         links,
-        seed: a.seed,
+        seed: a.seed.or(scenario_seed).unwrap_or(1),
         mahimahi_logs: [a.uplink_log, a.downlink_log],
         log_dir: a.log_dir,
         command,

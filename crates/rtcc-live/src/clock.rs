@@ -78,10 +78,10 @@ pub fn wait<const N: usize>(
         events: libc::POLLIN,
         revents: 0,
     });
-    let now = clock.now();
+    // Real nanoseconds until the deadline: the clock reads zero until its origin, so the
+    // distance is taken from the raw monotonic clock.
     let wait = match deadline {
-        Some(d) if d <= now => Duration::ZERO,
-        Some(d) => (d - now).min(max_wait),
+        Some(d) => Duration((clock.origin_ns + d.0).saturating_sub(monotonic_ns())).min(max_wait),
         None => max_wait,
     };
     // Close to the deadline: look without sleeping.

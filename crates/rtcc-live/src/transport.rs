@@ -254,6 +254,14 @@ pub fn live_flow(
             sc.flows.len()
         )
     })?;
+    // The logs of the other kinds carry no transport-wide sequence numbers to match sent packets
+    // with their arrivals, so their live runs could not be summarised.
+    if f.kind != FlowKind::Video {
+        return Err(format!(
+            "--flow {index}: a {} flow; live runs carry video flows only",
+            f.kind.name()
+        ));
+    }
     if let Some(spec) = controller {
         if matches!(f.kind, FlowKind::Cbr { .. }) {
             return Err(format!(
@@ -788,14 +796,36 @@ pub struct RecvArgs {
 }
 
 /// The clock whose zero is `origin_ns` of CLOCK_MONOTONIC (now if none), once that instant has
-/// come: an origin ahead is waited for, so the flow's timeline starts at it.
-fn clock_at(origin_ns: Option<u64>) -> Clock {
+/// come: an origin ahead (at most an hour) is waited for, so the flow's timeline starts at it; a
+/// signal during the wait ends it. An origin already past is used as it is, with a warning: the
+/// flow's start has passed and the encoder will catch up with the frames it missed.
+fn clock_at(origin_ns: Option<u64>) -> Result<Clock, String> {
     let Some(origin) = origin_ns else {
-        return Clock::new();
+        return Ok(Clock::new());
     };
-    let ahead = origin.saturating_sub(Clock::with_origin(0).now().0);
-    std::thread::sleep(std::time::Duration::from_nanos(ahead));
-    Clock::with_origin(origin)
+    signals::install();
+    let now = || Clock::with_origin(0).now().0;
+    if origin > now() + 3_600_000_000_000 {
+        return Err(format!(
+            "--clock-origin-ns {origin}: more than an hour ahead of CLOCK_MONOTONIC ({})",
+            now()
+        ));
+    }
+    let late = now().saturating_sub(origin);
+    if late > 500_000_000 {
+        eprintln!(
+            "rtcc: warning: --clock-origin-ns passed {:.1} s ago; the flow starts late",
+            late as f64 / 1e9
+        );
+    }
+    while now() < origin {
+        if let Some(sig) = signals::take() {
+            return Err(format!("signal {sig} before the flow's start"));
+        }
+        let left = origin - now();
+        std::thread::sleep(std::time::Duration::from_nanos(left.min(10_000_000)));
+    }
+    Ok(Clock::with_origin(origin))
 }
 
 fn resolve(text: &str, option: &str) -> Result<SocketAddr, String> {
@@ -856,7 +886,7 @@ fn prepare_send(args: &SendArgs) -> Result<Prepared, String> {
             duration,
             schedule: sender_schedule(&f),
             log_dir: a.log_dir.clone(),
-            clock: clock_at(a.clock_origin_ns),
+            clock: clock_at(a.clock_origin_ns)?,
             handle: Arc::default(),
             describe: describe(&a.scenario, &f),
         },
@@ -880,7 +910,7 @@ fn prepare_recv(args: &RecvArgs) -> Result<Prepared, String> {
             duration,
             schedule: Vec::new(),
             log_dir: a.log_dir.clone(),
-            clock: clock_at(a.clock_origin_ns),
+            clock: clock_at(a.clock_origin_ns)?,
             handle: Arc::default(),
             describe: describe(&a.scenario, &f),
         },

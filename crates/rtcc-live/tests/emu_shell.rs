@@ -172,26 +172,46 @@ fn signals_reach_the_command_and_the_shell_cleans_up() {
     require_live!();
     for (sig, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
         let before = net_state();
-        let child = start(&["--", "sleep", "30"]);
+        // The command handles the signal; the child it waits for gets it too (the group's).
+        let child = start(&["--", "sh", "-c", "trap 'exit 7' INT TERM; sleep 30 & wait"]);
         wait_until_up(&child);
         // SAFETY: kill has no memory-safety preconditions.
         unsafe { libc::kill(child.id() as i32, sig) };
         let out = child.wait_with_output().unwrap();
         assert_eq!(
             out.status.code(),
-            Some(128 + sig),
-            "{name}: the command died of it and the shell says so"
+            Some(7),
+            "{name}: the command's handler ran and its status is the shell's"
         );
         assert_clean(&before, name);
     }
 }
 
 #[test]
+fn a_command_that_ignores_the_signal_is_killed_after_the_grace_period() {
+    require_live!();
+    let before = net_state();
+    // `sleep` has no handler; as PID 1 of its PID namespace it does not die of SIGTERM.
+    let child = start(&["--", "sleep", "30"]);
+    wait_until_up(&child);
+    let t0 = Instant::now();
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(128 + libc::SIGKILL));
+    assert!(
+        t0.elapsed() < Duration::from_secs(6),
+        "SIGKILL comes 2 s after the signal, not at the command's leisure"
+    );
+    assert_clean(&before, "SIGTERM then SIGKILL");
+}
+
+#[test]
 fn sigkill_of_the_shell_leaves_nothing_behind() {
     require_live!();
     let before = net_state();
-    // A command that would outlive the shell if nothing stopped it.
-    let mut child = start(&["--", "sleep", "31.337"]);
+    // A command, and a process it starts, that would outlive the shell if nothing stopped them.
+    let mut child = start(&["--", "sh", "-c", "sleep 31.337; true"]);
     wait_until_up(&child);
     child.kill().unwrap(); // SIGKILL: no code of the shell runs
     child.wait().unwrap();

@@ -17,9 +17,12 @@
 //! time it was read. Every write records how late it was against the model's delivery time; the
 //! distribution is in the summary (`emu.json`, and on stderr).
 //!
-//! Exit paths: the command's exit ends the shell with its exit status. SIGINT, SIGTERM and SIGHUP
-//! are passed to the command, which gets 2 s to exit before SIGKILL. Whatever happens, the
-//! devices, addresses, routes and the namespace go away with the process ([`netns`]).
+//! Exit paths: the command's exit ends the shell with its exit status, once the packets still on
+//! the links have arrived (at most 10 s). SIGINT, SIGTERM and SIGHUP are passed to every process
+//! of the command (its process group), which gets 2 s to exit before SIGKILL; the command itself
+//! runs as PID 1 of its own PID namespace, so it receives only the signals it handles. Whatever
+//! happens, the devices, addresses, routes, the namespaces and the command's processes go away
+//! with the shell ([`netns`]).
 
 pub mod log;
 pub mod netns;
@@ -44,6 +47,12 @@ use std::process::ExitStatus;
 /// 2: 23 and 20 µs, 1.35. Eight keeps lateness under 0.1 ms to 1.5 Gbit/s.
 const READ_BATCH: usize = 8;
 
+/// After the command exits, packets still on the links are delivered for up to this long.
+const DRAIN: Duration = Duration(10_000_000_000);
+
+/// How long the command has to end after a signal was passed on, before SIGKILL.
+const STOP_GRACE: Duration = Duration(2_000_000_000);
+
 /// Index of the uplink (packets the command sends) in per-direction arrays.
 pub const UP: usize = 0;
 /// Index of the downlink (packets the command receives).
@@ -53,7 +62,7 @@ pub const DOWN: usize = 1;
 pub struct EmuConfig {
     /// `[uplink, downlink]`.
     pub links: [LinkConfig; 2],
-    /// Seeds the queues' and impairments' randomness.
+    /// Seeds the queues' and impairments' randomness, as a scenario's seed does in the simulator.
     pub seed: u64,
     /// mahimahi-format logs, `[uplink, downlink]`.
     pub mahimahi_logs: [Option<PathBuf>; 2],
@@ -157,8 +166,10 @@ impl FlowKey {
             }
             _ => return None,
         };
-        // TCP, UDP, SCTP and DCCP start with the two ports.
-        let ports = matches!(protocol, 6 | 17 | 33 | 132)
+        // TCP, UDP, SCTP and DCCP start with the two ports (in an IPv4 datagram's first fragment
+        // only: the others carry payload there).
+        let later_fragment = version == 4 && u16::from_be_bytes([packet[6] & 0x1f, packet[7]]) != 0;
+        let ports = (matches!(protocol, 6 | 17 | 33 | 132) && !later_fragment)
             .then(|| packet.get(l4..l4 + 4))
             .flatten()
             .map(|p| {
@@ -195,15 +206,52 @@ impl FlowKey {
     }
 }
 
-/// Numbers flows in order of first appearance; packets that are not IP are flow 0's kin "other".
+/// Numbers flows in order of first appearance; packets that are not IP share one "other" flow.
+/// An IPv4 datagram cut into fragments belongs to one flow: the fragments after the first carry
+/// no ports, so they are matched to the first by (source, destination, protocol, IP id).
 #[derive(Default)]
 struct Flows {
     ids: HashMap<FlowKey, u32>,
     table: Vec<(FlowKey, bool)>,
+    fragments: HashMap<[u8; 11], u32>,
+}
+
+/// An IPv4 fragment's datagram, and whether it is the first fragment.
+fn ipv4_fragment(packet: &[u8]) -> Option<([u8; 11], bool)> {
+    if packet.len() < 20 || packet[0] >> 4 != 4 {
+        return None;
+    }
+    let more = packet[6] & 0x20 != 0;
+    let offset = u16::from_be_bytes([packet[6] & 0x1f, packet[7]]);
+    if !more && offset == 0 {
+        return None;
+    }
+    let mut id = [0u8; 11];
+    id[..8].copy_from_slice(&packet[12..20]);
+    id[8] = packet[9];
+    id[9..].copy_from_slice(&packet[4..6]);
+    Some((id, offset == 0))
 }
 
 impl Flows {
     fn id(&mut self, packet: &[u8]) -> u32 {
+        let fragment = ipv4_fragment(packet);
+        if let Some((datagram, false)) = fragment {
+            if let Some(&flow) = self.fragments.get(&datagram) {
+                return flow;
+            }
+        }
+        let flow = self.id_of_key(packet);
+        if let Some((datagram, true)) = fragment {
+            if self.fragments.len() > 4096 {
+                self.fragments.clear(); // datagrams long reassembled
+            }
+            self.fragments.insert(datagram, flow);
+        }
+        flow
+    }
+
+    fn id_of_key(&mut self, packet: &[u8]) -> u32 {
         let key = FlowKey::of(packet).unwrap_or(FlowKey {
             protocol: 255,
             ends: [([0; 16], 0); 2],
@@ -278,25 +326,33 @@ pub fn run(cfg: EmuConfig) -> Result<i32, EmuError> {
         logs.packets = Some(PacketLog::create(&dir.join("packets.csv")).map_err(EmuError::Setup)?);
     }
     let logging = logs.any();
+    // Seeded as the simulator seeds the same link (sim.rs): the queue from stream 2 << 32 | d,
+    // the impairments from 1 << 32 | d, so a scenario's random losses fall the same way.
     let direction = |d: usize| {
-        let seed = rtcc_sim::sim::derive_seed(cfg.seed, (1 << 32) | d as u64);
-        Direction::new(&cfg.links[d], seed, logging)
+        let seed = |stream: u64| rtcc_sim::sim::derive_seed(cfg.seed, stream << 32 | d as u64);
+        Direction::new(&cfg.links[d], seed(2), seed(1), logging)
             .map_err(|e| EmuError::Setup(io::Error::other(e)))
     };
     let mut dirs = [direction(UP)?, direction(DOWN)?];
 
     let ns = Namespace::create().map_err(EmuError::Setup)?;
     signals::install();
-    let clock = Clock::with_origin(Clock::with_origin(0).now().0 + cfg.start_delay.0);
+    // `wall` keeps real time for the shell's own bookkeeping; `clock` is the links' time, which
+    // starts `start_delay` later (and reads zero until then).
+    let wall = Clock::new();
+    let clock = Clock::with_origin(wall.origin_ns() + cfg.start_delay.0);
+    let spawn_error = |error| EmuError::Spawn {
+        command: cfg.command.join(" "),
+        error,
+    };
     let mut child = ns
         .command(program)
+        .map_err(spawn_error)?
         .env("RTCC_EMU_CLOCK_ORIGIN_NS", clock.origin_ns().to_string())
         .args(&cfg.command[1..])
         .spawn()
-        .map_err(|error| EmuError::Spawn {
-            command: cfg.command.join(" "),
-            error,
-        })?;
+        .map_err(spawn_error)?;
+    let group = child.id() as libc::pid_t;
     clock::precise_timers();
 
     let mut flows = Flows::default();
@@ -306,7 +362,10 @@ pub fn run(cfg: EmuConfig) -> Result<i32, EmuError> {
     // Read from the device where the direction starts, write to the one where it ends.
     let devices: [(&Tun, &Tun); 2] = [(&ns.inside, &ns.outside), (&ns.outside, &ns.inside)];
     let mut next_child_check = Time::ZERO;
-    let mut stop_signal: Option<(i32, Time)> = None;
+    let mut stop_signal: Option<Time> = None;
+    // Once the command has exited: its status, and how long the packets still on the links may
+    // take to arrive.
+    let mut exited: Option<(ExitStatus, Time)> = None;
     let status: ExitStatus = loop {
         let now = clock.now();
         for d in [UP, DOWN] {
@@ -323,21 +382,28 @@ pub fn run(cfg: EmuConfig) -> Result<i32, EmuError> {
                 }
             }
         }
+        let real = wall.now();
         if let Some(sig) = signals::take() {
-            // Pass it on; the command decides how to end.
+            // Pass it on to every process of the command; they decide how to end.
             // SAFETY: kill has no memory-safety preconditions.
-            unsafe { libc::kill(child.id() as libc::pid_t, sig) };
-            stop_signal.get_or_insert((sig, now));
+            unsafe { libc::kill(-group, sig) };
+            stop_signal.get_or_insert(real);
         }
-        if now >= next_child_check {
-            next_child_check = now + Duration::from_millis(5);
-            if let Some(status) = child.try_wait().map_err(EmuError::Setup)? {
+        if let Some((status, until)) = exited {
+            let idle = dirs.iter().all(|d| d.poll_timeout().is_none());
+            if idle || real >= until || stop_signal.is_some() {
                 break status;
             }
-            if let Some((_, since)) = stop_signal {
-                if now - since > Duration::from_secs_f64(2.0) {
-                    let _ = child.kill();
-                }
+        } else if real >= next_child_check {
+            next_child_check = real + Duration::from_millis(5);
+            if let Some(status) = child.try_wait().map_err(EmuError::Setup)? {
+                // Deliver what is still on the links (up to DRAIN), so a sender's last packets
+                // arrive as they would have had it stayed.
+                exited = Some((status, real + DRAIN));
+            } else if stop_signal.is_some_and(|since| real - since > STOP_GRACE) {
+                // SAFETY: as above.
+                unsafe { libc::kill(-group, libc::SIGKILL) };
+                let _ = child.kill();
             }
         }
         let deadline = match (dirs[UP].poll_timeout(), dirs[DOWN].poll_timeout()) {
@@ -362,7 +428,12 @@ pub fn run(cfg: EmuConfig) -> Result<i32, EmuError> {
                         dirs[d].handle_packet(clock.now(), buf[..n].to_vec(), flow);
                     }
                     Ok(None) => break,
-                    Err(e) => return Err(EmuError::Setup(e)),
+                    Err(e) => {
+                        return Err(EmuError::Setup(io::Error::new(
+                            e.kind(),
+                            format!("reading {}: {e}", devices[d].0.name),
+                        )))
+                    }
                 }
             }
         }
@@ -493,6 +564,21 @@ mod tests {
             "garbage is a flow of its own, not a panic"
         );
         assert_eq!(flows.id(&[]), 2);
+        // A datagram in two fragments (more-fragments flag, then offset 185 x 8 bytes): the
+        // second, which has no ports, is the first's flow.
+        let mut first = p.clone();
+        first[4..6].copy_from_slice(&[0x12, 0x34]);
+        first[6] = 0x20;
+        let mut second = first.clone();
+        second[6] = 0x00;
+        second[7] = 185;
+        second[20..24].copy_from_slice(&[0xde, 0xad, 0xbe, 0xef]);
+        assert_eq!(flows.id(&first), 0);
+        assert_eq!(
+            flows.id(&second),
+            0,
+            "a later fragment is its datagram's flow"
+        );
         assert_eq!(
             flows.table[0].0.describe(true),
             [

@@ -16,9 +16,10 @@
 //! Cleanup needs no code on the exit path, so it also happens when the shell is killed with
 //! SIGKILL: both TUN devices are not persistent and vanish (with their addresses and routes) when
 //! the emulator's descriptors close; the namespace is anonymous (no file under `/var/run/netns`)
-//! and vanishes with its last process; the command is started with `PR_SET_PDEATHSIG` = SIGKILL,
-//! so it dies with the shell. On a normal exit [`Namespace::kill_stragglers`] also kills any
-//! process the command left running inside the namespace.
+//! and vanishes with its last process; the command runs as PID 1 of its own PID namespace under
+//! an `unshare` that dies with the shell (`PR_SET_PDEATHSIG`) and takes it along, and with it
+//! every process it started ([`Namespace::command`]). On a normal exit
+//! [`Namespace::kill_stragglers`] also kills any process left in the network namespace.
 
 use std::ffi::CString;
 use std::fs::File;
@@ -27,6 +28,7 @@ use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::Command;
 
 /// `_IOW('T', 202, int)` from `<linux/if_tun.h>`.
@@ -190,15 +192,26 @@ impl Namespace {
         Ok(me)
     }
 
-    /// A command that runs inside the namespace and dies with the calling process.
-    pub fn command(&self, program: &str) -> Command {
-        let mut cmd = Command::new(program);
+    /// A command that runs inside the namespace, in a process group of its own, as PID 1 of a new
+    /// PID namespace: `unshare --pid --fork --kill-child` runs it, and dies with the calling
+    /// process (`PR_SET_PDEATHSIG`), killing it, and the kernel kills every process left in a PID
+    /// namespace whose first process dies. So nothing the command started outlives the shell,
+    /// even a SIGKILL of the shell. (As PID 1, the command receives only the signals it handles;
+    /// its children receive all of them.) Add the command's arguments to the result.
+    pub fn command(&self, program: &str) -> io::Result<Command> {
+        find_program(program)?;
+        let mut cmd = Command::new("unshare");
+        cmd.args(["--pid", "--fork", "--kill-child", "--", program]);
         let ns = self.ns.as_raw_fd();
         let parent = std::process::id() as libc::pid_t;
         // SAFETY: only async-signal-safe calls between fork and exec.
         unsafe {
             cmd.pre_exec(move || {
                 if libc::setns(ns, libc::CLONE_NEWNET) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                // Its own group, so a signal passed on reaches every process the command starts.
+                if libc::setpgid(0, 0) != 0 {
                     return Err(io::Error::last_os_error());
                 }
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
@@ -213,7 +226,7 @@ impl Namespace {
         }
         cmd.env("RTCC_EMU_HOST", self.host_addr.to_string())
             .env("RTCC_EMU_SHELL", self.shell_addr.to_string());
-        cmd
+        Ok(cmd)
     }
 
     /// Packets the kernel dropped because the emulator did not read them in time (each device's
@@ -255,6 +268,30 @@ impl Namespace {
             }
         }
         killed
+    }
+}
+
+/// Check that `program` can be run (a path, or a name on `PATH`), so that a typo is reported by
+/// name rather than by the `unshare` that would have run it.
+fn find_program(program: &str) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &Path| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let found = if program.contains('/') {
+        runnable(Path::new(program))
+    } else {
+        std::env::var_os("PATH")
+            .is_some_and(|path| std::env::split_paths(&path).any(|d| runnable(&d.join(program))))
+    };
+    if found {
+        Ok(())
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            "not found, or not executable",
+        ))
     }
 }
 

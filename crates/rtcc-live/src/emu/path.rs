@@ -104,14 +104,19 @@ pub struct Counters {
 }
 
 impl Direction {
-    /// A direction with `config`'s capacity, queue, impairments and delay; `seed` drives the
-    /// queue's and the impairments' randomness.
-    pub fn new(config: &LinkConfig, seed: u64, logging: bool) -> Result<Direction, String> {
+    /// A direction with `config`'s capacity, queue, impairments and delay; the seeds drive the
+    /// queue's randomness (PIE's drops, the fair queues' hash) and the impairments'.
+    pub fn new(
+        config: &LinkConfig,
+        queue_seed: u64,
+        impairment_seed: u64,
+        logging: bool,
+    ) -> Result<Direction, String> {
         let queue = config
             .queue
-            .build::<EmuPacket>(config.nominal_rate, seed ^ 0x5155_4555)?;
-        let impairments =
-            (!config.impairments.is_none()).then(|| Impairments::new(config.impairments, seed));
+            .build::<EmuPacket>(config.nominal_rate, queue_seed)?;
+        let impairments = (!config.impairments.is_none())
+            .then(|| Impairments::new(config.impairments, impairment_seed));
         Ok(Direction {
             link: Link::new(config.capacity.clone(), queue),
             impairments,
@@ -258,7 +263,7 @@ mod tests {
     fn packets_are_serialised_then_delayed() {
         // 1250 bytes at 10 Mbit/s take 1 ms; 20 ms of propagation delay after the link.
         let cfg = config(Capacity::Constant(Rate(10e6)), "100pkts", 20);
-        let mut d = Direction::new(&cfg, 1, true).unwrap();
+        let mut d = Direction::new(&cfg, 1, 2, true).unwrap();
         d.handle_packet(Time::ZERO, vec![0; 1250], 0);
         d.handle_packet(Time::ZERO, vec![0; 1250], 0);
         assert_eq!(
@@ -295,7 +300,7 @@ mod tests {
     #[test]
     fn a_full_queue_drops_and_says_so() {
         let cfg = config(Capacity::Constant(Rate(1e6)), "2pkts", 0);
-        let mut d = Direction::new(&cfg, 1, true).unwrap();
+        let mut d = Direction::new(&cfg, 1, 2, true).unwrap();
         for _ in 0..5 {
             d.handle_packet(Time::ZERO, vec![0; 1000], 3);
         }
@@ -310,7 +315,7 @@ mod tests {
     #[test]
     fn an_unlimited_link_only_delays() {
         let cfg = config(Capacity::Unlimited, "100pkts", 10);
-        let mut d = Direction::new(&cfg, 1, false).unwrap();
+        let mut d = Direction::new(&cfg, 1, 2, false).unwrap();
         d.handle_packet(Time(3 * MS), vec![0; 1500], 0);
         assert_eq!(d.poll_timeout(), Some(Time(13 * MS)));
         assert_eq!(d.poll_deliver(Time(13 * MS)).unwrap().0, Time(13 * MS));
