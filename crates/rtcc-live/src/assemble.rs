@@ -132,7 +132,7 @@ fn emu_times(dir: &Path, count: usize, offset_ns: i64) -> Result<Option<LinkTime
         "packets.csv",
         "direction,flow,seq,size,enqueue_ns,depart_ns,recv_ns,dropped",
     )?;
-    let mut by_flow: HashMap<u32, LinkTimes> = HashMap::new();
+    let mut by_flow: HashMap<u32, Vec<(u64, Time, Option<Time>)>> = HashMap::new();
     for r in 0..packets.rows.len() {
         if packets.rows[r].first().map(String::as_str) != Some("up") {
             continue;
@@ -140,17 +140,24 @@ fn emu_times(dir: &Path, count: usize, offset_ns: i64) -> Result<Option<LinkTime
         let flow: u32 = packets.get(r, 1)?;
         let enqueue = shifted(packets.get(r, 4)?, offset_ns).unwrap_or(Time::ZERO);
         let depart = shifted(packets.get(r, 5)?, offset_ns);
-        by_flow.entry(flow).or_default().push((enqueue, depart));
+        by_flow
+            .entry(flow)
+            .or_default()
+            .push((packets.get(r, 2)?, enqueue, depart));
     }
+    // The log has each packet once it settled (left the link or was dropped), which is not the
+    // order they arrived in; `seq` numbers them in arrival order.
+    let mut by_flow: HashMap<u32, LinkTimes> = by_flow
+        .into_iter()
+        .map(|(flow, mut rows)| {
+            rows.sort_unstable_by_key(|&(seq, ..)| seq);
+            (flow, rows.into_iter().map(|(_, e, d)| (e, d)).collect())
+        })
+        .collect();
     let udp: Vec<u32> = (0..flows.rows.len())
         .filter(|&r| flows.rows[r].get(1).is_some_and(|p| p == "udp"))
         .filter_map(|r| flows.get(r, 0).ok())
         .collect();
-    // The log has each packet once it settled (left the link or was dropped), which is not the
-    // order they arrived in; arrival times are distinct readings of one clock.
-    for times in by_flow.values_mut() {
-        times.sort_by_key(|&(enqueue, _)| enqueue);
-    }
     let found = udp
         .iter()
         .filter_map(|f| by_flow.remove(f))

@@ -18,8 +18,9 @@
 //!
 //! **rtcc's packet log** (`packets.csv`): one row per packet once it settles, with the simulator's
 //! packet columns (`docs/cli.md`): `direction` (`up` leaves the shell, `down` enters it), `flow`,
-//! `seq` (per flow and direction), `size`, `enqueue_ns`, `depart_ns`, `recv_ns` (-1: never) and
-//! `dropped`. `flows.csv` names each flow by its protocol and addresses.
+//! `seq` (per flow and direction, in arrival order), `size`, `enqueue_ns`, `depart_ns`, `recv_ns`
+//! (the model's delivery time; -1: never) and `dropped`. `flows.csv` names each flow by its
+//! protocol and addresses.
 
 use super::path::LogEvent;
 use rtcc_core::net::Capacity;
@@ -141,8 +142,6 @@ impl MahimahiLog {
 /// rtcc's per-packet log of both directions.
 pub struct PacketLog {
     out: AtomicWriter,
-    /// Next sequence number per (flow, direction).
-    seqs: Vec<[u64; 2]>,
 }
 
 impl PacketLog {
@@ -152,34 +151,39 @@ impl PacketLog {
             out,
             "direction,flow,seq,size,enqueue_ns,depart_ns,recv_ns,dropped"
         )?;
-        Ok(PacketLog {
-            out,
-            seqs: Vec::new(),
-        })
+        Ok(PacketLog { out })
     }
 
-    /// Log a packet once it has settled (departed or dropped); arrivals add nothing.
+    /// Log a packet once it has settled (departed or dropped); arrivals add nothing. Rows come in
+    /// the order packets settle; `seq` is each packet's number in its flow and direction in the
+    /// order it arrived.
     pub fn write(&mut self, direction: usize, e: &LogEvent) -> io::Result<()> {
-        let (flow, size, arrival, depart, recv, dropped) = match *e {
+        let (flow, seq, size, arrival, depart, recv, dropped) = match *e {
             LogEvent::Arrival { .. } => return Ok(()),
             LogEvent::Departure {
                 at,
                 flow,
+                seq,
                 size,
                 arrival,
                 deliver,
-            } => (flow, size, arrival, Some(at), deliver, deliver.is_none()),
+            } => (
+                flow,
+                seq,
+                size,
+                arrival,
+                Some(at),
+                deliver,
+                deliver.is_none(),
+            ),
             LogEvent::Drop {
                 flow,
+                seq,
                 size,
                 arrival,
                 ..
-            } => (flow, size, arrival, None, None, true),
+            } => (flow, seq, size, arrival, None, None, true),
         };
-        if self.seqs.len() <= flow as usize {
-            self.seqs.resize(flow as usize + 1, [0, 0]);
-        }
-        let seq = &mut self.seqs[flow as usize][direction];
         let ns = |t: Option<Time>| t.map_or(-1, |t| t.0 as i64);
         writeln!(
             self.out,
@@ -189,9 +193,7 @@ impl PacketLog {
             ns(depart),
             ns(recv),
             dropped as u8
-        )?;
-        *seq += 1;
-        Ok(())
+        )
     }
 
     pub fn finish(self) -> io::Result<()> {

@@ -29,6 +29,8 @@ pub struct EmuPacket {
     pub bytes: Vec<u8>,
     /// Index of the packet's flow (its 5-tuple) in order of first appearance.
     pub flow: u32,
+    /// The packet's number in its flow, in this direction, in order of arrival.
+    pub seq: u64,
     /// When it entered this direction.
     pub arrival: Time,
 }
@@ -54,6 +56,7 @@ pub enum LogEvent {
     Departure {
         at: Time,
         flow: u32,
+        seq: u64,
         size: u32,
         arrival: Time,
         deliver: Option<Time>,
@@ -62,6 +65,7 @@ pub enum LogEvent {
     Drop {
         at: Time,
         flow: u32,
+        seq: u64,
         size: u32,
         arrival: Time,
     },
@@ -90,6 +94,8 @@ pub struct Direction {
     logging: bool,
     /// Totals since the start.
     pub counters: Counters,
+    /// The next packet number of each flow.
+    next_seq: Vec<u64>,
 }
 
 /// Per-direction totals.
@@ -126,6 +132,7 @@ impl Direction {
             log: VecDeque::new(),
             logging,
             counters: Counters::default(),
+            next_seq: Vec::new(),
         })
     }
 
@@ -142,9 +149,15 @@ impl Direction {
                 size: bytes.len() as u32,
             });
         }
+        if self.next_seq.len() <= flow as usize {
+            self.next_seq.resize(flow as usize + 1, 0);
+        }
+        let seq = self.next_seq[flow as usize];
+        self.next_seq[flow as usize] += 1;
         let pkt = EmuPacket {
             bytes,
             flow,
+            seq,
             arrival: now,
         };
         let mut out = std::mem::take(&mut self.out);
@@ -206,6 +219,7 @@ impl Direction {
                 self.log.push_back(LogEvent::Departure {
                     at: depart,
                     flow: p.flow,
+                    seq: p.seq,
                     size: p.size(),
                     arrival: p.arrival,
                     deliver,
@@ -231,6 +245,7 @@ impl Direction {
                 self.log.push_back(LogEvent::Drop {
                     at: t,
                     flow: p.flow,
+                    seq: p.seq,
                     size: p.size(),
                     arrival: p.arrival,
                 });
@@ -290,6 +305,7 @@ mod tests {
             LogEvent::Departure {
                 at: Time(2 * MS),
                 flow: 0,
+                seq: 1,
                 size: 1250,
                 arrival: Time::ZERO,
                 deliver: Some(Time(22 * MS))
