@@ -122,9 +122,9 @@ def write_comparison(folder: Path, results: dict[str, Result], title: str, notes
 
 
 def spec_text(spec: ControllerSpec) -> str:
-    """The spec as command-line text: ``name`` or ``name:key=value,...``."""
-    params = ",".join(f"{k}={v}" for k, v in spec.params.items())
-    return spec.name + (f":{params}" if params else "")
+    """The spec as command-line text: ``name`` or ``name:key=value,...`` (its label before
+    ``_unique`` numbered it)."""
+    return ControllerSpec.make(spec.name, spec.params).label
 
 
 def run_all_live(scenario_file: str | os.PathLike, specs: list[ControllerSpec], folder: Path,

@@ -21,10 +21,12 @@
 //! - a frame: encoded (sender), completed, shown or given up on (receiver), and its first and last
 //!   media packet sent, as the simulator records them.
 
+use rtcc_core::endpoint::EncodedFrameInfo;
+use rtcc_core::media::jitter_buffer::FrameEvent;
 use rtcc_core::media::quality::{Resolution, LADDER};
-use rtcc_core::metrics::{FrameRecord, PacketRecord, PacketStats};
+use rtcc_core::metrics::{apply_frame_event, FrameRecord, PacketRecord, PacketStats};
 use rtcc_core::packet::PacketKind;
-use rtcc_core::Time;
+use rtcc_core::{Rate, Time};
 use rtcc_sim::run::{capacity_series, summarize, RunResult};
 use rtcc_sim::sim::{FlowLogs, StateLog};
 use rtcc_sim::Scenario;
@@ -243,28 +245,21 @@ pub fn assemble(sc: &Scenario, flow: usize, logs: &LiveLogs) -> Result<RunResult
                 r + 2
             ));
         }
-        frames.push(FrameRecord {
-            flow: 0,
+        let info = EncodedFrameInfo {
             frame,
             capture: Time(encoded.get::<u64>(r, 2)?),
             size: encoded.get(r, 3)?,
-            target_bps: encoded.get(r, 4)?,
+            target: Rate(encoded.get(r, 4)?),
             packets: encoded.get(r, 5)?,
-            first_send: None,
-            last_send: None,
-            complete: None,
             keyframe: encoded.get::<u8>(r, 6)? != 0,
             psnr_db: encoded.get::<f64>(r, 7).ok(),
             resolution: resolution_of(encoded.get(r, 8)?),
-            display: None,
-            recovered: false,
-            unrecoverable: false,
-        });
+        };
+        frames.push(FrameRecord::encoded(0, &info));
     }
     for p in packets.iter().filter(|p| p.kind == PacketKind::Media) {
         if let Some(f) = p.frame.and_then(|f| frames.get_mut(f as usize)) {
-            f.first_send.get_or_insert(p.send);
-            f.last_send = Some(p.send);
+            f.on_media_sent(p.send);
         }
     }
     let events = Csv::read(
@@ -273,19 +268,21 @@ pub fn assemble(sc: &Scenario, flow: usize, logs: &LiveLogs) -> Result<RunResult
         "flow,frame,event,time_ns,size,recovered",
     )?;
     for r in 0..events.rows.len() {
-        let frame: usize = events.get(r, 1)?;
-        let at = shifted(events.get(r, 3)?, recv_offset);
-        let Some(f) = frames.get_mut(frame) else {
-            continue; // a frame the receiver saw after the sender's log ended
-        };
-        match events.rows[r].get(2).map_or("", String::as_str) {
-            "complete" => {
-                f.complete = at;
-                f.recovered = events.get::<u8>(r, 5)? != 0;
-            }
-            "displayed" => f.display = at,
-            // As the simulator: giving up on a frame the encoder skipped loses nothing.
-            "undecodable" | "abandoned" => f.unrecoverable = f.packets > 0,
+        let frame: u64 = events.get(r, 1)?;
+        // On the receiver's clock; apply_frame_event moves it to the sender's.
+        let at = Time(events.get::<i64>(r, 3)?.max(0) as u64);
+        let event = match events.rows[r].get(2).map_or("", String::as_str) {
+            "complete" => FrameEvent::Complete {
+                frame,
+                first_receive: at,
+                last_receive: at,
+                at,
+                size: events.get(r, 4)?,
+                recovered: events.get::<u8>(r, 5)? != 0,
+            },
+            "displayed" => FrameEvent::Displayed { frame, at },
+            "undecodable" => FrameEvent::Undecodable { frame },
+            "abandoned" => FrameEvent::Abandoned { frame },
             other => {
                 return Err(format!(
                     "{}: line {}: unknown frame event {other:?}",
@@ -293,7 +290,11 @@ pub fn assemble(sc: &Scenario, flow: usize, logs: &LiveLogs) -> Result<RunResult
                     r + 2
                 ))
             }
-        }
+        };
+        // A frame the receiver saw after the sender's log ended is not in `frames`: ignored.
+        apply_frame_event(&mut frames, event, |t| {
+            shifted(t.0 as i64, recv_offset).unwrap_or(Time::ZERO)
+        });
     }
 
     // The controller's signals.

@@ -20,7 +20,8 @@ pub struct Clock {
     origin_ns: u64,
 }
 
-fn monotonic_ns() -> u64 {
+/// `CLOCK_MONOTONIC` in nanoseconds (shared by every process on the host).
+pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

@@ -263,11 +263,6 @@ pub fn live_flow(
         ));
     }
     if let Some(spec) = controller {
-        if matches!(f.kind, FlowKind::Cbr { .. }) {
-            return Err(format!(
-                "--controller {spec:?}: flow {index} is a constant-rate flow, it has no controller"
-            ));
-        }
         let (name, params) = parse_controller_spec(spec)?;
         let info = registry
             .lookup(&name)
@@ -804,7 +799,7 @@ fn clock_at(origin_ns: Option<u64>) -> Result<Clock, String> {
         return Ok(Clock::new());
     };
     signals::install();
-    let now = || Clock::with_origin(0).now().0;
+    let now = clock::monotonic_ns;
     if origin > now() + 3_600_000_000_000 {
         return Err(format!(
             "--clock-origin-ns {origin}: more than an hour ahead of CLOCK_MONOTONIC ({})",

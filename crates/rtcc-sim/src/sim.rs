@@ -29,9 +29,8 @@ use rtcc_core::endpoint::{
     CbrSendEndpoint, Endpoint, EndpointEvent, Sink, TcpRecvEndpoint, TcpSendEndpoint,
     VideoRecvEndpoint, VideoSendEndpoint,
 };
-use rtcc_core::media::jitter_buffer::FrameEvent;
 use rtcc_core::media::{FrameSource, Packetizer, VideoSender};
-use rtcc_core::metrics::{FrameRecord, PacketRecord, PacketStats};
+use rtcc_core::metrics::{apply_frame_event, FrameRecord, PacketRecord, PacketStats};
 use rtcc_core::net::impair::Impairments;
 use rtcc_core::net::{Capacity, Link, LinkOutput, NetPacket};
 use rtcc_core::packet::PacketKind;
@@ -633,8 +632,7 @@ impl Simulation {
                     let log = fl.packet_log.next_index();
                     if t.kind == PacketKind::Media {
                         if let Some(f) = t.frame.and_then(|f| fl.logs.frames.get_mut(f as usize)) {
-                            f.first_send.get_or_insert(now);
-                            f.last_send = Some(now);
+                            f.on_media_sent(now);
                         }
                     }
                     fl.packet_log.records.push(PacketRecord {
@@ -689,54 +687,9 @@ impl Simulation {
             match e {
                 EndpointEvent::FrameEncoded(f) => {
                     debug_assert_eq!(f.frame as usize, fl.logs.frames.len());
-                    fl.logs.frames.push(FrameRecord {
-                        flow: i as u32,
-                        frame: f.frame,
-                        capture: f.capture,
-                        size: f.size,
-                        target_bps: f.target.bps(),
-                        packets: f.packets,
-                        first_send: None,
-                        last_send: None,
-                        complete: None,
-                        keyframe: f.keyframe,
-                        psnr_db: f.psnr_db,
-                        resolution: f.resolution,
-                        display: None,
-                        recovered: false,
-                        unrecoverable: false,
-                    });
+                    fl.logs.frames.push(FrameRecord::encoded(i as u32, &f));
                 }
-                EndpointEvent::Frame(fe) => {
-                    let frames = &mut fl.logs.frames;
-                    match fe {
-                        FrameEvent::Complete {
-                            frame,
-                            at,
-                            recovered,
-                            ..
-                        } => {
-                            if let Some(r) = frames.get_mut(frame as usize) {
-                                r.complete = Some(to_true(at));
-                                r.recovered = recovered;
-                            }
-                        }
-                        FrameEvent::Displayed { frame, at } => {
-                            if let Some(r) = frames.get_mut(frame as usize) {
-                                r.display = Some(to_true(at));
-                            }
-                        }
-                        FrameEvent::Undecodable { frame } | FrameEvent::Abandoned { frame } => {
-                            // A frame the encoder skipped has no packets: the receiver, which
-                            // cannot tell it from a lost one, gives up on it, but nothing was lost.
-                            if let Some(r) =
-                                frames.get_mut(frame as usize).filter(|r| r.packets > 0)
-                            {
-                                r.unrecoverable = true;
-                            }
-                        }
-                    }
-                }
+                EndpointEvent::Frame(fe) => apply_frame_event(&mut fl.logs.frames, fe, to_true),
             }
         }
     }

@@ -5,6 +5,8 @@
 //! where the definition comes from. Times in the logs are true (simulator) time, never a
 //! receiver's offset clock.
 
+use crate::endpoint::EncodedFrameInfo;
+use crate::media::jitter_buffer::FrameEvent;
 use crate::packet::PacketKind;
 use crate::units::{Duration, Time};
 use serde::Serialize;
@@ -58,6 +60,70 @@ pub struct FrameRecord {
     pub recovered: bool,
     /// The receiver gave up on it (never complete) or could not decode it.
     pub unrecoverable: bool,
+}
+
+impl FrameRecord {
+    /// A frame as the encoder produced it; sending and receiving fill in the rest. The simulator
+    /// and the live runtime both record frames through these methods.
+    pub fn encoded(flow: u32, f: &EncodedFrameInfo) -> FrameRecord {
+        FrameRecord {
+            flow,
+            frame: f.frame,
+            capture: f.capture,
+            size: f.size,
+            target_bps: f.target.bps(),
+            packets: f.packets,
+            first_send: None,
+            last_send: None,
+            complete: None,
+            keyframe: f.keyframe,
+            psnr_db: f.psnr_db,
+            resolution: f.resolution,
+            display: None,
+            recovered: false,
+            unrecoverable: false,
+        }
+    }
+
+    /// A media packet of the frame was sent at `t`.
+    pub fn on_media_sent(&mut self, t: Time) {
+        self.first_send.get_or_insert(t);
+        self.last_send = Some(t);
+    }
+}
+
+/// Apply what the receiver reported about a frame to `frames` (indexed by frame number; an
+/// unknown frame is ignored); `to_run_clock` moves the receiver's times to the run's clock.
+pub fn apply_frame_event(
+    frames: &mut [FrameRecord],
+    event: FrameEvent,
+    to_run_clock: impl Fn(Time) -> Time,
+) {
+    match event {
+        FrameEvent::Complete {
+            frame,
+            at,
+            recovered,
+            ..
+        } => {
+            if let Some(r) = frames.get_mut(frame as usize) {
+                r.complete = Some(to_run_clock(at));
+                r.recovered = recovered;
+            }
+        }
+        FrameEvent::Displayed { frame, at } => {
+            if let Some(r) = frames.get_mut(frame as usize) {
+                r.display = Some(to_run_clock(at));
+            }
+        }
+        FrameEvent::Undecodable { frame } | FrameEvent::Abandoned { frame } => {
+            // A frame the encoder skipped has no packets: the receiver, which cannot tell it
+            // from a lost one, gives up on it, but nothing was lost.
+            if let Some(r) = frames.get_mut(frame as usize).filter(|r| r.packets > 0) {
+                r.unrecoverable = true;
+            }
+        }
+    }
 }
 
 /// P50/P95/P99 of a sample, `None` when empty.
