@@ -12,9 +12,14 @@ flow. Tolerances:
   wire and its segments are 1500 bytes; kernel TCP carries 1448 bytes of payload in a 1500-byte
   packet (20 IP + 20 TCP + 12 timestamp option), so the prediction is the simulated wire rate
   times 1448/1500.
-- median time in the queue within 2 ms: both Cubics keep the drop-tail queue full (about 100 ms)
-  and CoDel near its 5 ms target; the simulator's Cubic is a model of the kernel's, not a copy,
-  so their sawtooths differ in detail.
+- for Cubic behind drop-tail, the longest time in the queue within 2 ms: the emulator runs the
+  simulator's own queue, so a full 100-packet queue holds a packet for the same 120 ms in both.
+- the median time in the queue within a tolerance per case. CoDel holds it near its 5 ms target
+  and BBR near its own, within 2-3.5 ms. Cubic behind drop-tail needs 10 ms more: its epochs
+  last about 4.7 s (K = cbrt(W_max * 0.3 / 0.4) with W_max near 140 packets), so a 15 s run
+  holds three sawtooths whose phase follows the slow-start exit, which the kernel's HyStart
+  decides from real timing. Medians of 88.9 and 99.0 ms (live, simulated) were measured in CI
+  for the same case that matched within 1 ms on other runs.
 """
 
 from __future__ import annotations
@@ -95,10 +100,11 @@ def _iperf_through_emu(scenario: Path, logs: Path, cc: str = "cubic") -> dict:
         server.wait()
 
 
-def _emu_queue_ms(logs: Path) -> float:
+def _emu_queue_ms(logs: Path) -> pl.Series:
+    """Each delivered data packet's time in the uplink queue, in ms."""
     p = pl.read_csv(logs / "emu" / "packets.csv")
     p = p.filter((pl.col("direction") == "up") & (pl.col("dropped") == 0) & (pl.col("size") > 1000))
-    return float(((p["depart_ns"] - p["enqueue_ns"]) / 1e6).median())
+    return (p["depart_ns"] - p["enqueue_ns"]) / 1e6
 
 
 def _kernel_has(cc: str) -> bool:
@@ -115,8 +121,9 @@ def _constant_trace(path: Path, mbps: int) -> str:
 
 @needs_live
 @pytest.mark.parametrize("cc,name,queue,queue_tol_ms", [
-    ("cubic", "droptail", '"100pkts"', 2.0),
-    ("cubic", "trace", '"100pkts"', 2.0),
+    # Three Cubic sawtooths in 15 s: the median follows their phase (module docstring).
+    ("cubic", "droptail", '"100pkts"', 12.0),
+    ("cubic", "trace", '"100pkts"', 12.0),
     ("cubic", "codel", '{ kind = "codel" }', 2.0),
     # Kernel BBR kept 8.2-8.6 ms queued over three runs, the simulator's 10.5 ms.
     ("bbr", "droptail", '"100pkts"', 3.5),
@@ -137,16 +144,20 @@ def test_kernel_tcp_through_emu_matches_the_simulator(tmp_path, cc, name, queue,
     flow = sim.summary["flows"][0]
     predicted = flow["throughput_bps"] * PAYLOAD_SHARE
     packets = sim.packets.filter(pl.col("dropped").not_() & (pl.col("depart_ns") >= 0))
-    sim_queue_ms = float(((packets["depart_ns"] - packets["enqueue_ns"]) / 1e6).median())
+    sim_queue = (packets["depart_ns"] - packets["enqueue_ns"]) / 1e6
+    emu_queue = _emu_queue_ms(tmp_path)
 
-    emu_queue_ms = _emu_queue_ms(tmp_path)
     summary = json.loads((tmp_path / "emu" / "emu.json").read_text())
     report = (f"{cc}, {name}: iperf3 {goodput / 1e6:.3f} Mbit/s, simulator predicts {predicted / 1e6:.3f}; "
-              f"median queue {emu_queue_ms:.1f} ms live, {sim_queue_ms:.1f} ms simulated; "
+              f"queue median {emu_queue.median():.1f} ms live, {sim_queue.median():.1f} ms simulated, "
+              f"longest {emu_queue.max():.1f} and {sim_queue.max():.1f} ms; "
               f"emulator's own drops {summary['emulator_drops']}")
     print(report)
     assert abs(goodput - predicted) / predicted < 0.03, report
-    assert abs(emu_queue_ms - sim_queue_ms) < queue_tol_ms, report
+    assert abs(emu_queue.median() - sim_queue.median()) < queue_tol_ms, report
+    if cc == "cubic" and name != "codel":
+        # Cubic fills the drop-tail queue: both hold a packet for the queue's full 120 ms.
+        assert abs(emu_queue.max() - sim_queue.max()) < 2.0, report
     drops = summary["emulator_drops"]
     assert drops["failed_writes"] == 0 and not drops["uplink_intake"] and not drops["downlink_intake"], report
 
