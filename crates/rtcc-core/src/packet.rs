@@ -38,6 +38,22 @@ pub enum PacketKind {
     Control = 5,
 }
 
+impl TryFrom<u8> for PacketKind {
+    type Error = String;
+    /// The code a packet log stores (`PacketKind as u8`).
+    fn try_from(code: u8) -> Result<PacketKind, String> {
+        Ok(match code {
+            0 => PacketKind::Media,
+            1 => PacketKind::Padding,
+            2 => PacketKind::Retransmission,
+            3 => PacketKind::Probe,
+            4 => PacketKind::Fec,
+            5 => PacketKind::Control,
+            other => return Err(format!("unknown packet kind {other}")),
+        })
+    }
+}
+
 /// A packet as the sender put it on the wire.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SentPacket {

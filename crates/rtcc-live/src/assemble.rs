@@ -96,18 +96,6 @@ fn shifted(t_ns: i64, offset_ns: i64) -> Option<Time> {
     (t_ns >= 0).then(|| Time(t_ns.saturating_add(offset_ns).max(0) as u64))
 }
 
-fn kind_of(code: u8) -> Result<PacketKind, String> {
-    Ok(match code {
-        0 => PacketKind::Media,
-        1 => PacketKind::Padding,
-        2 => PacketKind::Retransmission,
-        3 => PacketKind::Probe,
-        4 => PacketKind::Fec,
-        5 => PacketKind::Control,
-        other => return Err(format!("unknown packet kind {other}")),
-    })
-}
-
 fn resolution_of(height: u32) -> Option<Resolution> {
     (height > 0).then(|| {
         LADDER
@@ -218,7 +206,7 @@ pub fn assemble(sc: &Scenario, flow: usize, logs: &LiveLogs) -> Result<RunResult
         packets.push(PacketRecord {
             flow: 0,
             seq,
-            kind: kind_of(sent.get(r, 2)?)?,
+            kind: PacketKind::try_from(sent.get::<u8>(r, 2)?)?,
             size: sent.get(r, 3)?,
             frame: u64::try_from(frame).ok(),
             send,

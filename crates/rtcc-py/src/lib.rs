@@ -380,6 +380,99 @@ fn parse_duration(s: &str) -> PyResult<f64> {
         .map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// Replay a packet log open loop into the controller of `flow` of a scenario
+/// (`rtcc_sim::replay`). Columns, one entry per packet in sequence order: receive and
+/// feedback times are -1 for "lost" and "never reported", frames -1 for none, kinds the log's
+/// codes. Returns `{"time_ns", "target_bps", "signals": {name: values}}`, one entry per report
+/// (NaN where a signal has no value at that report).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn replay_feedback<'py>(
+    py: Python<'py>,
+    scenario_json: &str,
+    base_dir: &str,
+    flow: usize,
+    seq: Vec<u64>,
+    send_ns: Vec<i64>,
+    recv_ns: Vec<i64>,
+    size: Vec<u32>,
+    frame: Vec<i64>,
+    kind: Vec<u8>,
+    feedback_ns: Vec<i64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    use rtcc_sim::replay::{replay_feedback as replay, LoggedPacket};
+    let n = seq.len();
+    if [
+        send_ns.len(),
+        recv_ns.len(),
+        size.len(),
+        frame.len(),
+        kind.len(),
+        feedback_ns.len(),
+    ]
+    .iter()
+    .any(|&len| len != n)
+    {
+        return Err(PyValueError::new_err(
+            "replay_feedback: the columns differ in length",
+        ));
+    }
+    let registry = pycontroller::registry();
+    let sc = scenario_from_json(scenario_json, base_dir, &registry)?;
+    let time = |t: i64| (t >= 0).then_some(t as u64);
+    let mut packets = Vec::with_capacity(n);
+    for i in 0..n {
+        if send_ns[i] < 0 {
+            return Err(PyValueError::new_err(format!(
+                "packet {}: no send time",
+                seq[i]
+            )));
+        }
+        packets.push(LoggedPacket {
+            seq: seq[i],
+            send_ns: send_ns[i] as u64,
+            recv_ns: time(recv_ns[i]),
+            size: size[i],
+            frame: time(frame[i]),
+            kind: rtcc_core::packet::PacketKind::try_from(kind[i])
+                .map_err(|e| PyValueError::new_err(format!("packet {}: {e}", seq[i])))?,
+            feedback_ns: time(feedback_ns[i]),
+        });
+    }
+    let steps = replay(&sc, flow, &registry, &packets).map_err(ScenarioError::new_err)?;
+    if let Some(e) = pycontroller::take_error() {
+        return Err(e);
+    }
+    let mut names: Vec<&str> = Vec::new();
+    for step in &steps {
+        for (name, _) in &step.signals {
+            if !names.contains(name) {
+                names.push(name);
+            }
+        }
+    }
+    let signals = PyDict::new(py);
+    for name in names {
+        let values: Vec<f64> = steps
+            .iter()
+            .map(|s| {
+                s.signals
+                    .iter()
+                    .find(|x| x.0 == name)
+                    .map_or(f64::NAN, |x| x.1)
+            })
+            .collect();
+        signals.set_item(name, values.into_pyarray(py))?;
+    }
+    let out = PyDict::new(py);
+    let times: Vec<i64> = steps.iter().map(|s| s.time_ns as i64).collect();
+    let targets: Vec<f64> = steps.iter().map(|s| s.target_bps).collect();
+    out.set_item("time_ns", times.into_pyarray(py))?;
+    out.set_item("target_bps", targets.into_pyarray(py))?;
+    out.set_item("signals", signals)?;
+    Ok(out)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
@@ -394,5 +487,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(generate_lte_trace, m)?)?;
     m.add_function(wrap_pyfunction!(parse_rate, m)?)?;
     m.add_function(wrap_pyfunction!(parse_duration, m)?)?;
+    m.add_function(wrap_pyfunction!(replay_feedback, m)?)?;
     Ok(())
 }

@@ -5,8 +5,10 @@
 //! - [`sim`]: the event loop over a dumbbell topology of `rtcc-core` components.
 //! - [`run`](mod@run): run a scenario and compute its summary.
 //! - [`bench`]: the standard speed benchmarks.
+//! - [`replay`]: a controller fed the feedback of a logged packet trace, open loop.
 
 pub mod bench;
+pub mod replay;
 pub mod run;
 pub mod scenario;
 pub mod sim;

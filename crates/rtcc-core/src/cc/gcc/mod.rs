@@ -67,6 +67,19 @@ pub enum OffsetScaling {
     None,
 }
 
+/// How the `paper` profile's receiver groups packets before its Kalman filter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Grouping {
+    /// One group per video frame (default): the seed's §2.2 ("the video frames are the
+    /// groups", with t_i and T_i the times of a frame's last packet).
+    #[default]
+    Frame,
+    /// libwebrtc's receive-side grouping: packets sent within 5 ms of a group's first, with
+    /// burst merging (`inter_arrival.rs`, the same rules as the `webrtc` profile).
+    Burst,
+}
+
 /// Which GCC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -108,6 +121,9 @@ pub struct GccConfig {
     /// `paper` only: `"chrome"` (default) compares `min(n, 60) · m` with γ, `"none"` compares
     /// `m` itself (the seed's text read literally).
     pub offset_scaling: Option<OffsetScaling>,
+    /// `paper` only: `"frame"` (default) makes each video frame a group, `"burst"` groups as
+    /// libwebrtc's receive-side estimator does (5 ms send-time groups, bursts merged).
+    pub grouping: Option<Grouping>,
 }
 
 fn default_start() -> Rate {
@@ -176,6 +192,12 @@ impl GccConfig {
                  always scales by min(n, 60) · 4)"
                     .into(),
             );
+        } else if self.grouping.is_some() {
+            return Err(
+                "grouping applies to profile \"paper\" only (the webrtc profile always groups \
+                 by 5 ms bursts)"
+                    .into(),
+            );
         }
         Ok(())
     }
@@ -223,6 +245,12 @@ pub fn info() -> ControllerInfo {
                 "chrome",
                 "paper only: \"chrome\" compares min(n, 60) x the Kalman offset with the \
                  threshold (as the measured Chrome), \"none\" the offset itself (the seed's text)",
+            ),
+            ParamDoc::new(
+                "grouping",
+                "frame",
+                "paper only: \"frame\" makes each video frame one group of the Kalman filter \
+                 (the seed), \"burst\" groups packets sent within 5 ms as libwebrtc does",
             ),
         ],
         feedback: FeedbackPolicy {

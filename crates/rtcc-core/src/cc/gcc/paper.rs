@@ -87,7 +87,8 @@ impl PaperGcc {
                     OffsetScaling::Chrome => DetectorConfig::PAPER,
                     OffsetScaling::None => DetectorConfig::PAPER_LITERAL,
                 },
-            ),
+            )
+            .with_grouping(cfg.grouping.unwrap_or_default()),
             a_s: cfg.start_bitrate.bps(),
             a_r: None,
             min_bps: min,

@@ -1,6 +1,11 @@
 //! The receiver side of the `paper` profile (GCC-AQM §2.2, Figs. 1–2): arrival-time filter,
 //! over-use detector and remote rate controller, producing the REMB rate A_r.
 //!
+//! Grouping (`grouping`): by default each video frame is a group, as the seed says; with
+//! `grouping = "burst"` the groups are libwebrtc's (packets sent within 5 ms of a group's first,
+//! bursts merged; `inter_arrival.rs`), as the receive-side estimator of the paper's Chrome and
+//! of today's libwebrtc (`remote_bitrate_estimator_abs_send_time.cc`) forms them.
+//!
 //! It consumes per-packet arrivals (receive time on the receiver's clock, send time, size, and
 //! the frame the packet belongs to with its end-of-frame mark, as the RTP timestamp and marker
 //! bit tell a real receiver). Each time a video frame is complete (its marked last packet
@@ -17,7 +22,8 @@
 //! | under-use      | Hold     | Hold     | Hold     |
 //!
 //! - Increase: `A_r ← η^min(Δt, 1 s) · A_r` with Δt the time since the last change, then
-//!   `A_r ≤ 1.5 · R` (the seed: "A_r cannot exceed 1.5 R(t_i)");
+//!   `A_r ≤ 1.5 · R` (the seed: "A_r cannot exceed 1.5 R(t_i)"); the cap stops increases but
+//!   never lowers A_r (a falling R with a normal detector leaves A_r alone, as in libwebrtc);
 //! - Decrease: `A_r ← min(A_r, α · R)`, then Hold ("stay on hold until the pipes are cleared",
 //!   the era's `remote_rate_control` / `aimd_rate_control`); while over-use persists a further
 //!   decrease waits one RTT (clamped to [10, 200] ms) unless R < A_r / 2 (the same code's
@@ -31,8 +37,10 @@
 //! A REMB carrying A_r is sent every 1 s, or at once when A_r falls below 97 % of the last value
 //! sent (`vie_remb.cc` / `remote_bitrate_estimator` of the paper's era).
 
+use super::inter_arrival::InterArrival;
 use super::kalman::Kalman;
 use super::overuse::{DetectorConfig, OveruseDetector, Usage};
+use super::Grouping;
 use crate::units::Time;
 use std::collections::VecDeque;
 
@@ -107,6 +115,9 @@ pub struct RembReceiver {
     window_bytes: u64,
     first_arrival_ms: Option<f64>,
     last_remb: Option<(f64, f64)>,
+    grouping: Grouping,
+    /// The groups of [`Grouping::Burst`].
+    bursts: InterArrival,
 }
 
 impl RembReceiver {
@@ -130,7 +141,15 @@ impl RembReceiver {
             window_bytes: 0,
             first_arrival_ms: None,
             last_remb: None,
+            grouping: Grouping::Frame,
+            bursts: InterArrival::default(),
         }
+    }
+
+    /// Group packets by frame (the seed) or by 5 ms send-time bursts (libwebrtc).
+    pub fn with_grouping(mut self, grouping: Grouping) -> Self {
+        self.grouping = grouping;
+        self
     }
 
     /// Round-trip time known to the receiver (from RTCP), used to space decreases.
@@ -175,6 +194,12 @@ impl RembReceiver {
             self.window.pop_front();
             self.window_bytes -= b as u64;
         }
+        if self.grouping == Grouping::Burst {
+            // Every packet counts, padding included, as every packet carries an absolute send
+            // time; the deltas come when a packet opens a new group.
+            let d = self.bursts.on_packet(a.send_time, a.receive_time, a.size)?;
+            return self.on_group_deltas(d.arrival_ms, d.send_ms, d.size as f64, now, now);
+        }
         let frame = a.frame?;
         let send = a.send_time.as_millis_f64();
         let mut remb = None;
@@ -217,14 +242,27 @@ impl RembReceiver {
         if recv_delta < 0.0 {
             return None; // reordered frames carry no delay information
         }
+        let size_delta = g.size as f64 - p.size as f64;
+        self.on_group_deltas(recv_delta, send_delta, size_delta, g.receive_ms, now)
+    }
+
+    /// Two consecutive groups' deltas: update the filter, the detector and A_r.
+    fn on_group_deltas(
+        &mut self,
+        recv_delta: f64,
+        send_delta: f64,
+        size_delta: f64,
+        group_receive_ms: f64,
+        now: f64,
+    ) -> Option<f64> {
         let usage = self.detector.usage();
         let m = self
             .kalman
-            .update(recv_delta, send_delta, g.size as f64 - p.size as f64, usage);
+            .update(recv_delta, send_delta, size_delta, usage);
         let prev_usage = usage;
         let usage = self
             .detector
-            .detect(m, self.kalman.num_deltas(), send_delta, g.receive_ms);
+            .detect(m, self.kalman.num_deltas(), send_delta, group_receive_ms);
         self.update_rate(usage, prev_usage, now)
     }
 
@@ -245,7 +283,15 @@ impl RembReceiver {
             RateState::Hold => {}
             RateState::Increase => {
                 let dt = self.last_change_ms.map_or(0.0, |t| (now - t) / 1000.0);
-                rate = (rate * self.eta.powf(dt.min(1.0))).min(MAX_RATE_OVER_RECEIVED * r);
+                // The cap only blocks increases: when R falls while the detector says normal,
+                // A_r stays where it is instead of following 1.5 R down (libwebrtc's
+                // `AimdRateControl::ChangeBitrate` raises the rate only while it is below the
+                // limit; the paper era's `RemoteRateControl` kept the old rate when an increase
+                // would pass 1.5 R).
+                let cap = MAX_RATE_OVER_RECEIVED * r;
+                if rate < cap {
+                    rate = (rate * self.eta.powf(dt.min(1.0))).min(cap);
+                }
                 self.last_change_ms = Some(now);
             }
             RateState::Decrease => {
@@ -321,6 +367,37 @@ mod tests {
             frame(&mut r, i, t, t + 25.0, size);
         }
         assert!((r.estimate_bps().unwrap() - 1.5 * r0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn the_1_5_r_cap_blocks_increases_but_never_lowers_a_r() {
+        let mut r = RembReceiver::new(1.08, 0.85, 30e3, 30e6, DetectorConfig::PAPER);
+        // A frame every 33 ms keeps 16 frames in R's window, so R is constant.
+        let period = 33.0;
+        // 4000-byte frames long enough for A_r to reach 1.5 R.
+        for i in 0..600 {
+            let t = i as f64 * period;
+            frame(&mut r, i, t, t + 25.0, 4000);
+        }
+        let at_cap = r.estimate_bps().unwrap();
+        let r0 = r.receive_rate_bps(599.0 * period + 25.0).unwrap();
+        assert!(
+            (at_cap - 1.5 * r0).abs() < 1e-6 * r0,
+            "{at_cap} vs 1.5 * {r0}"
+        );
+        // The frames shrink to 2000 bytes with the same spacing: R halves, the delay stays
+        // constant, so the detector stays normal and the state Increase.
+        for i in 600..700 {
+            let t = i as f64 * period;
+            frame(&mut r, i, t, t + 25.0, 2000);
+            assert_eq!(r.usage(), Usage::Normal);
+            assert!(
+                r.estimate_bps().unwrap() >= at_cap - 1e-6,
+                "A_r fell from {at_cap} to {:?} at frame {i} while the detector said normal",
+                r.estimate_bps()
+            );
+        }
+        assert_eq!(r.state(), RateState::Increase);
     }
 
     #[test]

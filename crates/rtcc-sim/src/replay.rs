@@ -1,0 +1,269 @@
+//! Open-loop replay: a controller fed the feedback of packets someone else sent.
+//!
+//! A closed-loop run lets a controller's decisions shape the packets it later hears about, so
+//! two implementations of one algorithm drift apart from their first difference on. To compare
+//! estimators (rtcc's GCC against libwebrtc ports, `bench/gcc_crosscheck/`), each is given the
+//! *same* packet log instead: every packet's send time, receive time (or loss), size, frame and
+//! the time the feedback that reports it reaches the sender. The controller here hears of each
+//! packet through [`Controller::on_packet_sent`] at its send time and through
+//! [`Controller::on_feedback`] when its report arrives, in time order (a send at the same
+//! instant as a report comes first); its timers fire as in the simulator. Its decisions are
+//! recorded but change nothing: the packets stay those of the log.
+//!
+//! What the replay cannot give a controller: probe clusters are not marked (a probe packet of
+//! the log is plain [`PacketKind::Probe`] padding to the replayed controller, so its probe
+//! estimator sees no clusters), and the sender's in-flight bytes are those of the log.
+
+use crate::scenario::Scenario;
+use rtcc_core::cc::{self, Controller};
+use rtcc_core::packet::{FeedbackReport, PacketKind, PacketResult, SentPacket};
+use rtcc_core::units::Time;
+use std::collections::HashMap;
+
+/// One packet of the log, as the sender put it on the wire and as the receiver saw it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LoggedPacket {
+    /// Transport-wide sequence number (consecutive from 0 in the log's order).
+    pub seq: u64,
+    pub send_ns: u64,
+    /// Receiver clock; `None` if the packet was lost.
+    pub recv_ns: Option<u64>,
+    pub size: u32,
+    /// The video frame it carries, if any.
+    pub frame: Option<u64>,
+    pub kind: PacketKind,
+    /// When the report that carries this packet reaches the sender; `None`: never reported.
+    pub feedback_ns: Option<u64>,
+}
+
+/// The controller's state after one report: its target and every signal it exposes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayStep {
+    pub time_ns: u64,
+    pub target_bps: f64,
+    pub signals: Vec<(&'static str, f64)>,
+}
+
+/// Replay `packets` into the controller of `sc.flows[flow]`, built from `registry` as the
+/// simulator builds it. One [`ReplayStep`] per report.
+pub fn replay_feedback(
+    sc: &Scenario,
+    flow: usize,
+    registry: &cc::Registry,
+    packets: &[LoggedPacket],
+) -> Result<Vec<ReplayStep>, String> {
+    let f = sc
+        .flows
+        .get(flow)
+        .ok_or_else(|| format!("the scenario has {} flows, no flow {flow}", sc.flows.len()))?;
+    let mut controller = registry
+        .create(&f.controller, &f.params, &f.context(None))
+        .map_err(|e| format!("flows[{flow}]: {e}"))?;
+    for w in packets.windows(2) {
+        if w[1].seq != w[0].seq + 1 {
+            return Err(format!(
+                "packet {} follows packet {}: the log must hold consecutive sequence numbers",
+                w[1].seq, w[0].seq
+            ));
+        }
+    }
+    let frame_sizes = packets_per_frame(packets);
+    let mut index_in_frame: HashMap<u64, u16> = HashMap::new();
+
+    // Reports in arrival order, each with its packets in sequence order.
+    let mut reports: Vec<(u64, Vec<usize>)> = Vec::new();
+    let mut by_time: HashMap<u64, usize> = HashMap::new();
+    for (i, p) in packets.iter().enumerate() {
+        if let Some(t) = p.feedback_ns {
+            if t < p.send_ns {
+                return Err(format!(
+                    "packet {} is reported at {t} ns, before it was sent at {} ns",
+                    p.seq, p.send_ns
+                ));
+            }
+            let slot = *by_time.entry(t).or_insert_with(|| {
+                reports.push((t, Vec::new()));
+                reports.len() - 1
+            });
+            reports[slot].1.push(i);
+        }
+    }
+    reports.sort_by_key(|r| r.0);
+
+    let mut sent: Vec<SentPacket> = Vec::with_capacity(packets.len());
+    let mut in_flight: u64 = 0;
+    let mut next_send = 0;
+    let mut steps = Vec::with_capacity(reports.len());
+    for (report_ns, members) in &reports {
+        // Every send up to the report's arrival, with the controller's timers in between.
+        while next_send < packets.len() && packets[next_send].send_ns <= *report_ns {
+            let p = &packets[next_send];
+            fire_timers(controller.as_mut(), Time(p.send_ns));
+            in_flight += p.size as u64;
+            let index = p.frame.map_or(0, |fr| {
+                let i = index_in_frame.entry(fr).or_insert(0);
+                *i += 1;
+                *i - 1
+            });
+            let packet = SentPacket {
+                seq: p.seq,
+                size: p.size,
+                send_time: Time(p.send_ns),
+                frame: p.frame,
+                index_in_frame: index,
+                packets_in_frame: p.frame.map_or(1, |fr| frame_sizes[&fr]),
+                kind: p.kind,
+                in_flight,
+            };
+            controller.on_packet_sent(Time(p.send_ns), &packet);
+            sent.push(packet);
+            next_send += 1;
+        }
+        fire_timers(controller.as_mut(), Time(*report_ns));
+        let results: Vec<PacketResult> = members
+            .iter()
+            .map(|&i| PacketResult {
+                sent: sent[i],
+                receive_time: packets[i].recv_ns.map(Time),
+            })
+            .collect();
+        in_flight -= results.iter().map(|r| r.sent.size as u64).sum::<u64>();
+        let report = FeedbackReport {
+            feedback_time: Time(*report_ns),
+            packets: results,
+            in_flight,
+        };
+        controller.on_feedback(Time(*report_ns), &report);
+        let mut signals = Vec::new();
+        controller.state(&mut signals);
+        steps.push(ReplayStep {
+            time_ns: *report_ns,
+            target_bps: controller.decision().target_bitrate.bps(),
+            signals,
+        });
+    }
+    Ok(steps)
+}
+
+fn fire_timers(controller: &mut dyn Controller, now: Time) {
+    while let Some(t) = controller.next_timeout() {
+        if t > now {
+            break;
+        }
+        controller.on_timeout(t);
+        if controller.next_timeout() == Some(t) {
+            break; // a timer that does not move would loop forever
+        }
+    }
+}
+
+/// How many packets of the log carry each frame (its media and everything else marked with it).
+fn packets_per_frame(packets: &[LoggedPacket]) -> HashMap<u64, u16> {
+    let mut counts = HashMap::new();
+    for p in packets.iter().filter(|p| p.kind == PacketKind::Media) {
+        if let Some(fr) = p.frame {
+            *counts.entry(fr).or_insert(0u16) += 1;
+        }
+    }
+    for p in packets {
+        if let Some(fr) = p.frame {
+            counts.entry(fr).or_insert(1);
+        }
+    }
+    counts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(controller: &str) -> Scenario {
+        let text = format!(
+            "name = \"t\"\nduration = \"10s\"\n[path.forward]\ncapacity = \"2Mbps\"\n\
+             delay = \"20ms\"\n[[flows]]\n{controller}\n"
+        );
+        Scenario::from_toml_str(&text, std::path::Path::new("."), "test", None).unwrap()
+    }
+
+    /// 4 Mbit/s of 1000-byte packets, one frame per 33 ms, received `delay` later, reported
+    /// every 50 ms.
+    fn log(seconds: f64, delay_ms: impl Fn(f64) -> f64) -> Vec<LoggedPacket> {
+        let (period_ns, per_frame) = (33_333_333u64, 16u64);
+        let frames = (seconds * 30.0) as u64;
+        let mut out = Vec::new();
+        for fr in 0..frames {
+            for k in 0..per_frame {
+                let send = fr * period_ns + k * 2_000_000;
+                let recv = send + (delay_ms(send as f64 / 1e9) * 1e6) as u64;
+                out.push(LoggedPacket {
+                    seq: out.len() as u64,
+                    send_ns: send,
+                    recv_ns: Some(recv),
+                    size: 1000,
+                    frame: Some(fr),
+                    kind: PacketKind::Media,
+                    feedback_ns: Some((recv / 50_000_000 + 1) * 50_000_000 + 20_000_000),
+                });
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn gcc_ramps_on_a_flat_delay_and_backs_off_on_a_growing_one() {
+        // The delay-based estimate: `delay_based_bps` (webrtc) and A_r (paper, its
+        // `receiver_estimate_bps`); the paper profile's target is still its slow Eq. (2) ramp.
+        for (controller, signal) in [
+            ("controller = \"gcc\"", "delay_based_bps"),
+            (
+                "controller = \"gcc\"\nparams = { profile = \"paper\" }",
+                "receiver_estimate_bps",
+            ),
+            (
+                "controller = \"gcc\"\nparams = { profile = \"paper\", grouping = \"burst\" }",
+                "receiver_estimate_bps",
+            ),
+        ] {
+            let sc = scenario(controller);
+            let flat = replay_feedback(&sc, 0, cc::registry(), &log(10.0, |_| 20.0)).unwrap();
+            // Delay grows 100 ms per second after 5 s: a queue building at the bottleneck.
+            let growing = log(10.0, |t| 20.0 + 100.0 * (t - 5.0).max(0.0));
+            let queued = replay_feedback(&sc, 0, cc::registry(), &growing).unwrap();
+            let last = |s: &[ReplayStep]| {
+                let step = s.last().unwrap();
+                step.signals.iter().find(|x| x.0 == signal).unwrap().1
+            };
+            assert!(
+                last(&queued) < 0.9 * last(&flat),
+                "{controller}: a growing delay should lower {signal} ({} vs {})",
+                last(&queued),
+                last(&flat)
+            );
+            assert!(flat.len() > 150, "one step per 50 ms report");
+        }
+    }
+
+    #[test]
+    fn the_same_log_gives_the_same_steps() {
+        let sc = scenario("controller = \"gcc\"");
+        let packets = log(5.0, |t| 20.0 + 5.0 * (t * 7.0).sin());
+        assert_eq!(
+            replay_feedback(&sc, 0, cc::registry(), &packets).unwrap(),
+            replay_feedback(&sc, 0, cc::registry(), &packets).unwrap()
+        );
+    }
+
+    #[test]
+    fn a_log_with_a_gap_or_a_report_before_its_send_is_refused() {
+        let sc = scenario("controller = \"gcc\"");
+        let mut packets = log(1.0, |_| 20.0);
+        packets.remove(3);
+        let err = replay_feedback(&sc, 0, cc::registry(), &packets).unwrap_err();
+        assert!(err.contains("consecutive"), "{err}");
+        let mut packets = log(1.0, |_| 20.0);
+        packets[5].feedback_ns = Some(0);
+        let err = replay_feedback(&sc, 0, cc::registry(), &packets).unwrap_err();
+        assert!(err.contains("before it was sent"), "{err}");
+        assert!(replay_feedback(&sc, 3, cc::registry(), &packets).is_err());
+    }
+}
