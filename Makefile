@@ -3,7 +3,7 @@
 #   make test   install everything and run every test (Rust and Python)
 PYTHON ?= python3
 
-.PHONY: install live-deps demo test rust-test py-test lint bench
+.PHONY: install live-deps crosscheck-deps demo test rust-test py-test lint bench
 
 install:
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[test]'
@@ -11,7 +11,7 @@ install:
 demo: install
 	$(PYTHON) -m rtcc demo --force
 
-test: install live-deps rust-test py-test
+test: install live-deps crosscheck-deps rust-test py-test
 
 # The live tests put iperf3 through `rtcc emu`; as root on Debian it is installed here, elsewhere
 # those tests are skipped with the reason.
@@ -20,6 +20,14 @@ live-deps:
 	  { DEBIAN_FRONTEND=noninteractive apt-get install -y -q iperf3 >/dev/null 2>&1 || \
 	    { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q iperf3 >/dev/null 2>&1; }; }; } || \
 	  echo "note: iperf3 could not be installed; the live tests will be skipped"
+
+# The GCC cross-check replays rtcc's packets into aiortc (PyPI) and pion (Go, from the module
+# proxy); without them its tests are skipped with the reason.
+crosscheck-deps:
+	@$(PYTHON) -m pip install --quiet --disable-pip-version-check -r bench/gcc_crosscheck/aiortc/requirements.txt 2>/dev/null || \
+	  echo "note: aiortc could not be installed; the aiortc cross-check will be skipped"
+	@command -v go >/dev/null && (cd bench/gcc_crosscheck/pion && go mod download) || \
+	  echo "note: no Go toolchain or module proxy; the pion cross-check will be skipped"
 
 rust-test:
 	cargo test --workspace --quiet
