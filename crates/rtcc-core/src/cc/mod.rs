@@ -165,6 +165,11 @@ pub trait Controller: Send {
     /// has been forgotten (RFC 6298 §5); window-based controllers collapse their window
     /// (RFC 5681 §3.1). The losses are not reported again through `on_feedback`.
     fn on_rto(&mut self, _now: Time) {}
+    /// A TCP sender starts transmitting again after an idle period longer than its RTO with
+    /// nothing in flight (Linux `tcp_cwnd_restart` and `CA_EVENT_TX_START`, applied when
+    /// `net.ipv4.tcp_slow_start_after_idle` is 1): window-based controllers may restart their
+    /// window (RFC 5681 §4.1, RFC 2861) or their pacing. Default: nothing.
+    fn on_idle_restart(&mut self, _now: Time) {}
     /// A timer set through [`Controller::next_timeout`] expired.
     fn on_timeout(&mut self, _now: Time) {}
     /// When the controller next wants [`Controller::on_timeout`]; `None` for never.
