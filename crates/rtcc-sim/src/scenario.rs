@@ -78,7 +78,18 @@ pub struct LinkSpec {
 pub struct TokenBucketSpec {
     pub rate: Rate,
     pub burst: Bytes,
+    /// The line behind the bucket, which serialises what it releases (Linux: the NIC). Default
+    /// 1 Gbit/s; `"0"` is not accepted (use a large rate for an unlimited line).
+    pub line_rate: Option<Rate>,
+    /// Bytes counted per packet beyond its IP size, as `tc` counts the link-layer header.
+    /// Default 14B (Ethernet).
+    pub overhead: Option<Bytes>,
 }
+
+/// tbf's default line behind the bucket: a gigabit NIC (seed bbr_dash §6.1).
+pub const DEFAULT_TBF_LINE_RATE_BPS: f64 = 1e9;
+/// What `tc` adds to each packet's length on Ethernet: the 14-byte MAC header.
+pub const DEFAULT_TBF_OVERHEAD: u64 = 14;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -949,15 +960,35 @@ fn resolve_link(
         if tb.rate.bps() <= 0.0 {
             return Err((at("token_bucket.rate"), "must be a positive rate".into()));
         }
-        if tb.burst.0 < MAX_PACKET {
+        let line_rate = tb.line_rate.unwrap_or(Rate(DEFAULT_TBF_LINE_RATE_BPS));
+        if !(line_rate.bps() > 0.0) {
+            return Err((
+                at("token_bucket.line_rate"),
+                "must be a positive rate".into(),
+            ));
+        }
+        let overhead = tb.overhead.map_or(DEFAULT_TBF_OVERHEAD, |b| b.0);
+        if overhead > 1000 {
+            return Err((
+                at("token_bucket.overhead"),
+                format!("{overhead}B per packet is not a link-layer header"),
+            ));
+        }
+        if tb.burst.0 < MAX_PACKET + overhead {
             return Err((
                 at("token_bucket.burst"),
-                format!("{} is smaller than one full-size packet ({MAX_PACKET}B), which could never pass", tb.burst),
+                format!(
+                    "{} is smaller than one full-size packet ({MAX_PACKET}B + {overhead}B of \
+                     overhead), which could never pass",
+                    tb.burst
+                ),
             ));
         }
         Capacity::TokenBucket {
             rate: tb.rate,
             burst: tb.burst.0,
+            line_rate,
+            overhead: overhead as u32,
         }
     } else if default_delay.is_some() {
         Capacity::Unlimited

@@ -310,11 +310,15 @@ pub enum Capacity {
     Constant(Rate),
     Schedule(Arc<Schedule>),
     Trace(Arc<MahimahiTrace>),
-    /// A token-bucket shaper (Linux `tbf`): tokens accrue at `rate` up to `burst` bytes and a
-    /// packet leaves as soon as the bucket holds its size (the line behind it is not limiting).
+    /// A token-bucket shaper (Linux `tbf`): tokens accrue at `rate` up to `burst` bytes (the
+    /// bucket starts full); the head packet is dequeued as soon as the bucket holds its size plus
+    /// `overhead` bytes (what `tc` counts beyond the IP packet: the 14-byte Ethernet header) and
+    /// is then serialised onto a line of `line_rate` (infinite: no line limit).
     TokenBucket {
         rate: Rate,
         burst: u64,
+        line_rate: Rate,
+        overhead: u32,
     },
 }
 

@@ -12,9 +12,11 @@
 //!   nothing to send is wasted (`link_queue.cc` semantics). A packet that arrives exactly at an
 //!   opportunity's time may use it.
 //! - token bucket (Linux `tbf`): a bucket of `burst` bytes refills at `rate`; the head packet
-//!   leaves as soon as the bucket holds its size and takes that many tokens. A burst of up to
-//!   `burst` bytes therefore passes at once after an idle period, then packets are spaced at
-//!   `rate`. (tbf's optional peak rate is not modelled.)
+//!   is taken as soon as the bucket holds its length (size + `overhead`, the link-layer header
+//!   `tc` counts) and takes that many tokens, then a line of `line_rate` serialises it (Linux
+//!   hands it to the NIC). A burst of up to `burst` bytes therefore passes at the line rate
+//!   after an idle period, then packets are spaced at `rate`. (tbf's optional peak rate is not
+//!   modelled.)
 //! - unlimited: packets depart the instant they arrive and never queue.
 
 use super::capacity::{Capacity, OPPORTUNITY_BYTES};
@@ -112,10 +114,6 @@ impl<P: NetPacket> Link<P> {
             _ => {
                 if let Some((p, t)) = self.serving.take() {
                     debug_assert!(t <= now);
-                    if let Capacity::TokenBucket { rate, burst } = self.capacity {
-                        self.refill(t, rate, burst);
-                        self.tokens -= p.size() as f64;
-                    }
                     out.departed.push((t, p));
                 }
                 self.next_event = None;
@@ -141,11 +139,26 @@ impl<P: NetPacket> Link<P> {
                     self.next_event = Some(done);
                 }
             }
-            &Capacity::TokenBucket { rate, burst } => {
+            &Capacity::TokenBucket {
+                rate,
+                burst,
+                line_rate,
+                overhead,
+            } => {
                 if let Some(p) = self.queue.dequeue(now, &mut out.dropped) {
+                    // tbf takes the packet once the bucket holds its length, then the line
+                    // serialises it; the bucket keeps filling meanwhile.
                     self.refill(now, rate, burst);
-                    let missing = (p.size() as f64 - self.tokens).max(0.0);
-                    let done = now + Duration::from_secs_f64(missing * 8.0 / rate.bps());
+                    let length = (p.size() + overhead) as f64;
+                    let missing = (length - self.tokens).max(0.0);
+                    let taken = now + Duration::from_secs_f64(missing * 8.0 / rate.bps());
+                    self.refill(taken, rate, burst);
+                    self.tokens -= length;
+                    let done = if line_rate.bps().is_finite() {
+                        taken + line_rate.transmit_time(length as u64)
+                    } else {
+                        taken
+                    };
                     self.serving = Some((p, done));
                     self.next_event = Some(done);
                 }
@@ -302,6 +315,8 @@ mod tests {
         let cap = Capacity::TokenBucket {
             rate: Rate(8e6),
             burst: 3000,
+            line_rate: Rate(f64::INFINITY),
+            overhead: 0,
         };
         let mut l = Link::new(cap, Box::new(DropTail::new(QueueLimit::Unlimited)));
         let d = run(
@@ -326,6 +341,45 @@ mod tests {
         );
         let us: Vec<u64> = d.iter().map(|x| x.0 / 1000).collect();
         assert_eq!(us, vec![13_000, 13_000, 14_500]);
+    }
+
+    #[test]
+    fn token_bucket_bursts_at_the_line_rate_then_shapes_to_its_rate() {
+        // The seed bbr_dash §6.1 and its E0 check: after an idle period of at least B/R, the first
+        // B bytes leave at the line rate C, then the rate is R. R = 25 Mbit/s, B = 100 KB, C =
+        // 1 Gbit/s, 1500-byte packets counted as 1514 bytes (Ethernet header).
+        let (r, b, c) = (25e6, 100_000u64, 1e9);
+        let cap = Capacity::TokenBucket {
+            rate: Rate(r),
+            burst: b,
+            line_rate: Rate(c),
+            overhead: 14,
+        };
+        let mut l = Link::new(cap, Box::new(DropTail::new(QueueLimit::Unlimited)));
+        let arrivals: Vec<(u64, P)> = (0..400).map(|i| (0, P(1500, i))).collect();
+        let d = run(&mut l, &arrivals);
+        let burst_packets = (b / 1514) as usize; // 66 packets fit the full bucket
+        let line_time = |n: usize| (n as f64 * 1514.0 * 8.0 / c * 1e9) as u64;
+        // The burst: back to back at C (each 12.1 µs on a gigabit line), within 1 ns of rounding.
+        for (i, &(t, _)) in d.iter().take(burst_packets).enumerate() {
+            let expected = line_time(i + 1);
+            assert!(
+                t.abs_diff(expected) <= i as u64 + 1,
+                "packet {i} of the burst left at {t} ns, not {expected} (line rate)"
+            );
+        }
+        // Afterwards the spacing is one packet's tokens at R: 1514 B at 25 Mbit/s = 484.5 µs.
+        let tail: Vec<u64> = d[200..400].iter().map(|x| x.0).collect();
+        let spacing = (tail[199] - tail[0]) as f64 / 199.0;
+        assert!(
+            (spacing / (1514.0 * 8.0 / r * 1e9) - 1.0).abs() < 0.02,
+            "after the burst packets should leave at the token rate: {spacing} ns apart"
+        );
+        // The rate over the first B/R seconds is R + B/(B/R): the burst doubles it.
+        assert!(
+            d[burst_packets].0 > line_time(burst_packets),
+            "the bucket ran dry after {burst_packets} packets"
+        );
     }
 
     #[test]
