@@ -961,7 +961,7 @@ fn resolve_link(
             return Err((at("token_bucket.rate"), "must be a positive rate".into()));
         }
         let line_rate = tb.line_rate.unwrap_or(Rate(DEFAULT_TBF_LINE_RATE_BPS));
-        if !(line_rate.bps() > 0.0) {
+        if line_rate.bps().is_nan() || line_rate.bps() <= 0.0 {
             return Err((
                 at("token_bucket.line_rate"),
                 "must be a positive rate".into(),
