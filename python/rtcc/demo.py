@@ -34,8 +34,9 @@ FALLBACK_FIXED_RATE = "2Mbps"  # only used if no oracle controller is registered
 
 
 def experiments_dir() -> Path:
-    """The ``experiments`` folder of the source checkout this package runs from."""
-    return Path(__file__).resolve().parents[2] / "experiments"
+    """The bundled ``experiments`` folder: package data (``rtcc/data/experiments``), which the
+    source checkout's top-level ``experiments/`` links to, so an installed wheel has it too."""
+    return Path(__file__).resolve().parent / "data" / "experiments"
 
 
 def _scenarios() -> list[tuple[str, str, Scenario]]:
@@ -45,8 +46,8 @@ def _scenarios() -> list[tuple[str, str, Scenario]]:
         path = folder / file
         if not path.is_file():
             raise ScenarioError(
-                f"demo scenario {path} not found: `rtcc demo` uses the experiments folder of an rtcc "
-                "source checkout (experiments/demo/ next to python/)"
+                f"demo scenario {path} not found: the rtcc package was installed without its data "
+                "(rtcc/data/experiments/demo/)"
             )
         out.append((key, heading, Scenario.from_file(path)))
     return out

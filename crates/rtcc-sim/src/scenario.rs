@@ -1049,12 +1049,42 @@ fn inline_steps(
         .collect()
 }
 
+/// `file` relative to the scenario's folder, with `..` taken lexically (as Python's
+/// `os.path.abspath` does): a scenario reached through a symbolic link (the repository's
+/// `experiments/` and `traces/` link into the package's data) names the files next to the link,
+/// e.g. `../../../shared/traces` beside the checkout.
 fn resolve(base: &Path, file: &str) -> PathBuf {
-    let p = Path::new(file);
-    if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        base.join(p)
+    use std::path::Component;
+    let joined = base.join(file);
+    let mut out = PathBuf::new();
+    for part in joined.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if matches!(out.components().next_back(), Some(Component::Normal(_))) {
+                    out.pop();
+                } else {
+                    out.push(part);
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod resolve_tests {
+    use super::resolve;
+    use std::path::{Path, PathBuf};
+
+    #[test]
+    fn parent_steps_are_taken_lexically() {
+        let base = Path::new("/repo/experiments/vidaptive");
+        assert_eq!(resolve(base, "../../../shared/t.trace"), PathBuf::from("/shared/t.trace"));
+        assert_eq!(resolve(base, "./a/../b.trace"), PathBuf::from("/repo/experiments/vidaptive/b.trace"));
+        assert_eq!(resolve(base, "/abs/x.trace"), PathBuf::from("/abs/x.trace"));
+        assert_eq!(resolve(Path::new("rel"), "../../x"), PathBuf::from("../x"));
     }
 }
 
