@@ -433,3 +433,27 @@ def test_the_command_line_starts_without_polars():
             "print(sorted(m for m in ('polars', 'numpy', 'pyarrow', 'matplotlib') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_run_writes_a_mahimahi_log_of_the_bottleneck(tmp_path):
+    import subprocess
+    import sys
+
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('name = "mm"\nduration = "2s"\n[path.forward]\ncapacity = "1.2Mbps"\ndelay = "10ms"\n'
+                        'queue = "5pkts"\n[[flows]]\nkind = "cbr"\nrate = "2Mbps"\npacket_size = "1500B"\n')
+    out = tmp_path / "run"
+    done = subprocess.run([sys.executable, "-m", "rtcc", "run", str(scenario), "-o", str(out), "--no-plots",
+                           "--mahimahi-log"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = (out / "uplink.log").read_text().splitlines()
+    assert lines[2] == "# base timestamp: 0"
+    kinds = [line.split()[1] for line in lines[3:]]
+    times = [int(line.split()[0]) for line in lines[3:]]
+    assert times == sorted(times), "events in time order"
+    # 1.2 Mbit/s = 100 opportunities of 1500 B per second; 2 Mbit/s offered into it: drops.
+    assert 195 <= kinds.count("#") <= 200, kinds.count("#")
+    arrivals, departures, drops = kinds.count("+"), kinds.count("-"), kinds.count("d")
+    assert drops > 0 and departures > 0
+    # Every arrival left or was dropped, but for the few still queued at the end (5 packets of queue).
+    assert 0 <= arrivals - departures - drops <= 6, (arrivals, departures, drops)

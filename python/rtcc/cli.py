@@ -42,6 +42,10 @@ def cmd_run(args) -> int:
             result = scenario.run(seed=args.seed, progress=bar.callback, allow_large=args.allow_large,
                                   packets_to=tmp / "packets.parquet")
         write_run(result, tmp, plots=not args.no_plots)
+        if args.mahimahi_log:
+            from .interop import write_mahimahi_log
+
+            write_mahimahi_log(result, tmp / "uplink.log")
     print(text_table(comparison_rows([(None, result.summary)])), end="")
     print(f"wrote {args.output}")
     return 0
@@ -274,6 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=_seed, help="override the scenario's seed")
     p.add_argument("--controller", metavar="SPEC", help=f"use this controller for every flow ({SPEC_HELP})")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--mahimahi-log", action="store_true",
+                   help="also write the forward bottleneck as a mahimahi link log (uplink.log, for mm-graph tools)")
     p.add_argument("--force", action="store_true", help="replace DIR if it exists")
     p.add_argument("--allow-large", action="store_true",
                    help="run even if the run is estimated to log more than 50 million packets")

@@ -953,9 +953,22 @@ fn resolve_link(
         };
         Capacity::Schedule(Arc::new(s.map_err(|e| (at("schedule"), e.to_string()))?))
     } else if let Some(f) = &spec.trace {
-        let t = MahimahiTrace::from_file(&resolve(base_dir, f))
-            .map_err(|e| (at("trace"), e.to_string()))?;
-        Capacity::Trace(Arc::new(t))
+        if let Some((file, direction)) = opennetlab_trace(f) {
+            let path = resolve(base_dir, file);
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                (
+                    at("trace"),
+                    format!("{}: cannot read trace: {e}", path.display()),
+                )
+            })?;
+            let s = Schedule::parse_opennetlab(&text, direction, &path.display().to_string())
+                .map_err(|e| (at("trace"), e.to_string()))?;
+            Capacity::Schedule(Arc::new(s))
+        } else {
+            let t = MahimahiTrace::from_file(&resolve(base_dir, f))
+                .map_err(|e| (at("trace"), e.to_string()))?;
+            Capacity::Trace(Arc::new(t))
+        }
     } else if let Some(tb) = &spec.token_bucket {
         if tb.rate.bps() <= 0.0 {
             return Err((at("token_bucket.rate"), "must be a positive rate".into()));
@@ -1049,6 +1062,15 @@ fn inline_steps(
         .collect()
 }
 
+/// An OpenNetLab JSON trace (`file.json`, `file.json#uplink` or `file.json#downlink`): the file
+/// and the direction to read (default `uplink`, the sender's side in AlphaRTC's emulator).
+fn opennetlab_trace(spec: &str) -> Option<(&str, &str)> {
+    let (file, direction) = spec.rsplit_once('#').unwrap_or((spec, "uplink"));
+    file.to_ascii_lowercase()
+        .ends_with(".json")
+        .then_some((file, direction))
+}
+
 /// `file` relative to the scenario's folder, with `..` taken lexically (as Python's
 /// `os.path.abspath` does): a scenario reached through a symbolic link (the repository's
 /// `experiments/` and `traces/` link into the package's data) names the files next to the link,
@@ -1081,8 +1103,14 @@ mod resolve_tests {
     #[test]
     fn parent_steps_are_taken_lexically() {
         let base = Path::new("/repo/experiments/vidaptive");
-        assert_eq!(resolve(base, "../../../shared/t.trace"), PathBuf::from("/shared/t.trace"));
-        assert_eq!(resolve(base, "./a/../b.trace"), PathBuf::from("/repo/experiments/vidaptive/b.trace"));
+        assert_eq!(
+            resolve(base, "../../../shared/t.trace"),
+            PathBuf::from("/shared/t.trace")
+        );
+        assert_eq!(
+            resolve(base, "./a/../b.trace"),
+            PathBuf::from("/repo/experiments/vidaptive/b.trace")
+        );
         assert_eq!(resolve(base, "/abs/x.trace"), PathBuf::from("/abs/x.trace"));
         assert_eq!(resolve(Path::new("rel"), "../../x"), PathBuf::from("../x"));
     }
