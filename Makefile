@@ -3,7 +3,7 @@
 #   make test   install everything and run every test (Rust and Python)
 PYTHON ?= python3
 
-.PHONY: install live-deps crosscheck-deps demo test rust-test py-test lint bench
+.PHONY: install live-deps crosscheck-deps ray-deps demo test rust-test py-test lint bench
 
 install:
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[test]'
@@ -11,7 +11,7 @@ install:
 demo: install
 	$(PYTHON) -m rtcc demo --force
 
-test: install live-deps crosscheck-deps rust-test py-test
+test: install live-deps crosscheck-deps ray-deps rust-test py-test
 
 # The live tests put iperf3 through `rtcc emu`; as root on Debian it is installed here, elsewhere
 # those tests are skipped with the reason.
@@ -28,6 +28,11 @@ crosscheck-deps:
 	  echo "note: aiortc could not be installed; the aiortc cross-check will be skipped"
 	@command -v go >/dev/null && (cd bench/gcc_crosscheck/pion && go mod download) || \
 	  echo "note: no Go toolchain or module proxy; the pion cross-check will be skipped"
+
+# `rtcc sweep --backend ray`; without Ray its equivalence test is skipped with the reason.
+ray-deps:
+	@$(PYTHON) -m pip install --quiet --disable-pip-version-check 'ray>=2.9' 2>/dev/null || \
+	  echo "note: Ray could not be installed; the Ray sweep test will be skipped"
 
 rust-test:
 	cargo test --workspace --quiet

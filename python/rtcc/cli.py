@@ -117,8 +117,12 @@ def cmd_sweep(args) -> int:
         raise UsageError(f"--resume: {args.output} is not a sweep that stopped early (no {INCOMPLETE})")
     if not resume:
         check_dest(args.output, args.force)  # before a possibly long sweep
+    if args.backend == "ray" and args.keep_logs:
+        raise UsageError("--keep-logs needs the local backend (on Ray, run folders would be written on the nodes)")
+    if args.address is not None and args.backend != "ray":
+        raise UsageError("--address is a Ray cluster's address: give it with --backend ray")
     run_sweep(sweep, args.output, jobs=args.jobs, force=args.force, keep_logs=args.keep_logs, progress=True,
-              allow_large=args.allow_large, resume=resume)
+              allow_large=args.allow_large, resume=resume, backend=args.backend, address=args.address)
     print(f"{sweep.name}: {len(cells)} cells x {len(sweep.seeds)} seeds = {runs} runs")
     print(f"wrote {args.output} (summary.md, results.csv, cells.csv)")
     return 0
@@ -324,6 +328,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-large", action="store_true",
                    help="run cells estimated to log more than 50 million packets (about 3 GB of memory)")
     p.add_argument("--force", action="store_true", help="replace DIR if it exists")
+    p.add_argument("--backend", choices=["local", "ray"], default="local",
+                   help="local process pool (default) or Ray tasks, input files shipped with each run")
+    p.add_argument("--address", metavar="ADDR",
+                   help="with --backend ray: the cluster (ray://host:10001); default: a local Ray instance")
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("demo", help="compare every controller on the bundled step and LTE scenarios")

@@ -399,7 +399,8 @@ class Sweep:
 
     def run(self, jobs: int | None = None, progress: bool | Callable[[int, int], None] = False,
             logs_dir: str | os.PathLike | None = None, allow_large: bool = False,
-            done: dict[tuple[str, int], str] | None = None) -> "SweepResult":
+            done: dict[tuple[str, int], str] | None = None, backend: str = "local",
+            address: str | None = None) -> "SweepResult":
         """Run every cell with every seed and return the SweepResult.
 
         ``jobs``: worker processes (default: the number of CPUs; 1 runs in this process). Workers
@@ -413,7 +414,17 @@ class Sweep:
 
         A run that fails, or a worker process that dies, stops the sweep with a
         :class:`SweepIncomplete` error that names the cell and carries the runs that finished.
+
+        ``backend="ray"`` runs each run as a Ray task on the cluster at ``address`` (a local Ray
+        instance without one), shipping the input files with the tasks (``rtcc.ray_backend``);
+        ``jobs`` is then Ray's business and ``logs_dir`` is refused (run folders would be written
+        on whichever node ran them).
         """
+        if backend not in ("local", "ray"):
+            raise ValueError(f"backend: expected \"local\" or \"ray\", got {backend!r}")
+        if backend == "ray" and logs_dir is not None:
+            raise ValueError("keeping run logs needs the local backend: on Ray they would be written on the "
+                             "nodes that ran the runs")
         cells = self.validate()
         if not allow_large:
             for label, _, sc in cells:
@@ -434,7 +445,12 @@ class Sweep:
         show = _Progress(self.name, len(tasks)) if progress is True else None
         report = show if show else (progress if callable(progress) else None)
         try:
-            outputs, died = _execute(tasks, jobs, report)
+            if backend == "ray":
+                from .ray_backend import execute as execute_on_ray
+
+                outputs, died = execute_on_ray(tasks, address, report)
+            else:
+                outputs, died = _execute(tasks, jobs, report)
         finally:
             if show:
                 show.close()
@@ -785,7 +801,7 @@ def finished_runs(sweep: Sweep, out_dir: str | os.PathLike) -> dict[tuple[str, i
 
 def run_sweep(sweep: Sweep, out_dir: str | os.PathLike, jobs: int | None = None, force: bool = False,
               keep_logs: bool = False, progress: bool = False, allow_large: bool = False,
-              resume: bool = False) -> SweepResult:
+              resume: bool = False, backend: str = "local", address: str | None = None) -> SweepResult:
     """Run ``sweep`` and write its folder ``out_dir`` atomically (with full run folders if ``keep_logs``).
 
     If a run fails or a worker dies, the runs that finished are still written to ``out_dir``, with
@@ -800,7 +816,7 @@ def run_sweep(sweep: Sweep, out_dir: str | os.PathLike, jobs: int | None = None,
             shutil.copytree(Path(out_dir) / "runs" / label / f"seed{seed}", tmp / "runs" / label / f"seed{seed}")
         try:
             result = sweep.run(jobs=jobs, progress=progress, logs_dir=tmp / "runs" if keep_logs else None,
-                               allow_large=allow_large, done=done)
+                               allow_large=allow_large, done=done, backend=backend, address=address)
         except SweepIncomplete as e:
             stopped, result = e, e.partial
         result.write(tmp)

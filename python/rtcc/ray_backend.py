@@ -1,0 +1,113 @@
+"""Sweeps on Ray: the same runs as the local process pool, on a Ray cluster.
+
+Each run is one Ray task (one CPU) that receives everything it needs by value: the scenario (a
+dict), the seed, and the bytes of every input file the scenario names (link traces and schedules,
+frame-size traces). On the worker the files are written to a temporary folder and the scenario is
+pointed at them, so a cluster's nodes need rtcc installed but not the driver's files. A run's
+summary depends only on the scenario, the seed and those bytes, so the results table is byte for
+byte the local backend's (``tests/test_ray.py``).
+
+``address`` is a Ray cluster address (``ray://host:10001`` or ``host:6379``); without one a local
+Ray instance is started for the sweep (and stopped after it).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+# Where a scenario names input files (paths relative to its base_dir): the keys and, for flows, the
+# encoder table's `file` when its model reads a trace.
+_LINK_FILE_KEYS = ("trace", "schedule")
+
+
+def input_files(data: dict, base_dir: str) -> dict[tuple, str]:
+    """The input files a scenario dict names: {location in the dict: absolute path}."""
+    found: dict[tuple, str] = {}
+    for side in ("forward", "reverse"):
+        link = (data.get("path") or {}).get(side) or {}
+        for key in _LINK_FILE_KEYS:
+            value = link.get(key)
+            if isinstance(value, str):
+                found[("path", side, key)] = value
+    for i, flow in enumerate(data.get("flows") or []):
+        encoder = flow.get("encoder") if isinstance(flow, dict) else None
+        if isinstance(encoder, dict) and isinstance(encoder.get("file"), str):
+            found[("flows", i, "encoder", "file")] = encoder["file"]
+    out = {}
+    for where, value in found.items():
+        file, _, suffix = value.partition("#")  # an OpenNetLab trace's direction
+        path = Path(file) if os.path.isabs(file) else Path(os.path.normpath(os.path.join(base_dir, file)))
+        out[where] = (str(path), suffix)
+    return out
+
+
+def ship(task: tuple) -> tuple:
+    """A sweep task with its input files' bytes attached: (task, {location: (name, bytes, suffix)})."""
+    data, base_dir = task[0], task[1]
+    files = {}
+    for where, (path, suffix) in input_files(data, base_dir).items():
+        try:
+            files[where] = (Path(path).name, Path(path).read_bytes(), suffix)
+        except OSError as e:
+            raise FileNotFoundError(f"{'.'.join(map(str, where))}: cannot read {path}: {e.strerror}") from None
+    return task, files
+
+
+def run_shipped(task: tuple, files: dict) -> tuple[bool, str]:
+    """On a worker: write the shipped files, point the scenario at them, run it."""
+    from .sweep import _run_task
+
+    data, _, seed, logs, allow_large = task
+    data = copy.deepcopy(data)
+    with tempfile.TemporaryDirectory(prefix="rtcc-task-") as tmp:
+        for n, (where, (name, content, suffix)) in enumerate(sorted(files.items(), key=lambda x: str(x[0]))):
+            local = Path(tmp) / f"{n}-{name}"
+            local.write_bytes(content)
+            node: Any = data
+            for step in where[:-1]:
+                node = node[step]
+            node[where[-1]] = str(local) + (f"#{suffix}" if suffix else "")
+        return _run_task((data, tmp, seed, logs, allow_large))
+
+
+def execute(tasks: list[tuple], address: str | None,
+            progress: Callable[[int, int], None] | None) -> tuple[list, list[int] | None]:
+    """Run the tasks on Ray; the same contract as the local pool's ``_execute``: outputs in task
+    order (None for runs that did not finish, the sweep stopping at the first failed run)."""
+    try:
+        import ray
+    except ImportError:
+        raise RuntimeError("--backend ray needs Ray: pip install 'ray>=2.9'") from None
+    shipped = [ship(t) for t in tasks]  # a missing input file fails here, before anything runs
+    started = not ray.is_initialized()
+    if started:
+        ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                 configure_logging=False, ignore_reinit_error=True)
+    remote = ray.remote(num_cpus=1, max_retries=0)(run_shipped)
+    outputs: list = [None] * len(tasks)
+    try:
+        refs = {remote.remote(task, files): i for i, (task, files) in enumerate(shipped)}
+        pending, done = list(refs), 0
+        if progress:
+            progress(0, len(tasks))
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            for ref in ready:
+                i = refs[ref]
+                outputs[i] = ray.get(ref)
+                done += 1
+                if outputs[i][0]:  # a failed run: stop the sweep, as the local backend does
+                    for other in pending:
+                        ray.cancel(other, force=True)
+                    pending = []
+            if progress:
+                progress(done, len(tasks))
+    finally:
+        if started:
+            ray.shutdown()
+    return outputs, None

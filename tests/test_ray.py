@@ -1,0 +1,86 @@
+"""Sweeps on Ray give the local backend's results byte for byte, with the input files shipped
+with the tasks (python/rtcc/ray_backend.py). Skipped with the reason when Ray is not installed."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rtcc.ray_backend import input_files, run_shipped, ship
+from rtcc.sweep import Sweep, _run_task, run_sweep
+
+REPO = Path(__file__).resolve().parent.parent
+
+SWEEP = """
+[sweep]
+name = "ray-equivalence"
+seeds = [1, 2]
+[sweep.grid]
+"flows[0].controller" = ["gcc", "sqp"]
+[scenario]
+name = "ray-equivalence"
+duration = "8s"
+[scenario.path.forward]
+trace = "links/lte.trace"
+delay = "20ms"
+queue = "100pkts"
+[scenario.path.reverse]
+schedule = "links/reverse.sched"
+delay = "20ms"
+[[scenario.flows]]
+controller = "gcc"
+encoder = { model = "trace", file = "links/frames.txt" }
+"""
+
+
+@pytest.fixture
+def sweep_file(tmp_path) -> Path:
+    links = tmp_path / "links"
+    links.mkdir()
+    shutil.copy(REPO / "traces" / "lte-6mbps-seed1.trace", links / "lte.trace")
+    shutil.copy(REPO / "traces" / "lagged-720p-1500kbps-seed1.frames", links / "frames.txt")
+    (links / "reverse.sched").write_text("0s 20Mbps\n4s 10Mbps\n")
+    path = tmp_path / "sweep.toml"
+    path.write_text(SWEEP)
+    return path
+
+
+def test_input_files_are_found_where_a_scenario_names_them(tmp_path):
+    data = {"path": {"forward": {"trace": "a/b.trace"}, "reverse": {"schedule": "/abs/r.sched"}},
+            "flows": [{"encoder": {"model": "trace", "file": "../f.txt"}}, {"encoder": "lagged"}]}
+    found = input_files(data, "/base/dir")
+    assert found == {("path", "forward", "trace"): ("/base/dir/a/b.trace", ""),
+                     ("path", "reverse", "schedule"): ("/abs/r.sched", ""),
+                     ("flows", 0, "encoder", "file"): ("/base/f.txt", "")}
+    onl = input_files({"path": {"forward": {"trace": "t.json#downlink"}}}, "/b")
+    assert onl == {("path", "forward", "trace"): ("/b/t.json", "downlink")}
+
+
+def test_a_sweep_on_ray_matches_the_local_backend_byte_for_byte(sweep_file, tmp_path):
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'ray>=2.9')")
+    run_sweep(Sweep.from_file(sweep_file), tmp_path / "local", jobs=2)
+    run_sweep(Sweep.from_file(sweep_file), tmp_path / "ray", backend="ray")
+    for table in ("results.csv", "cells.csv", "summary.md"):
+        assert (tmp_path / "local" / table).read_bytes() == (tmp_path / "ray" / table).read_bytes(), table
+
+
+def test_a_shipped_task_runs_without_the_drivers_files(sweep_file):
+    # What a Ray worker on another node does, in this process: the files travel with the task.
+    sweep = Sweep.from_file(sweep_file)
+    label, _, scenario = sweep.cells()[0]
+    task = (scenario.to_dict(), scenario.base_dir, 1, None, False)
+    local = _run_task(task)
+    shipped = ship(task)
+    shutil.rmtree(sweep_file.parent / "links")
+    assert _run_task(task)[0], "without its files the run fails here"
+    assert run_shipped(*shipped) == local, "the shipped run gives the local summary"
+
+
+def test_ray_refuses_what_it_cannot_do(sweep_file, tmp_path):
+    sweep = Sweep.from_file(sweep_file)
+    with pytest.raises(ValueError, match="local backend"):
+        sweep.run(backend="ray", logs_dir=tmp_path / "logs")
+    with pytest.raises(ValueError, match="backend"):
+        sweep.run(backend="slurm")
