@@ -3,7 +3,7 @@
 #   make test   install everything and run every test (Rust and Python)
 PYTHON ?= python3
 
-.PHONY: install live-deps crosscheck-deps ray-deps demo test rust-test py-test lint bench
+.PHONY: install live-deps crosscheck-deps ray-deps browser-deps demo test rust-test py-test lint bench
 
 install:
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[test]'
@@ -11,7 +11,7 @@ install:
 demo: install
 	$(PYTHON) -m rtcc demo --force
 
-test: install live-deps crosscheck-deps ray-deps rust-test py-test
+test: install live-deps crosscheck-deps ray-deps browser-deps rust-test py-test
 
 # The live tests put iperf3 through `rtcc emu`; as root on Debian it is installed here, elsewhere
 # those tests are skipped with the reason.
@@ -33,6 +33,16 @@ crosscheck-deps:
 ray-deps:
 	@$(PYTHON) -m pip install --quiet --disable-pip-version-check 'ray>=2.9' 2>/dev/null || \
 	  echo "note: Ray could not be installed; the Ray sweep test will be skipped"
+
+# The report pages are opened in headless Chromium (Debian's package, as root) through Playwright;
+# without them the browser test is skipped with the reason.
+browser-deps:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  { DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 || \
+	    { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1; }; }; } || \
+	  echo "note: chromium could not be installed; the browser test will be skipped"
+	@$(PYTHON) -m pip install --quiet --disable-pip-version-check playwright 2>/dev/null || \
+	  echo "note: Playwright could not be installed; the browser test will be skipped"
 
 rust-test:
 	cargo test --workspace --quiet

@@ -124,7 +124,7 @@ def cmd_sweep(args) -> int:
     run_sweep(sweep, args.output, jobs=args.jobs, force=args.force, keep_logs=args.keep_logs, progress=True,
               allow_large=args.allow_large, resume=resume, backend=args.backend, address=args.address)
     print(f"{sweep.name}: {len(cells)} cells x {len(sweep.seeds)} seeds = {runs} runs")
-    print(f"wrote {args.output} (summary.md, results.csv, cells.csv)")
+    print(f"wrote {args.output} (index.html, summary.md, results.csv, cells.csv)")
     return 0
 
 

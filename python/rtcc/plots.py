@@ -1,8 +1,9 @@
 """PNG plots for one run and for a comparison of runs (matplotlib, drawn off-screen).
 
 Per run: ``throughput.png`` (received throughput in 200 ms bins and encoder target per flow,
-against link capacity), ``delay.png`` (packet one-way delay and frame delay over time) and
-``frame_delay_cdf.png``. For a comparison, the same three views with one line per controller.
+against link capacity), ``delay.png`` (packet one-way delay and frame delay over time),
+``frame_delay_cdf.png`` and ``signals.png`` (each controller's own signals from ``state.parquet``:
+its rate estimates, its times and its other signals, on the same time axis). For a comparison, the same three views with one line per controller.
 Figures are built with ``matplotlib.figure.Figure`` directly, so no GUI backend or pyplot
 state is involved and an interactive session's backend is left alone.
 """
@@ -114,7 +115,61 @@ def run_plots(result, folder: Path) -> list[Path]:
         throughput_plot(result, folder / "throughput.png"),
         delay_plot(result, folder / "delay.png"),
         cdf_plot(result, folder / "frame_delay_cdf.png"),
+        *([signals_plot(result, folder / "signals.png")] if _has_signals(result) else []),
     ]
+
+
+# Signals drawn per flow: rates (names ending in _bps, in Mbit/s) on one axis, times (_ms) on
+# another, and the first few others that change (states, thresholds, fractions) each on its own.
+# The video sender's own counters come last: the controller's signals are what one debugs first.
+MAX_SIGNAL_FLOWS = 4
+MAX_OTHER_SIGNALS = 4
+SENDER_SIGNALS = ("in_flight_bytes", "encoder_fps", "skipped_frame_rate", "skipped_pushback", "skipped_dropper")
+
+
+def _has_signals(result) -> bool:
+    state = getattr(result, "state", None)
+    return state is not None and state.height > 0
+
+
+def signals_plot(result, path: Path) -> Path:
+    """What the controllers themselves saw and decided: every signal of ``state.parquet``."""
+    import polars as pl
+
+    state = result.state
+    flows = sorted(state["flow"].unique().to_list())[:MAX_SIGNAL_FLOWS]
+    groups = []
+    for f in flows:
+        per_flow = state.filter(pl.col("flow") == f)
+        names = per_flow["signal"].unique(maintain_order=True).to_list()
+        changing = set(per_flow.group_by("signal").agg(pl.col("value").n_unique() > 1)
+                       .filter(pl.col("value"))["signal"].to_list())
+        rates = [n for n in names if n.endswith("_bps")]
+        times = [n for n in names if n.endswith("_ms")]
+        others = [n for n in names if n not in rates and n not in times and n in changing]
+        others = ([n for n in others if n not in SENDER_SIGNALS]
+                  + [n for n in others if n in SENDER_SIGNALS])[:MAX_OTHER_SIGNALS]
+        groups += [(f, "Mbit/s", rates)] * bool(rates) + [(f, "ms", times)] * bool(times)
+        groups += [(f, n, [n]) for n in others]
+    fig = Figure(figsize=(10, 1.9 * len(groups) + 0.6), layout="constrained")
+    axes = fig.subplots(len(groups), 1, sharex=True, squeeze=False)[:, 0]
+    duration = _duration(result)
+    for ax, (f, unit, names) in zip(axes, groups):
+        per_flow = state.filter(pl.col("flow") == f)
+        for name in names:
+            s = per_flow.filter(pl.col("signal") == name).sort("time_ns")
+            scale = 1e6 if unit == "Mbit/s" else 1.0
+            ax.step(s["time_ns"].to_numpy() / 1e9, s["value"].to_numpy() / scale, where="post",
+                    linewidth=0.9, label=name)
+        ax.set_ylabel(unit if unit in ("Mbit/s", "ms") else "", fontsize="small")
+        ax.set_title(f"{_flow_label(result.flows, f)}: {unit if len(names) == 1 and unit == names[0] else unit}",
+                     fontsize="small", loc="left")
+        ax.grid(True, alpha=0.3)
+        if len(names) > 1:
+            ax.legend(loc="upper right", fontsize="x-small", ncol=min(4, len(names)))
+    axes[-1].set_xlim(0, duration)
+    axes[-1].set_xlabel("time (s)")
+    return _save(fig, path)
 
 
 def throughput_plot(result, path: Path) -> Path:

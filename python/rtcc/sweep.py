@@ -705,18 +705,13 @@ class SweepResult:
     def __repr__(self) -> str:
         return f"<rtcc.SweepResult {self.sweep.name!r} cells={len(self.labels)} seeds={self.sweep.seeds}>"
 
-    def markdown(self) -> str:
-        """summary.md: one row per cell and flow, the main metrics as mean ± std over seeds."""
+    def _table(self) -> tuple[list[str], list[list[str]]]:
+        """The per-cell table: headers and one row per cell and flow (mean ± std over seeds)."""
         from .report import COLUMNS
 
         sw = self.sweep
-        out = [f"# Sweep: {sw.name}", ""]
-        if sw.description:
-            out += [sw.description, ""]
-        out += [f"{len(self.labels)} cells × {len(sw.seeds)} seeds (seeds {', '.join(map(str, sw.seeds))}); "
-                "mean ± standard deviation over seeds.", ""]
-        out += ["| cell | flow | controller | " + " | ".join(c.header for c in COLUMNS) + " |",
-                "|:---|:---|:---|" + "---:|" * len(COLUMNS)]
+        headers = ["cell", "flow", "controller"] + [c.header for c in COLUMNS]
+        rows = []
         for label in self.labels:
             summaries = [json.loads(self.summaries[(label, seed)]) for seed in sw.seeds if (label, seed) in self.summaries]
             if not summaries:
@@ -726,8 +721,40 @@ class SweepResult:
                 for c in COLUMNS:
                     values = [c.get(s["flows"][i], s.get("total", {})) for s in summaries]
                     cells.append(_mean_std([v for v in values if v is not None], c.digits))
-                out.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
+                rows.append(cells)
+        return headers, rows
+
+    def _intro(self) -> list[str]:
+        sw = self.sweep
+        return ([sw.description] if sw.description else []) + [
+            f"{len(self.labels)} cells × {len(sw.seeds)} seeds (seeds {', '.join(map(str, sw.seeds))}); "
+            "mean ± standard deviation over seeds."]
+
+    def markdown(self) -> str:
+        """summary.md: one row per cell and flow, the main metrics as mean ± std over seeds."""
+        headers, rows = self._table()
+        out = [f"# Sweep: {self.sweep.name}", ""]
+        for line in self._intro():
+            out += [line, ""]
+        out += ["| " + " | ".join(headers) + " |", "|:---|:---|:---|" + "---:|" * (len(headers) - 3)]
+        out += ["| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |" for cells in rows]
         return "\n".join(out) + "\n"
+
+    def html(self) -> str:
+        """index.html's body: the same table as summary.md, with links to the tables."""
+        from html import escape
+
+        headers, rows = self._table()
+        body = [f'<p class="meta">{escape(line)}</p>' for line in self._intro()]
+        body.append("<table>\n<tr>" + "".join(f"<th>{escape(h)}</th>" for h in headers) + "</tr>")
+        for cells in rows:
+            body.append("<tr>" + "".join(f"<td>{escape(c)}</td>" if i < 3 else f'<td class="num">{escape(c)}</td>'
+                                         for i, c in enumerate(cells)) + "</tr>")
+        body.append("</table>")
+        body.append('<p>Tables: <a href="results.csv">results.csv</a> (one row per run and flow), '
+                    '<a href="cells.csv">cells.csv</a>, <a href="summary.md">summary.md</a>, '
+                    '<a href="sweep.json">sweep.json</a></p>')
+        return "\n".join(body)
 
     def write(self, folder: str | os.PathLike) -> None:
         """Write the sweep files into an existing (temporary) folder; run folders already there are kept."""
@@ -738,6 +765,9 @@ class SweepResult:
         with open(folder / "sweep.json", "w", encoding="utf-8") as f:
             f.write(json.dumps(self.sweep.to_dict(), indent=2, default=str) + "\n")
         (folder / "summary.md").write_text(self.markdown(), encoding="utf-8")
+        from .report import write_page
+
+        write_page(folder / "index.html", f"rtcc sweep: {self.sweep.name}", self.html())
         for (label, seed), text in self.summaries.items():
             run = folder / "runs" / label / f"seed{seed}"
             if not (run / "summary.json").exists():
