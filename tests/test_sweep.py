@@ -290,7 +290,7 @@ def test_cells_table(saved):
 
 def test_sweep_folder(saved):
     result, out = saved
-    assert sorted(p.name for p in out.iterdir()) == ["cells.csv", "results.csv", "results.parquet", "runs",
+    assert sorted(p.name for p in out.iterdir()) == ["cells.csv", "index.html", "results.csv", "results.parquet", "runs",
                                                     "summary.md", "sweep.json"]
     resolved = json.loads((out / "sweep.json").read_text())
     assert resolved["seeds"] == [1, 2] and resolved["grid"]["path.forward.queue"] == ["50ms", "100pkts"]
