@@ -22,8 +22,9 @@
 //! `kDefaultLowLossThreshold = 0.02`, `kDefaultHighLossThreshold = 0.1`,
 //! `kBweIncreaseInterval = 1000 ms`, `kBweDecreaseInterval = 300 ms`, `kStartPhase = 2000 ms`,
 //! `kLimitNumPackets = 20`, `kMaxRtcpFeedbackInterval = 5000 ms`; `goog_cc_network_control.cc`:
-//! `kLossUpdateInterval = 1000 ms`. The loss-based v2 estimator and the RTT back-off are behind
-//! field trials and are not modelled.
+//! `kLossUpdateInterval = 1000 ms`. The RTT back-off is not modelled. Loss-based v2 is
+//! `loss_based_v2.rs` (`loss_based = "v2"`); once it is ready its proposal replaces the 2 % /
+//! 10 % rules here ([`LossBased::update_with`]).
 
 use std::collections::VecDeque;
 
@@ -94,8 +95,25 @@ impl LossBased {
         self.set_target(self.current);
     }
 
+    /// The delay-based limit the target is capped by (∞ when none).
+    pub fn delay_limit_bps(&self) -> f64 {
+        self.delay_limit
+    }
+
     /// Losses since the last call, at most once per second.
     pub fn update_packets_lost(&mut self, lost: u32, expected: u32, now_ms: f64) {
+        self.update_packets_lost_with(lost, expected, now_ms, None);
+    }
+
+    /// [`Self::update_packets_lost`], with loss-based v2's proposal when it is ready (see
+    /// [`Self::update_with`]).
+    pub fn update_packets_lost_with(
+        &mut self,
+        lost: u32,
+        expected: u32,
+        now_ms: f64,
+        v2_bps: Option<f64>,
+    ) {
         self.first_report_ms.get_or_insert(now_ms);
         if expected == 0 {
             return;
@@ -110,7 +128,7 @@ impl LossBased {
         self.lost = 0;
         self.expected = 0;
         self.last_report_ms = Some(now_ms);
-        self.update(now_ms);
+        self.update_with(now_ms, v2_bps);
     }
 
     fn in_start_phase(&self, now_ms: f64) -> bool {
@@ -120,6 +138,14 @@ impl LossBased {
 
     /// Re-evaluate the target (on loss reports and every process tick).
     pub fn update(&mut self, now_ms: f64) {
+        self.update_with(now_ms, None);
+    }
+
+    /// [`Self::update`] where loss-based v2, once ready, proposes `v2_bps`: as in
+    /// `SendSideBandwidthEstimation::UpdateEstimate`, the start phase and the wait for a first
+    /// loss report come first, then the proposal (clamped like any target) replaces the 2 % /
+    /// 10 % rules.
+    pub fn update_with(&mut self, now_ms: f64, v2_bps: Option<f64>) {
         if self.fraction == 0 && self.in_start_phase(now_ms) {
             let mut new = self.current;
             if self.delay_limit.is_finite() {
@@ -137,6 +163,10 @@ impl LossBased {
             self.set_target(self.current);
             return;
         };
+        if let Some(bps) = v2_bps {
+            self.set_target(bps);
+            return;
+        }
         if now_ms - last >= 1.2 * MAX_FEEDBACK_INTERVAL_MS {
             return;
         }

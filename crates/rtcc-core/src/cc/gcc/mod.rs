@@ -48,6 +48,7 @@ pub mod alr;
 pub mod inter_arrival;
 pub mod kalman;
 pub mod loss_based;
+pub mod loss_based_v2;
 pub mod overuse;
 pub mod paper;
 pub mod probe;
@@ -124,6 +125,9 @@ pub struct GccConfig {
     /// `paper` only: `"frame"` (default) makes each video frame a group, `"burst"` groups as
     /// libwebrtc's receive-side estimator does (5 ms send-time groups, bursts merged).
     pub grouping: Option<Grouping>,
+    /// `webrtc` only: `"v1"` (default) runs the 2 % / 10 % loss rules, `"v2"` libwebrtc's
+    /// LossBasedBweV2.
+    pub loss_based: Option<loss_based_v2::LossBasedVersion>,
 }
 
 fn default_start() -> Rate {
@@ -185,6 +189,13 @@ impl GccConfig {
                         "{name} applies to profile \"webrtc\" only (the paper's GCC does not probe)"
                     ));
                 }
+            }
+            if self.loss_based.is_some() {
+                return Err(
+                    "loss_based applies to profile \"webrtc\" only (the paper's GCC uses the \
+                     seed's Eq. (2) loss controller)"
+                        .into(),
+                );
             }
         } else if self.offset_scaling.is_some() {
             return Err(
@@ -251,6 +262,12 @@ pub fn info() -> ControllerInfo {
                 "frame",
                 "paper only: \"frame\" makes each video frame one group of the Kalman filter \
                  (the seed), \"burst\" groups packets sent within 5 ms as libwebrtc does",
+            ),
+            ParamDoc::new(
+                "loss_based",
+                "v1",
+                "webrtc only: loss-based estimator, \"v1\" (2 % / 10 % loss rules) or \"v2\" \
+                 (libwebrtc's LossBasedBweV2, as Chrome runs it)",
             ),
         ],
         feedback: FeedbackPolicy {

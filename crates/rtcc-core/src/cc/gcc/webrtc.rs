@@ -30,15 +30,24 @@
 //! remembers its sequence numbers (to match feedback to the cluster); a cluster not sent within
 //! 5 s is dropped (`kProbeClusterTimeoutMs`).
 //!
+//! With `loss_based = "v2"` (`loss_based_v2.rs`), every report with packets (also one that only
+//! lists losses) also goes, with the delay-based limit and the ALR state, to LossBasedBweV2
+//! after step 4 (as `UpdateLossBasedEstimator` follows the delay-based update in
+//! `goog_cc_network_control.cc`), and the target is re-evaluated at once; whenever the loss-based
+//! controller re-evaluates (loss reports, process ticks), V2's proposal replaces the 2 % / 10 %
+//! rules once V2 is ready (`send_side_bandwidth_estimation.cc`, `UpdateEstimate`).
+//!
 //! Not modelled (off by default in libwebrtc or tied to real stacks): congestion-window
-//! push-back, loss-based BWE v2, network-state estimators, ALR-limited back-off, REMB, the
-//! arrival-clock-offset reset, and the integer-millisecond rounding of receive times.
+//! push-back, network-state estimators, ALR-limited back-off, REMB, the RTT-based back-off, the
+//! probe controller's use of the loss-based state, the arrival-clock-offset reset, and the
+//! integer-millisecond rounding of receive times.
 
 use super::acked_bitrate::AckedBitrate;
 use super::aimd::{Aimd, AimdState};
 use super::alr::AlrDetector;
 use super::inter_arrival::InterArrival;
 use super::loss_based::LossBased;
+use super::loss_based_v2::{LossBasedV2, LossBasedV2Config, LossBasedVersion};
 use super::overuse::{DetectorConfig, OveruseDetector, Usage};
 use super::probe::ProbeController;
 use super::probe_estimator::ProbeEstimator;
@@ -65,6 +74,8 @@ pub struct WebRtcGcc {
     aimd: Aimd,
     acked: AckedBitrate,
     loss: LossBased,
+    /// LossBasedBweV2, with `loss_based = "v2"`.
+    loss_v2: Option<LossBasedV2>,
     probes: ProbeController,
     probe_estimator: ProbeEstimator,
     alr: AlrDetector,
@@ -112,6 +123,16 @@ impl WebRtcGcc {
             aimd: Aimd::new(start, min, cfg.backoff),
             acked: AckedBitrate::default(),
             loss: LossBased::new(start, min, max),
+            loss_v2: (cfg.loss_based == Some(LossBasedVersion::V2)).then(|| {
+                let mut v2 = LossBasedV2::new(LossBasedV2Config::default())
+                    .expect("the default LossBasedBweV2 configuration is valid");
+                // `SendSideBandwidthEstimation::SetMinMaxBitrate`: min at least 5 kbit/s.
+                v2.set_min_max_bitrate(
+                    min.max(super::loss_based_v2::CONGESTION_CONTROLLER_MIN_BITRATE_BPS),
+                    max,
+                );
+                v2
+            }),
             probes,
             probe_estimator: ProbeEstimator::default(),
             alr: AlrDetector::new(start),
@@ -152,6 +173,23 @@ impl WebRtcGcc {
             .iter()
             .find(|&&(first, last, _)| first <= seq && seq <= last)?;
         self.clusters.iter().find(|c| c.id == id)
+    }
+
+    /// Loss-based v2's proposal for the target, once it is ready.
+    fn v2_target(&self) -> Option<f64> {
+        let v2 = self.loss_v2.as_ref()?;
+        v2.is_ready().then(|| v2.result().bandwidth_bps)
+    }
+
+    /// `UpdateLossBasedEstimator` with V2: the report's packets, the delay-based limit, then the
+    /// target re-evaluated (`UpdateEstimate`). Nothing with v1.
+    fn update_loss_v2(&mut self, now: Time, report: &FeedbackReport, in_alr: bool) {
+        let Some(v2) = self.loss_v2.as_mut() else {
+            return;
+        };
+        v2.update(&report.packets, self.loss.delay_limit_bps(), in_alr);
+        let proposal = self.v2_target();
+        self.loss.update_with(now.as_millis_f64(), proposal);
     }
 
     /// A new target: tell the ALR detector and the probe controller.
@@ -272,8 +310,13 @@ impl Controller for WebRtcGcc {
         self.lost_since += report.lost_count() as u32;
         if self.next_loss_update.is_none_or(|t| now > t) {
             self.next_loss_update = Some(now + LOSS_UPDATE_INTERVAL);
-            self.loss
-                .update_packets_lost(self.lost_since, self.expected_since, now_ms);
+            let proposal = self.v2_target();
+            self.loss.update_packets_lost_with(
+                self.lost_since,
+                self.expected_since,
+                now_ms,
+                proposal,
+            );
             (self.lost_since, self.expected_since) = (0, 0);
         }
         // 3. Acknowledged rate and probe results, in receive order.
@@ -302,6 +345,9 @@ impl Controller for WebRtcGcc {
             }
         }
         let acked = self.acked.bitrate_bps();
+        if let (Some(v2), Some(a)) = (self.loss_v2.as_mut(), acked) {
+            v2.set_acknowledged_bitrate(a);
+        }
         let probe = self.probe_estimator.take();
         if probe.is_some() {
             self.last_probe_result = probe;
@@ -309,6 +355,7 @@ impl Controller for WebRtcGcc {
         // 4. Delay-based estimate (none from a report that only lists losses: libwebrtc's "very
         // late feedback" case).
         if self.sorted.is_empty() {
+            self.update_loss_v2(now, report, in_alr);
             return;
         }
         let (updated, from_probe, recovered) = self.delay_based(now, acked, probe);
@@ -318,6 +365,9 @@ impl Controller for WebRtcGcc {
                 self.loss.set_send_bitrate(estimate);
             }
             self.loss.update_delay_based(estimate);
+        }
+        self.update_loss_v2(now, report, in_alr);
+        if updated {
             // 5. New target.
             self.on_network_changed(now);
         }
@@ -330,7 +380,8 @@ impl Controller for WebRtcGcc {
 
     fn on_timeout(&mut self, now: Time) {
         let now_ms = now.as_millis_f64();
-        self.loss.update(now_ms);
+        let proposal = self.v2_target();
+        self.loss.update_with(now_ms, proposal);
         self.probes.set_alr_start(self.alr.start_ms());
         let more = self.probes.process(now_ms);
         self.push_probes(more, now);
@@ -395,6 +446,20 @@ impl Controller for WebRtcGcc {
         ));
         if let Some(p) = self.last_probe_result {
             out.push(("probe_result_bps", p));
+        }
+        if let Some(v2) = &self.loss_v2 {
+            let result = v2.result();
+            if result.bandwidth_bps.is_finite() {
+                out.push(("loss_v2_estimate_bps", result.bandwidth_bps));
+            }
+            out.push(("loss_v2_state", result.state.as_f64()));
+            out.push(("loss_v2_ready", if v2.is_ready() { 1.0 } else { 0.0 }));
+            if v2.best_bandwidth_bps().is_finite() {
+                out.push(("loss_v2_best_bps", v2.best_bandwidth_bps()));
+            }
+            out.push(("loss_v2_inherent_loss", v2.inherent_loss()));
+            out.push(("loss_v2_average_loss", v2.average_loss()));
+            out.push(("loss_v2_upper_bound_bps", v2.instant_upper_bound_bps()));
         }
     }
 }
