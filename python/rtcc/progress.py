@@ -1,7 +1,9 @@
-"""One-line progress display for simulation runs, shown only when stderr is a terminal.
+"""Progress bars for long runs (tqdm), shown only when stderr is a terminal.
 
 The core calls the callback with the completed fraction (0..1) about once per simulated
-second; the line is redrawn with ``\\r`` when the whole percentage changes and erased at the end.
+second; the bar (with elapsed and remaining time) is redrawn when the whole percentage changes
+and erased at the end. A sweep shows runs done out of the total. tqdm is imported only when a bar
+is drawn, so commands without a terminal (and ``rtcc --help``) do not pay for it.
 """
 
 from __future__ import annotations
@@ -10,13 +12,22 @@ import sys
 from typing import Callable, TextIO
 
 
+def _bar(label: str, total: int, unit: str, stream: TextIO):
+    from tqdm import tqdm
+
+    # mininterval=0: the callers already redraw at most once per percent or per run.
+    return tqdm(total=total, desc=label, unit=unit, file=stream, leave=False, dynamic_ncols=True, mininterval=0,
+                bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} {unit} [{elapsed}<{remaining}]")
+
+
 class TerminalProgress:
-    """Callable progress line: ``with TerminalProgress("step/gcc") as cb: run(progress=cb)``."""
+    """Callable progress bar: ``with TerminalProgress("step/gcc") as cb: run(progress=cb)``."""
 
     def __init__(self, label: str, stream: TextIO | None = None):
         self.label = label
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = _isatty(self.stream)
+        self._bar = None
         self._last = -1
 
     def __call__(self, fraction: float) -> None:
@@ -24,9 +35,10 @@ class TerminalProgress:
             return
         pct = max(0, min(100, int(fraction * 100)))
         if pct != self._last:
+            if self._bar is None:
+                self._bar = _bar(self.label, 100, "%", self.stream)
+            self._bar.update(pct - max(self._last, 0))
             self._last = pct
-            self.stream.write(f"\r{self.label} {pct:3d}%")
-            self.stream.flush()
 
     @property
     def callback(self) -> Callable[[float], None] | None:
@@ -34,9 +46,9 @@ class TerminalProgress:
         return self if self.enabled else None
 
     def close(self) -> None:
-        if self.enabled and self._last >= 0:
-            self.stream.write("\r\033[K")
-            self.stream.flush()
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
         self._last = -1
 
     def __enter__(self) -> "TerminalProgress":
@@ -44,6 +56,27 @@ class TerminalProgress:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class RunsProgress:
+    """``done/total runs`` of a sweep as a bar, when ``stream`` is a terminal."""
+
+    def __init__(self, name: str, total: int, stream: TextIO | None = None):
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = _isatty(self.stream)
+        self.name, self.total, self._bar = name, total, None
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        if self._bar is None:
+            self._bar = _bar(self.name, total, "runs", self.stream)
+        self._bar.update(done - self._bar.n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
 
 
 def _isatty(stream: TextIO) -> bool:

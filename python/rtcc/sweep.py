@@ -60,6 +60,7 @@ import polars as pl
 
 from ._core import ScenarioError
 from .atomic import atomic_dir
+from .progress import RunsProgress
 from .scenario import Scenario, _check_seed, read_bounded
 
 __all__ = ["Sweep", "SweepIncomplete", "SweepResult", "run_sweep", "set_path"]
@@ -442,7 +443,7 @@ class Sweep:
         tasks = [(scenarios[label].to_dict(), scenarios[label].base_dir, seed,
                   str(Path(logs_dir) / label / f"seed{seed}") if logs_dir is not None else None, allow_large)
                  for label, seed in keys]
-        show = _Progress(self.name, len(tasks)) if progress is True else None
+        show = RunsProgress(self.name, len(tasks)) if progress is True else None
         report = show if show else (progress if callable(progress) else None)
         try:
             if backend == "ray":
@@ -591,29 +592,6 @@ def _stop(pool: ProcessPoolExecutor) -> None:
         process.terminate()
     for process in processes:
         process.join(5)
-
-
-class _Progress:
-    """``name: done/total runs`` on stderr, redrawn with ``\\r`` when it is a terminal."""
-
-    def __init__(self, name: str, total: int, stream=None):
-        self.stream = stream if stream is not None else sys.stderr
-        try:
-            self.enabled = self.stream.isatty()
-        except (AttributeError, ValueError):
-            self.enabled = False
-        self.name, self.shown = name, False
-
-    def __call__(self, done: int, total: int) -> None:
-        if self.enabled:
-            self.stream.write(f"\r{self.name}: {done}/{total} runs")
-            self.stream.flush()
-            self.shown = True
-
-    def close(self) -> None:
-        if self.shown:
-            self.stream.write("\r\033[K")
-            self.stream.flush()
 
 
 # -- results -------------------------------------------------------------------------------------
