@@ -55,6 +55,20 @@ def _unavailable() -> str | None:
 
 needs_live = pytest.mark.skipif(_unavailable() is not None, reason=str(_unavailable()))
 
+# Real-time emulation is only as exact as the machine is idle: on a loaded machine (parallel
+# builds) the emulator delivers packets late and the processes around it are scheduled late, and
+# the comparisons with the simulator measure the load, not the models. The emulator reports its
+# lateness (emu.json); above this p99 a comparison is skipped with the number (its goal is 0.5 ms,
+# measured 69 µs on this machine idle).
+MAX_LATENESS_P99_US = 2000.0
+
+
+def _require_idle(emu_dir: Path) -> None:
+    lateness = json.loads((emu_dir / "emu.json").read_text())["delivery_lateness"]
+    if lateness.get("p99_us", 0.0) > MAX_LATENESS_P99_US:
+        pytest.skip(f"the machine is too loaded for real-time emulation: delivery lateness p99 "
+                    f"{lateness['p99_us']:.0f} µs (over {MAX_LATENESS_P99_US:.0f} µs)")
+
 SCENARIO = """
 name = "tcp-{name}"
 duration = "{seconds}s"
@@ -136,6 +150,7 @@ def test_kernel_tcp_through_emu_matches_the_simulator(tmp_path, cc, name, queue,
     scenario.write_text(SCENARIO.format(name=name, seconds=SECONDS, queue=queue, cc=cc, capacity=capacity))
 
     iperf = _iperf_through_emu(scenario, tmp_path, cc)
+    _require_idle(tmp_path / "emu")
     # The kernel's own word for the algorithm the connection used.
     assert iperf["end"]["sender_tcp_congestion"] == cc
     goodput = iperf["end"]["sum_received"]["bits_per_second"]
@@ -206,6 +221,7 @@ def _live_and_simulated(tmp_path, controller: str):
     scenario = tmp_path / "step.toml"
     scenario.write_text(STEP)
     live = run_live(scenario, tmp_path / "logs", controller=controller)
+    _require_idle(tmp_path / "logs" / "emu")
     simulated = Scenario.from_file(scenario).with_controller(controller).run()
     table = phase_table(live, simulated, PHASES)
     print(controller)
