@@ -85,6 +85,7 @@ static BUILTIN: LazyLock<Registry> = LazyLock::new(|| {
         reno::info(),
         cubic::info(),
         bbr::info(),
+        bbr::info_s(),
         copa::info(),
         rocc::info(),
         vidaptive::info(),
