@@ -701,6 +701,8 @@ mod tests {
                 ack_elapsed: interval,
                 prior_delivered: 0,
                 is_app_limited: app_limited,
+                tx_in_flight: 15_000,
+                lost: 0,
             }),
             ..AckSummary::default()
         }
