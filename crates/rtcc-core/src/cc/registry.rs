@@ -86,6 +86,8 @@ static BUILTIN: LazyLock<Registry> = LazyLock::new(|| {
         cubic::info(),
         bbr::info(),
         bbr::info_s(),
+        bbr2::info(),
+        bbr2::info_s(),
         copa::info(),
         rocc::info(),
         vidaptive::info(),
