@@ -517,7 +517,9 @@ impl Bbr2 {
     /// Linux's `icsk_ca_state == TCP_CA_Recovery`, which lasts until the cumulative ACK passes
     /// the recovery point, i.e. until every hole is repaired. `Episodes` ends an episode when
     /// any packet sent after it began is acknowledged, and rtcc's retransmissions are such
-    /// packets, so it reads Open while holes remain; the holes are counted here too.
+    /// packets, so it reads Open while holes remain; the holes are counted here too. (It
+    /// assumes every lost packet is resent, as the TCP sender does; on a video flow a loss that
+    /// is never resent keeps it reading Recovery, which only loosens the STARTUP loss exit.)
     fn in_recovery(&self) -> bool {
         match self.episodes.state {
             CaState::Recovery => true,
