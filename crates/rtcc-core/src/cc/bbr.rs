@@ -55,11 +55,27 @@
 //! (`bbr_init_pacing_rate_from_rtt`), then re-derived from the first smoothed RTT; until the
 //! pipe is full the pacing rate never decreases (`bbr_set_pacing_rate`).
 //!
+//! BBR-S (Vargas et al., WWW '21; `bw_estimator = "percentile"`, or the name `bbr-s`): the
+//! windowed maximum is replaced, everywhere it is read, by the 85th percentile of the last 100
+//! non-app-limited delivery-rate samples; the maximum is still kept and logged as
+//! `max_filter_bw_bps`. The two readings of the paper (its released code, its text) are
+//! described in `bbr_common.rs`. With the default `"max"` nothing changes.
+//!
+//! State signals (`Controller::state`), for time-in-state accounting: `mode` is 0 STARTUP,
+//! 1 DRAIN, 2 PROBE_BW, 3 PROBE_RTT (Linux `enum bbr_mode`); `cycle_idx` is the PROBE_BW gain
+//! phase (0 is the 1.25 probe, 1 the 0.75 drain, 2–7 cruising at 1.0); `btl_bw_bps` is the
+//! estimate the model uses.
+//!
 //! Left out: the long-term ("policer") bandwidth estimator (`lt_bw`) and TSO autosizing; the
 //! earliest-departure-time correction of inflight (`bbr_packets_in_net_at_edt`) uses the
 //! departure time the pacing rate gives the next packet. The encoder target is
 //! `min(cwnd / srtt, pacing_rate)`: what the window allows, never more than BBR sends.
 
+use super::bbr_common::{bdp_packets, bw_to_pacing, tso_segs_goal, AckAggregation};
+use super::bbr_common::{BwEstimator, PercentileFilter, PercentileReading};
+use super::bbr_common::{CWND_GAIN, CWND_MIN_TARGET, CYCLE_RAND, DRAIN_GAIN, EXTRA_ACKED_MAX};
+use super::bbr_common::{EXTRA_ACKED_WIN_RTTS, FULL_BW_CNT, FULL_BW_THRESH, HIGH_GAIN};
+use super::bbr_common::{MIN_RTT_WIN, NOMINAL_RTT, PACING_GAIN, PROBE_RTT_TIME};
 use super::delivery_rate::{AckSummary, DeliveryRateEstimator, SendLimits};
 use super::reno::{check_window, default_initial_cwnd, default_mss, CaState, Episodes, Rtt};
 use super::reno::{INITIAL_CWND_DOC, MSS_DOC, TCP_FEEDBACK};
@@ -74,41 +90,8 @@ use rand_core::{Rng, SeedableRng};
 use serde::Deserialize;
 use std::collections::VecDeque;
 
-/// Linux `bbr_high_gain` = `BBR_UNIT * 2885 / 1000 + 1` with `BBR_UNIT` = 256.
-const HIGH_GAIN: f64 = 739.0 / 256.0;
-/// Linux `bbr_drain_gain` = `BBR_UNIT * 1000 / 2885`.
-const DRAIN_GAIN: f64 = 88.0 / 256.0;
-/// Linux `bbr_cwnd_gain`.
-const CWND_GAIN: f64 = 2.0;
-/// Linux `bbr_pacing_gain[]`.
-const PACING_GAIN: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
-/// Linux `bbr_cycle_rand`.
-const CYCLE_RAND: u64 = 7;
-/// Linux `bbr_bw_rtts`.
+/// Linux `bbr_bw_rtts` = `CYCLE_LEN + 2`.
 const BW_RTTS: u64 = 10;
-/// Linux `bbr_min_rtt_win_sec`.
-const MIN_RTT_WIN: Duration = Duration(10_000_000_000);
-/// Linux `bbr_probe_rtt_mode_ms`.
-const PROBE_RTT_TIME: Duration = Duration(200_000_000);
-/// Linux `bbr_cwnd_min_target` (packets).
-const CWND_MIN_TARGET: u64 = 4;
-/// Linux `bbr_full_bw_thresh`, `bbr_full_bw_cnt`.
-const FULL_BW_THRESH: f64 = 1.25;
-const FULL_BW_CNT: u32 = 3;
-/// Linux `bbr_pacing_margin_percent`.
-const PACING_MARGIN: f64 = 0.01;
-/// Linux `bbr_extra_acked_win_rtts`, `bbr_extra_acked_max_us`, `bbr_ack_epoch_acked_reset_thresh`.
-const EXTRA_ACKED_WIN_RTTS: u32 = 5;
-const EXTRA_ACKED_MAX: Duration = Duration(100_000_000);
-const ACK_EPOCH_RESET_PACKETS: u64 = 1 << 20;
-/// Linux `bbr_min_tso_rate` (bit/s), `sk_pacing_shift` default, GSO size cap (64 KB less
-/// headers), and the 0x7F cap of `bbr_tso_segs_goal`.
-const MIN_TSO_RATE: f64 = 1_200_000.0;
-const PACING_SHIFT_DIV: f64 = 1024.0;
-const GSO_MAX_BYTES: u64 = 65_536 - 1 - 320;
-const MAX_TSO_SEGS: u64 = 127;
-/// `bbr_init_pacing_rate_from_rtt`'s nominal RTT before any sample.
-const NOMINAL_RTT: Duration = Duration(1_000_000);
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -122,19 +105,19 @@ pub struct BbrConfig {
     /// Seed of the gain-cycle start phase (mixed with the flow's start time). Default 1.
     #[serde(default = "default_seed")]
     pub seed: u64,
+    /// `"max"` (Linux) or `"percentile"` (BBR-S, `bbr_common`). Default `"max"`.
+    #[serde(default)]
+    pub bw_estimator: BwEstimator,
+    /// How the percentile estimator is read: `"code"` or `"text"`. Default `"code"`.
+    #[serde(default)]
+    pub percentile_reading: PercentileReading,
 }
 
 fn default_seed() -> u64 {
     1
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    Startup = 0,
-    Drain = 1,
-    ProbeBw = 2,
-    ProbeRtt = 3,
-}
+pub use super::bbr_common::Mode;
 
 /// Exact maximum of the samples of the last `window` rounds (monotonic deque).
 #[derive(Debug, Clone)]
@@ -168,6 +151,8 @@ pub struct Bbr {
     mode: Mode,
     /// Bytes per second.
     bw: WindowedMax,
+    /// BBR-S: the percentile estimator that replaces `bw` when configured.
+    pct: Option<PercentileFilter>,
     min_rtt: Option<Duration>,
     min_rtt_stamp: Time,
     round_count: u64,
@@ -191,11 +176,7 @@ pub struct Bbr {
     pacing_rate: Rate,
     has_seen_rtt: bool,
     next_departure: Time,
-    extra_acked: [u64; 2],
-    extra_acked_win_rtts: u32,
-    extra_acked_idx: usize,
-    ack_epoch_stamp: Time,
-    ack_epoch_acked: u64,
+    aggregation: AckAggregation,
 }
 
 impl Bbr {
@@ -214,6 +195,8 @@ impl Bbr {
                 window: BW_RTTS,
                 q: VecDeque::new(),
             },
+            pct: (cfg.bw_estimator == BwEstimator::Percentile)
+                .then(|| PercentileFilter::new(cfg.percentile_reading)),
             min_rtt: None,
             min_rtt_stamp: now,
             round_count: 0,
@@ -237,18 +220,18 @@ impl Bbr {
             pacing_rate: Rate::ZERO,
             has_seen_rtt: false,
             next_departure: now,
-            extra_acked: [0; 2],
-            extra_acked_win_rtts: 0,
-            extra_acked_idx: 0,
-            ack_epoch_stamp: now,
-            ack_epoch_acked: 0,
+            aggregation: AckAggregation::new(now),
         };
         b.init_pacing_rate();
         Ok(b)
     }
 
-    fn bw_to_pacing(bw: f64, gain: f64) -> Rate {
-        Rate(bw * 8.0 * gain * (1.0 - PACING_MARGIN))
+    /// Linux `bbr_max_bw`: the windowed maximum, or BBR-S's percentile when configured.
+    fn max_bw(&self) -> f64 {
+        match &self.pct {
+            Some(p) => p.estimate(),
+            None => self.bw.get(),
+        }
     }
 
     /// Linux `bbr_init_pacing_rate_from_rtt`.
@@ -260,12 +243,12 @@ impl Bbr {
             }
             None => NOMINAL_RTT,
         };
-        self.pacing_rate = Self::bw_to_pacing(self.cwnd as f64 / rtt.as_secs_f64(), HIGH_GAIN);
+        self.pacing_rate = bw_to_pacing(self.cwnd as f64 / rtt.as_secs_f64(), HIGH_GAIN);
     }
 
     /// Linux `bbr_set_pacing_rate`.
     fn set_pacing_rate(&mut self, bw: f64, gain: f64) {
-        let rate = Self::bw_to_pacing(bw, gain);
+        let rate = bw_to_pacing(bw, gain);
         if !self.has_seen_rtt && self.rtt.srtt.is_some() {
             self.init_pacing_rate();
         }
@@ -276,23 +259,12 @@ impl Bbr {
 
     /// Linux `bbr_tso_segs_goal`, in packets.
     fn quantum(&self) -> u64 {
-        let bytes = ((self.pacing_rate.bps() / 8.0 / PACING_SHIFT_DIV) as u64).min(GSO_MAX_BYTES);
-        let min = if self.pacing_rate.bps() < MIN_TSO_RATE {
-            1
-        } else {
-            2
-        };
-        (bytes / self.mss).max(min).min(MAX_TSO_SEGS)
+        tso_segs_goal(self.pacing_rate, self.mss, 0)
     }
 
     /// Linux `bbr_bdp`: `ceil(bw × min_rtt × gain)` in packets.
     fn bdp(&self, bw: f64, gain: f64) -> u64 {
-        match self.min_rtt {
-            None => self.init_cwnd,
-            Some(r) => (bw * r.as_secs_f64() * gain / self.mss as f64 - 1e-9)
-                .ceil()
-                .max(0.0) as u64,
-        }
+        bdp_packets(bw, self.min_rtt, gain, self.mss, self.init_cwnd)
     }
 
     /// Linux `bbr_quantization_budget`, in packets.
@@ -313,7 +285,7 @@ impl Bbr {
     /// Linux `bbr_packets_in_net_at_edt`, in bytes.
     fn in_net_at_edt(&self, now: Time, inflight: u64) -> u64 {
         let ahead = self.next_departure.max(now) - now;
-        let delivered_meanwhile = (self.bw.get() * ahead.as_secs_f64()) as u64;
+        let delivered_meanwhile = (self.max_bw() * ahead.as_secs_f64()) as u64;
         let mut at_edt = inflight;
         if self.pacing_gain > 1.0 {
             at_edt += self.quantum() * self.mss;
@@ -363,6 +335,11 @@ impl Bbr {
         if !rs.is_app_limited || bw >= self.bw.get() {
             self.bw.update(self.round_count, bw);
         }
+        if let Some(p) = &mut self.pct {
+            if !rs.is_app_limited {
+                p.insert(bw);
+            }
+        }
     }
 
     /// Linux `bbr_update_ack_aggregation`.
@@ -370,27 +347,17 @@ impl Bbr {
         if s.acked == 0 || s.sample.is_none() {
             return;
         }
-        if self.round_start {
-            self.extra_acked_win_rtts = (self.extra_acked_win_rtts + 1).min(31);
-            if self.extra_acked_win_rtts >= EXTRA_ACKED_WIN_RTTS {
-                self.extra_acked_win_rtts = 0;
-                self.extra_acked_idx ^= 1;
-                self.extra_acked[self.extra_acked_idx] = 0;
-            }
-        }
         let now = self.rate.delivered_time();
-        let epoch = (now - self.ack_epoch_stamp).as_secs_f64();
-        let mut expected = (self.bw.get() * epoch) as u64;
-        let reset = ACK_EPOCH_RESET_PACKETS * self.mss;
-        if self.ack_epoch_acked <= expected || self.ack_epoch_acked + s.acked >= reset {
-            self.ack_epoch_acked = 0;
-            self.ack_epoch_stamp = now;
-            expected = 0;
-        }
-        self.ack_epoch_acked = (self.ack_epoch_acked + s.acked).min(reset - self.mss);
-        let extra = self.ack_epoch_acked.saturating_sub(expected).min(self.cwnd);
-        let slot = &mut self.extra_acked[self.extra_acked_idx];
-        *slot = (*slot).max(extra);
+        let bw = self.max_bw();
+        self.aggregation.update(
+            self.round_start,
+            EXTRA_ACKED_WIN_RTTS,
+            s.acked,
+            now,
+            bw,
+            self.cwnd,
+            self.mss,
+        );
     }
 
     /// Linux `bbr_ack_aggregation_cwnd`, in packets.
@@ -399,7 +366,7 @@ impl Bbr {
             return 0;
         }
         let max = (bw * EXTRA_ACKED_MAX.as_secs_f64()) as u64;
-        self.extra_acked[0].max(self.extra_acked[1]).min(max) / self.mss
+        self.aggregation.max().min(max) / self.mss
     }
 
     fn is_next_cycle_phase(&self, now: Time, s: &AckSummary) -> bool {
@@ -411,7 +378,7 @@ impl Bbr {
             return full_length;
         }
         let inflight = self.in_net_at_edt(now, s.prior_in_flight);
-        let bw = self.bw.get();
+        let bw = self.max_bw();
         if gain > 1.0 {
             return full_length && (s.lost > 0 || inflight >= self.inflight(bw, gain));
         }
@@ -423,7 +390,7 @@ impl Bbr {
         if self.full_bw_reached || !self.round_start || app_limited {
             return;
         }
-        let bw = self.bw.get();
+        let bw = self.max_bw();
         if bw >= self.full_bw * FULL_BW_THRESH {
             self.full_bw = bw;
             self.full_bw_cnt = 0;
@@ -437,7 +404,7 @@ impl Bbr {
         if self.mode == Mode::Startup && self.full_bw_reached {
             self.mode = Mode::Drain;
         }
-        let bdp = self.inflight(self.bw.get(), 1.0);
+        let bdp = self.inflight(self.max_bw(), 1.0);
         if self.mode == Mode::Drain && self.in_net_at_edt(now, s.in_flight) <= bdp {
             self.reset_probe_bw();
         }
@@ -553,10 +520,9 @@ impl Controller for Bbr {
         if from_idle && self.rate.is_app_limited() {
             // Linux bbr_cwnd_event(CA_EVENT_TX_START) while app-limited.
             self.idle_restart = true;
-            self.ack_epoch_stamp = now;
-            self.ack_epoch_acked = 0;
+            self.aggregation.restart_epoch(now);
             match self.mode {
-                Mode::ProbeBw => self.set_pacing_rate(self.bw.get(), 1.0),
+                Mode::ProbeBw => self.set_pacing_rate(self.max_bw(), 1.0),
                 Mode::ProbeRtt => self.check_probe_rtt_done(now),
                 _ => {}
             }
@@ -586,7 +552,7 @@ impl Controller for Bbr {
         self.check_drain(now, &s);
         self.update_min_rtt(now, &s);
         self.update_gains();
-        let bw = self.bw.get();
+        let bw = self.max_bw();
         self.set_pacing_rate(bw, self.pacing_gain);
         self.set_cwnd(&s, bw);
     }
@@ -614,7 +580,7 @@ impl Controller for Bbr {
         let mss = self.mss as f64;
         out.push(("mode", self.mode as u8 as f64));
         out.push(("cwnd_packets", self.cwnd as f64 / mss));
-        out.push(("btl_bw_bps", self.bw.get() * 8.0));
+        out.push(("btl_bw_bps", self.max_bw() * 8.0));
         out.push((
             "min_rtt_ms",
             self.min_rtt.map_or(f64::NAN, |d| d.as_millis_f64()),
@@ -626,13 +592,14 @@ impl Controller for Bbr {
         out.push(("full_bw_reached", self.full_bw_reached as u8 as f64));
         out.push(("full_bw_cnt", self.full_bw_cnt as f64));
         out.push(("cycle_idx", self.cycle_idx as f64));
-        out.push((
-            "extra_acked_packets",
-            self.extra_acked[0].max(self.extra_acked[1]) as f64 / mss,
-        ));
+        out.push(("extra_acked_packets", self.aggregation.max() as f64 / mss));
         out.push(("probe_rtt_count", self.probe_rtt_count as f64));
         out.push(("ca_state", self.episodes.state as u8 as f64));
         out.push(("app_limited", self.rate.is_app_limited() as u8 as f64));
+        if self.pct.is_some() {
+            // BBR-S also feeds the original filter; its value shows what BBR would estimate.
+            out.push(("max_filter_bw_bps", self.bw.get() * 8.0));
+        }
     }
 }
 
@@ -649,15 +616,55 @@ pub fn info() -> ControllerInfo {
                 "1",
                 "seed of the random gain-cycle start phase (mixed with the start time)",
             ),
+            BW_ESTIMATOR_DOC,
+            PERCENTILE_READING_DOC,
         ],
         feedback: TCP_FEEDBACK,
-        build: build_fn(build),
+        build: build_fn(|params, ctx| build("bbr", params, ctx)),
     }
 }
 
-fn build(params: &Params, ctx: &ControllerContext) -> Result<Box<dyn Controller>, ControllerError> {
-    let config: BbrConfig = parse_config("bbr", params)?;
-    boxed("bbr", Bbr::new(config, ctx.now))
+/// `bbr-s`: `bbr` with `bw_estimator = "percentile"` by default (Vargas et al.'s BBR-S).
+pub fn info_s() -> ControllerInfo {
+    ControllerInfo {
+        name: "bbr-s".into(),
+        summary: "BBR-S (Vargas et al., WWW '21): bbr with the 85th-percentile bandwidth \
+                  estimator (bw_estimator = \"percentile\" by default)."
+            .into(),
+        build: build_fn(|params, ctx| build("bbr-s", &with_percentile(params), ctx)),
+        ..info()
+    }
+}
+
+pub(crate) const BW_ESTIMATOR_DOC: ParamDoc = ParamDoc::new(
+    "bw_estimator",
+    "max",
+    "bottleneck-bandwidth estimate: \"max\" (the Linux windowed maximum) or \"percentile\" \
+     (BBR-S / BBR2-S: 85th percentile of the last 100 non-app-limited samples)",
+);
+pub(crate) const PERCENTILE_READING_DOC: ParamDoc = ParamDoc::new(
+    "percentile_reading",
+    "code",
+    "with bw_estimator = \"percentile\": \"code\" (the authors' released code: sorted[85], \
+     newest sample during warm-up) or \"text\" (the paper's text: nearest-rank 85th \
+     percentile of what is held; bbr2 also scales it by 0.85)",
+);
+
+/// `params` with `bw_estimator = "percentile"` unless it says otherwise (the `-s` names).
+pub(crate) fn with_percentile(params: &Params) -> Params {
+    let mut p = params.clone();
+    p.entry("bw_estimator")
+        .or_insert_with(|| toml::Value::String("percentile".into()));
+    p
+}
+
+fn build(
+    name: &str,
+    params: &Params,
+    ctx: &ControllerContext,
+) -> Result<Box<dyn Controller>, ControllerError> {
+    let config: BbrConfig = parse_config(name, params)?;
+    boxed(name, Bbr::new(config, ctx.now))
 }
 
 #[cfg(test)]
@@ -670,6 +677,142 @@ mod tests {
     fn bbr(seed: u64) -> Bbr {
         let p: Params = toml::from_str(&format!("seed = {seed}")).unwrap();
         Bbr::new(parse_config("bbr", &p).unwrap(), Time::ZERO).unwrap()
+    }
+
+    /// BBR-S (`bw_estimator = "percentile"`) with the given reading.
+    fn bbr_s(reading: &str) -> Bbr {
+        let p: Params = toml::from_str(&format!(
+            "bw_estimator = \"percentile\"\npercentile_reading = \"{reading}\""
+        ))
+        .unwrap();
+        Bbr::new(parse_config("bbr", &p).unwrap(), Time::ZERO).unwrap()
+    }
+
+    /// An ACK of one 1500-byte packet carrying a rate sample of `bw` bytes/s over 10 ms.
+    fn ack_with_sample(bw: f64, app_limited: bool) -> AckSummary {
+        use crate::cc::delivery_rate::RateSample;
+        let interval = Duration::from_millis(10);
+        AckSummary {
+            acked: 1500,
+            sample: Some(RateSample {
+                delivered: (bw * interval.as_secs_f64()).round() as u64,
+                interval,
+                send_elapsed: interval,
+                ack_elapsed: interval,
+                prior_delivered: 0,
+                is_app_limited: app_limited,
+                tx_in_flight: 15_000,
+                lost: 0,
+            }),
+            ..AckSummary::default()
+        }
+    }
+
+    #[test]
+    fn the_linux_constants_and_the_gain_cycle_start_e0() {
+        // Extraction §6.3 E0, against tcp_bbr.c's fixed-point definitions (BBR_UNIT = 256).
+        assert_eq!(256 * 2885 / 1000 + 1, 739, "bbr_high_gain's formula");
+        assert_eq!(256 * 1000 / 2885, 88, "bbr_drain_gain's formula");
+        assert_eq!(HIGH_GAIN * 256.0, 739.0, "STARTUP gain 739/256");
+        assert_eq!(DRAIN_GAIN * 256.0, 88.0, "DRAIN gain 88/256");
+        assert_eq!(CWND_GAIN * 256.0, 512.0, "PROBE_BW cwnd gain 2");
+        assert_eq!(
+            PACING_GAIN.map(|g| g * 256.0),
+            [320.0, 192.0, 256.0, 256.0, 256.0, 256.0, 256.0, 256.0],
+            "the PROBE_BW cycle {{5/4, 3/4, 1 × 6}}"
+        );
+        assert_eq!(FULL_BW_THRESH * 256.0, 320.0, "bbr_full_bw_thresh = 5/4");
+        assert_eq!(FULL_BW_CNT, 3);
+        assert_eq!(BW_RTTS, 10, "bbr_bw_rtts = CYCLE_LEN + 2");
+        assert_eq!(MIN_RTT_WIN, Duration::from_millis(10_000));
+        assert_eq!(PROBE_RTT_TIME, Duration::from_millis(200));
+        assert_eq!(CWND_MIN_TARGET, 4);
+        // The pipe is full exactly on the third counted round without 25 % growth.
+        let mut b = bbr(1);
+        b.bw.update(1, 100.0);
+        b.round_start = true;
+        b.check_full_bw_reached(false);
+        for (round, reached) in [(2, false), (3, false), (4, true)] {
+            b.bw.update(round, 124.0);
+            b.check_full_bw_reached(false);
+            assert_eq!(
+                b.full_bw_reached, reached,
+                "round {round}: {} non-growth rounds counted",
+                b.full_bw_cnt
+            );
+        }
+        // The random start phase is never index 1 (the 0.75 drain phase) and covers the rest.
+        let mut seen = [false; 8];
+        for seed in 0..1000 {
+            let mut b = bbr(seed);
+            b.reset_probe_bw();
+            assert_ne!(
+                b.cycle_idx, 1,
+                "seed {seed} started PROBE_BW in the 0.75 phase"
+            );
+            seen[b.cycle_idx] = true;
+        }
+        assert_eq!(seen, [true, false, true, true, true, true, true, true]);
+    }
+
+    #[test]
+    fn bbr_s_reads_the_percentile_skips_app_limited_samples_and_still_feeds_the_max() {
+        let mut b = bbr_s("code");
+        b.min_rtt = Some(Duration::from_millis(40));
+        b.update_bw(&ack_with_sample(1e6, false));
+        assert_eq!(b.max_bw(), 1e6, "warm-up: the newest sample");
+        // An app-limited sample above the estimate: the Linux max filter takes it (it raises
+        // the maximum), the percentile history does not (paper §7.1: non-app-limited only).
+        b.update_bw(&ack_with_sample(9e6, true));
+        assert_eq!(b.max_bw(), 1e6, "app-limited samples are not inserted");
+        assert_eq!(b.pct.as_ref().unwrap().count(), 1);
+        assert_eq!(b.bw.get(), 9e6, "the original filter is still fed");
+        assert_eq!(get(&b, "max_filter_bw_bps"), 72e6);
+        assert_eq!(
+            get(&b, "btl_bw_bps"),
+            8e6,
+            "btl_bw is the percentile estimate"
+        );
+        // The estimate is what the model uses: the window target follows it, not the max.
+        assert_eq!(b.bdp(b.max_bw(), 1.0), 27, "1 MB/s × 40 ms = 26.7 packets");
+        // A plain bbr never logs the extra signal.
+        let mut s = vec![];
+        bbr(1).state(&mut s);
+        assert!(s.iter().all(|x| x.0 != "max_filter_bw_bps"));
+    }
+
+    #[test]
+    fn bbr_s_forgets_a_faster_past_after_86_samples_while_the_max_holds_ten_rounds() {
+        let mut p = path();
+        let mut c = bbr_s("code");
+        p.run(&mut c, Time::from_millis(3000), |_, _, _| {});
+        assert!(
+            (get(&c, "btl_bw_bps") - 12e6).abs() < 1.0,
+            "every steady sample is the link rate: {}",
+            get(&c, "btl_bw_bps")
+        );
+        p.rate = Some(Rate::from_mbps(6.0));
+        let t0 = p.now;
+        let r0 = get(&c, "round_count");
+        let mut dropped_at = None;
+        p.run(&mut c, t0 + Duration::from_millis(2000), |t, c, _| {
+            if dropped_at.is_none() && get(c, "btl_bw_bps") <= 6.1e6 {
+                dropped_at = Some((t, get(c, "round_count"), get(c, "max_filter_bw_bps")));
+            }
+        });
+        let (t, round, max) = dropped_at.expect("the percentile estimate reaches 6 Mbit/s");
+        // At 6 Mbit/s an ACK comes every 2 ms: the 86 samples that push the old rate above
+        // sorted[85] take about 172 ms, plus the flight that mixes both rates.
+        let after = (t - t0).as_millis_f64();
+        assert!(
+            after < 600.0,
+            "the estimate fell {after} ms after the change"
+        );
+        assert!(
+            round < r0 + 10.0,
+            "within the max filter's 10 rounds: {round} vs {r0}"
+        );
+        assert_eq!(max, 12e6, "the max filter still holds the old rate then");
     }
 
     fn get(c: &dyn Controller, key: &str) -> f64 {

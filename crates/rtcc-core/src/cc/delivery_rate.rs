@@ -73,6 +73,10 @@ struct Snapshot {
     delivered_time: Time,
     first_sent_time: Time,
     is_app_limited: bool,
+    /// Bytes in flight just after the packet left, itself included (Linux `tx.in_flight`).
+    tx_in_flight: u64,
+    /// `C.lost` when the packet left (Linux v2alpha `tx.lost`).
+    lost: u64,
 }
 
 /// A valid delivery-rate sample.
@@ -88,6 +92,12 @@ pub struct RateSample {
     pub prior_delivered: u64,
     /// The sampled packet was sent inside an app-limited bubble.
     pub is_app_limited: bool,
+    /// Bytes in flight when the sampled packet was sent, itself included (Linux
+    /// `rs->tx_in_flight`, which BBRv2 compares losses with).
+    pub tx_in_flight: u64,
+    /// Bytes declared lost between the sampled packet's send and this report, this report's
+    /// losses included (Linux v2alpha `rs->lost = tp->lost - tx.lost`).
+    pub lost: u64,
 }
 
 impl RateSample {
@@ -112,6 +122,21 @@ pub struct AckSummary {
     pub rtt: Option<Duration>,
     /// The delivery-rate sample, if this report produced a valid one.
     pub sample: Option<RateSample>,
+}
+
+/// A packet this report declared lost, with its send-time snapshot (what Linux v2alpha's
+/// `skb_marked_lost` hook reads from the lost skb).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LostPacket {
+    pub seq: u64,
+    pub size: u64,
+    /// Bytes in flight just after it was sent, itself included (`tx.in_flight`).
+    pub tx_in_flight: u64,
+    /// Bytes declared lost since it was sent, itself and the losses reported before it in the
+    /// same report included (`tp->lost - tx.lost` when the skb is marked).
+    pub lost: u64,
+    /// It was sent inside an app-limited bubble.
+    pub is_app_limited: bool,
 }
 
 /// What limited the sender when a packet left, for the app-limited inference.
@@ -145,6 +170,8 @@ pub struct DeliveryRateEstimator {
     /// Snapshots of the packets in flight, in sending (and sequence) order.
     sent: VecDeque<(u64, Option<Snapshot>)>,
     last_send: Option<LastSend>,
+    /// The packets the last report declared lost (with a snapshot), in report order.
+    lost_packets: Vec<LostPacket>,
 }
 
 impl Default for DeliveryRateEstimator {
@@ -164,6 +191,7 @@ impl DeliveryRateEstimator {
             min_rtt: None,
             sent: VecDeque::new(),
             last_send: None,
+            lost_packets: Vec::new(),
         }
     }
 
@@ -181,6 +209,11 @@ impl DeliveryRateEstimator {
     }
     pub fn is_app_limited(&self) -> bool {
         self.app_limited_until != 0
+    }
+    /// The packets the last [`DeliveryRateEstimator::on_feedback`] declared lost, in report
+    /// order (packets forgotten by a timeout are not reported again).
+    pub fn lost_packets(&self) -> &[LostPacket] {
+        &self.lost_packets
     }
     /// Smallest RTT sample of the last 300 s.
     pub fn min_rtt(&self) -> Option<Duration> {
@@ -213,6 +246,8 @@ impl DeliveryRateEstimator {
             delivered_time: self.delivered_time,
             first_sent_time: self.first_sent_time,
             is_app_limited: self.is_app_limited(),
+            tx_in_flight: pkt.in_flight,
+            lost: self.lost,
         };
         if self.sent.back().is_none_or(|(s, _)| *s < pkt.seq) {
             self.sent.push_back((pkt.seq, Some(snap)));
@@ -243,10 +278,20 @@ impl DeliveryRateEstimator {
     pub fn on_feedback(&mut self, now: Time, report: &FeedbackReport) -> AckSummary {
         let (mut acked, mut lost) = (0u64, 0u64);
         let mut chosen: Option<(u64, Snapshot)> = None;
+        self.lost_packets.clear();
         for p in &report.packets {
             let snap = self.take(p.sent.seq);
             if p.receive_time.is_none() {
                 lost += p.sent.size as u64;
+                if let Some(s) = snap {
+                    self.lost_packets.push(LostPacket {
+                        seq: p.sent.seq,
+                        size: p.sent.size as u64,
+                        tx_in_flight: s.tx_in_flight,
+                        lost: self.lost + lost - s.lost,
+                        is_app_limited: s.is_app_limited,
+                    });
+                }
                 continue;
             }
             acked += p.sent.size as u64;
@@ -286,6 +331,8 @@ impl DeliveryRateEstimator {
                 ack_elapsed,
                 prior_delivered: s.delivered,
                 is_app_limited: s.is_app_limited,
+                tx_in_flight: s.tx_in_flight,
+                lost: self.lost - s.lost,
             })
         });
         AckSummary {
@@ -655,6 +702,59 @@ mod tests {
             .iter()
             .filter(|(t, _)| *t > Time::from_millis(100))
             .all(|(_, s)| !s.is_app_limited));
+    }
+
+    #[test]
+    fn samples_and_lost_packets_carry_inflight_at_send_and_losses_since() {
+        // What BBRv2's loss-rate test reads (Linux rs->tx_in_flight, rs->lost, and the lost
+        // skb's tx.in_flight / tp->lost - tx.lost in skb_marked_lost).
+        struct Losses {
+            est: DeliveryRateEstimator,
+            seen: Vec<(Vec<LostPacket>, Option<RateSample>)>,
+        }
+        impl Controller for Losses {
+            fn on_packet_sent(&mut self, now: Time, pkt: &SentPacket) {
+                self.est.on_packet_sent(now, pkt, SendLimits::default());
+            }
+            fn on_feedback(&mut self, now: Time, report: &FeedbackReport) {
+                let s = self.est.on_feedback(now, report);
+                self.seen.push((self.est.lost_packets().to_vec(), s.sample));
+            }
+            fn decision(&self) -> Decision {
+                let mut d = Decision::rate_only(Rate::ZERO, None);
+                d.cwnd = Some(15_000);
+                d
+            }
+        }
+        let mut p = Path::new(Duration::from_millis(40), Some(Rate::from_mbps(12.0)));
+        p.dropper = Box::new(|pkt| pkt.seq == 5 || pkt.seq == 6);
+        let mut c = Losses {
+            est: DeliveryRateEstimator::new(),
+            seen: vec![],
+        };
+        p.run(&mut c, Time::from_millis(200), |_, _, _| {});
+        // The first window left in one burst: packet k with k + 1 packets in flight.
+        let (lost, sample) = c.seen.iter().find(|x| !x.0.is_empty()).unwrap();
+        let pk = |n: u64| n * 1500;
+        assert_eq!(lost.len(), 2, "5 and 6, reported with the ACK of 7");
+        assert_eq!(
+            (lost[0].seq, lost[0].tx_in_flight, lost[0].lost),
+            (5, pk(6), pk(1))
+        );
+        assert_eq!(
+            (lost[1].seq, lost[1].tx_in_flight, lost[1].lost),
+            (6, pk(7), pk(2))
+        );
+        let s = sample.unwrap();
+        assert_eq!(
+            (s.tx_in_flight, s.lost),
+            (pk(8), pk(2)),
+            "the sample of packet 7"
+        );
+        // A later sample counts only the losses since its packet was sent.
+        let later = c.seen.last().unwrap().1.unwrap();
+        assert_eq!(later.lost, 0, "no loss after the first window");
+        assert!(c.seen.last().unwrap().0.is_empty());
     }
 
     #[test]

@@ -19,6 +19,8 @@ use serde::de::DeserializeOwned;
 use std::sync::Arc;
 
 pub mod bbr;
+pub mod bbr2;
+pub mod bbr_common;
 pub mod c3g;
 pub mod c3g_bbr;
 pub mod copa;

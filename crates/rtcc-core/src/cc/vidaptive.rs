@@ -1170,7 +1170,7 @@ mod tests {
 
     #[test]
     fn any_window_controller_is_wrapped_by_name_with_its_parameters() {
-        for cc in ["bbr", "cubic", "reno", "rocc"] {
+        for cc in ["bbr", "bbr2", "cubic", "reno", "rocc"] {
             assert!(
                 sender(&format!("cc = \"{cc}\"")).decision().cwnd.is_some(),
                 "{cc}"
@@ -1181,7 +1181,10 @@ mod tests {
         assert_eq!(c.decision().cwnd, Some(20 * 1500));
         let p: Params = toml::from_str("cc = \"sqp\"").unwrap();
         let e = create("vidaptive", &p, &ctx()).err().unwrap().to_string();
-        assert!(e.contains("valid: reno, cubic, bbr, copa, rocc"), "{e}");
+        assert!(
+            e.contains("valid: reno, cubic, bbr, bbr-s, bbr2, bbr2-s, copa, rocc"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -81,3 +81,46 @@ pub fn signal(r: &RunResult, i: usize, name: &str) -> Vec<(f64, f64)> {
         .map(|k| (s.time[k].as_secs_f64(), s.value[k]))
         .collect()
 }
+
+/// Seconds flow `i`'s signal `name` spent at each value in `[from_s, to_s)`, as (value,
+/// seconds) in ascending value order. The state log samples a flow at most every 10 ms
+/// (`STATE_SAMPLE_INTERVAL`) at its feedback and timer events; each sample's value is held until
+/// the next one (idle periods count in the state the controller was left in).
+pub fn time_in_state(
+    r: &RunResult,
+    i: usize,
+    name: &str,
+    from_s: f64,
+    to_s: f64,
+) -> Vec<(f64, f64)> {
+    let samples = signal(r, i, name);
+    let mut acc: Vec<(f64, f64)> = Vec::new();
+    for (k, &(t, v)) in samples.iter().enumerate() {
+        let end = samples.get(k + 1).map_or(to_s, |n| n.0).min(to_s);
+        let dt = end - t.max(from_s);
+        if dt <= 0.0 {
+            continue;
+        }
+        match acc.iter_mut().find(|a| a.0 == v) {
+            Some(a) => a.1 += dt,
+            None => acc.push((v, dt)),
+        }
+    }
+    acc.sort_by(|a, b| a.0.total_cmp(&b.0));
+    acc
+}
+
+/// The share of `[from_s, to_s)` flow `i`'s signal `name` spent at `value` (0 if never).
+pub fn share_in_state(
+    r: &RunResult,
+    i: usize,
+    name: &str,
+    value: f64,
+    from_s: f64,
+    to_s: f64,
+) -> f64 {
+    time_in_state(r, i, name, from_s, to_s)
+        .iter()
+        .find(|a| a.0 == value)
+        .map_or(0.0, |a| a.1 / (to_s - from_s))
+}
