@@ -153,6 +153,9 @@ pub struct Bbr {
     bw: WindowedMax,
     /// BBR-S: the percentile estimator that replaces `bw` when configured.
     pct: Option<PercentileFilter>,
+    /// The last delivery-rate sample, bytes per second (Linux `tcpi_delivery_rate`; NaN before
+    /// the first), logged to show what the filters are fed.
+    last_sample: f64,
     min_rtt: Option<Duration>,
     min_rtt_stamp: Time,
     round_count: u64,
@@ -197,6 +200,7 @@ impl Bbr {
             },
             pct: (cfg.bw_estimator == BwEstimator::Percentile)
                 .then(|| PercentileFilter::new(cfg.percentile_reading)),
+            last_sample: f64::NAN,
             min_rtt: None,
             min_rtt_stamp: now,
             round_count: 0,
@@ -332,6 +336,7 @@ impl Bbr {
             self.packet_conservation = false;
         }
         let bw = rs.delivered as f64 / rs.interval.as_secs_f64();
+        self.last_sample = bw;
         if !rs.is_app_limited || bw >= self.bw.get() {
             self.bw.update(self.round_count, bw);
         }
@@ -596,6 +601,7 @@ impl Controller for Bbr {
         out.push(("probe_rtt_count", self.probe_rtt_count as f64));
         out.push(("ca_state", self.episodes.state as u8 as f64));
         out.push(("app_limited", self.rate.is_app_limited() as u8 as f64));
+        out.push(("delivery_rate_bps", self.last_sample * 8.0));
         if self.pct.is_some() {
             // BBR-S also feeds the original filter; its value shows what BBR would estimate.
             out.push(("max_filter_bw_bps", self.bw.get() * 8.0));

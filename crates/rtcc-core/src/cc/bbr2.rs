@@ -259,6 +259,8 @@ impl CwndUsage {
 pub struct Bbr2 {
     mss: u64,
     init_cwnd: u64,
+    /// The last delivery-rate sample, bytes per second (Linux `tcpi_delivery_rate`; NaN first).
+    last_sample: f64,
     rate: DeliveryRateEstimator,
     rtt: Rtt,
     episodes: Episodes,
@@ -330,6 +332,7 @@ impl Bbr2 {
         check_window(cfg.mss, cfg.initial_cwnd)?;
         let text = cfg.percentile_reading == PercentileReading::Text;
         let mut b = Bbr2 {
+            last_sample: f64::NAN,
             mss: cfg.mss.0,
             init_cwnd: cfg.initial_cwnd as u64,
             rate: DeliveryRateEstimator::new(),
@@ -1015,6 +1018,9 @@ impl Bbr2 {
         let sample_bw = s
             .sample
             .map_or(0.0, |r| r.delivered as f64 / r.interval.as_secs_f64());
+        if s.sample.is_some() {
+            self.last_sample = sample_bw;
+        }
         // bbr2_update_model
         self.update_congestion_signals(&rs, sample_bw);
         if rs.valid && rs.acked_sacked > 0 {
@@ -1179,6 +1185,7 @@ impl Controller for Bbr2 {
         out.push(("bbr2_phase", self.bbr2_phase() as f64));
         out.push(("cwnd_packets", self.cwnd as f64));
         out.push(("bw_bps", self.bw() * 8.0));
+        out.push(("delivery_rate_bps", self.last_sample * 8.0));
         out.push(("max_bw_bps", self.max_bw() * 8.0));
         out.push(("bw_lo_bps", self.bw_lo * 8.0));
         out.push(("inflight_hi_packets", packets(self.inflight_hi)));
