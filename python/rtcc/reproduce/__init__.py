@@ -4,7 +4,8 @@ its headline numbers, in one report folder.
 Each paper is a module of this package named after it (``gcc-aqm`` is ``gcc_aqm.py``); adding a
 paper is adding a module, nothing here changes. A paper module defines:
 
-- ``TITLE``: the paper as cited; ``DOCS``: its docs page (where its numbers are discussed);
+- ``TITLE``: the paper as cited; ``SHORT``: a short name for headings; ``DOCS``: its docs page
+  (where its numbers are discussed);
 - ``plan(quick: bool) -> list[str]``: what its full or quick set runs, one line per experiment;
 - ``reproduce(ctx: Context) -> None``: runs the experiments and adds to the report through
   ``ctx``: figures (``ctx.save_figure``), checks (``ctx.check``), notes and data files.
@@ -177,8 +178,10 @@ class Context:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        with ProcessPoolExecutor(max_workers=min(jobs, len(items)),
-                                 mp_context=multiprocessing.get_context("spawn")) as pool:
+        from ..sweep import _quiet_worker  # Ctrl-C is the parent's to handle; workers die with it
+
+        with ProcessPoolExecutor(max_workers=min(jobs, len(items)), mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_quiet_worker, initargs=(os.getpid(),)) as pool:
             return list(pool.map(fn, items))
 
 

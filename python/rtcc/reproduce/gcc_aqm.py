@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from ..demo import experiments_dir
 from ..plots import _colors
 from ..sweep import Sweep
-from . import Context, fmt
+from . import Context
 
 TITLE = ("the seed gcc_aqm: GCC (WebRTC's Google Congestion Control) over DropTail, CoDel, PIE, SFQ and fq_codel, "
          "§4 (E1: a call alone, Fig. 4; E4: a call against n TCP Cubic flows, Figs. 6-7)")

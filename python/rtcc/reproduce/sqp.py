@@ -9,7 +9,6 @@ changed only where a sweep needs it (the RTT, the buffer, the CBR rate, the numb
 
 from __future__ import annotations
 
-import copy
 import math
 
 import numpy as np
