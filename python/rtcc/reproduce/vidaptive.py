@@ -176,7 +176,7 @@ def _periodic_checks(ctx: Context) -> dict:
               "\"nearly identical\" (§2.1, Fig. 3)",
               " / ".join(f"{tv / 1e6:.3f} vs {tc / 1e6:.3f}" for tv, tc, _ in totals) + " Mbit/s",
               "each within ±10 %", src, worst <= 0.10, value=worst)
-    ctx.check("E1d", "periodic link: Vidaptive's video (media only) in the same spans", "— (the encoder target is α·CC-Rate)",
+    ctx.check("E1d", "periodic link: Vidaptive's video (media only) in the same spans", "most of it is video: the encoder target is α·CC-Rate (§3.4)",
               " / ".join(f"{m / 1e6:.3f}" for *_, m in totals) + " Mbit/s", "≥ 50 % of its total in each span", src,
               all(m >= 0.5 * tv for tv, _, m in totals))
     encoded = v.frames.filter(pl.col("size") > 0).height / 120.0
