@@ -1,4 +1,4 @@
-"""The ``rtcc`` command line: run, compare, sweep, demo, controllers, validate, bench, trace.
+"""The ``rtcc`` command line: run, compare, sweep, demo, reproduce, controllers, validate, bench, trace.
 
 Every command that writes a folder writes it atomically and refuses to replace a non-empty
 one without ``--force``. User errors (bad scenario, unknown controller, existing output, ...)
@@ -158,6 +158,21 @@ def cmd_demo(args) -> int:
 
     run_demo(args.output, force=args.force, progress=True)
     print(f"\nreport: {args.output}/index.html")
+    return 0
+
+
+def cmd_reproduce(args) -> int:
+    from .reproduce import papers, run
+
+    if args.paper not in papers():
+        raise UsageError(f"unknown paper {args.paper!r}; the papers are: {', '.join(papers())}")
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs: expected a positive integer, got {args.jobs}")
+    if args.traces is not None and not Path(args.traces).is_dir():
+        raise UsageError(f"--traces: {args.traces} is not a folder")
+    check_dest(args.output, args.force)  # before the runs
+    run(args.paper, args.output, quick=args.quick, force=args.force, jobs=args.jobs, traces=args.traces)
+    print(f"wrote {args.output} (index.html, checks.csv, checks.json)")
     return 0
 
 
@@ -338,6 +353,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default="reports/demo", metavar="DIR", help="report folder (default: reports/demo)")
     p.add_argument("--force", action="store_true", help="replace DIR if it exists")
     p.set_defaults(func=cmd_demo)
+
+    from .reproduce import papers  # the standard library only: --help stays fast
+
+    p = sub.add_parser("reproduce", help="rerun a seed paper's key experiments: its figures and a table of its "
+                       "headline numbers against ours")
+    p.add_argument("paper", metavar="PAPER", help=f"the paper: {', '.join(papers())}")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="report folder to write (index.html, "
+                   "checks.csv, checks.json, figures/, data/)")
+    p.add_argument("--quick", action="store_true",
+                   help="a reduced set: fewer seeds and cells, wider tolerances where stated (docs/reproduce.md)")
+    p.add_argument("-j", "--jobs", type=int, metavar="N", help="worker processes for sweeps (default: number of CPUs)")
+    p.add_argument("--traces", metavar="DIR", help="folder holding the mahimahi cellular traces (vidaptive; default: "
+                   "../shared/traces/mahimahi next to the source checkout)")
+    p.add_argument("--force", action="store_true", help="replace DIR if it exists")
+    p.set_defaults(func=cmd_reproduce)
 
     p = sub.add_parser("controllers", help="list registered controllers and their parameters")
     p.set_defaults(func=cmd_controllers)

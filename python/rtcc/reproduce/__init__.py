@@ -1,0 +1,312 @@
+"""``rtcc reproduce PAPER``: rerun a seed paper's key experiments, redraw its key figures and check
+its headline numbers, in one report folder.
+
+Each paper is a module of this package named after it (``gcc-aqm`` is ``gcc_aqm.py``); adding a
+paper is adding a module, nothing here changes. A paper module defines:
+
+- ``TITLE``: the paper as cited; ``SHORT``: a short name for headings; ``DOCS``: its docs page
+  (where its numbers are discussed);
+- ``plan(quick: bool) -> list[str]``: what its full or quick set runs, one line per experiment;
+- ``reproduce(ctx: Context) -> None``: runs the experiments and adds to the report through
+  ``ctx``: figures (``ctx.save_figure``), checks (``ctx.check``), notes and data files.
+
+:func:`run` writes the report folder atomically: ``index.html`` (the checks table, the figures,
+what ran), ``checks.csv`` and ``checks.json`` (the same rows), ``figures/*.png`` and ``data/``
+(what the paper module keeps: sweep tables, summaries). Every number in a check is computed from
+the runs; the paper's value, the tolerance and where the tolerance comes from are the module's.
+
+This module imports only the standard library at the top, so that ``rtcc --help`` can list the
+papers without loading polars, NumPy or matplotlib.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import importlib
+import io
+import json
+import math
+import os
+import pkgutil
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, TextIO
+
+from ..atomic import atomic_dir, check_dest
+
+__all__ = ["Check", "Context", "PASS", "FAIL", "NOT_COMPARABLE", "NOT_RUN", "papers", "load", "run", "fmt"]
+
+PASS, FAIL, NOT_COMPARABLE, NOT_RUN = "pass", "fail", "not comparable", "not run"
+VERDICTS = (PASS, FAIL, NOT_COMPARABLE, NOT_RUN)
+CSV_COLUMNS = ["id", "headline", "paper_value", "our_value", "tolerance", "verdict", "reason", "source", "value"]
+
+
+def papers() -> list[str]:
+    """The papers there is a module for, by name (``gcc_aqm.py`` is ``gcc-aqm``), sorted."""
+    return sorted(m.name.replace("_", "-") for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
+
+
+def load(name: str):
+    """The module of paper ``name``; KeyError (naming the valid papers) if there is none."""
+    if name not in papers():
+        raise KeyError(f"unknown paper {name!r}; the papers: {', '.join(papers())}")
+    return importlib.import_module(f"{__name__}.{name.replace('-', '_')}")
+
+
+def fmt(value: Any, digits: int = 2, unit: str = "") -> str:
+    """A number as table text (``–`` for none or NaN, ``inf``), with an optional unit."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, float) and math.isinf(value):
+        return "inf"
+    text = f"{value:.{digits}f}"
+    if text.startswith("-") and float(text) == 0:
+        text = text[1:]
+    return f"{text} {unit}".rstrip() if unit else text
+
+
+@dataclass
+class Check:
+    """One row of a paper's table: a headline number, the paper's value, ours, the tolerance our
+    value is held to (and where it comes from), and the verdict."""
+
+    id: str
+    headline: str
+    paper_value: str
+    our_value: str
+    tolerance: str
+    verdict: str
+    source: str
+    reason: str = ""  # why a check is not comparable or was not run; what is known of a failure
+    value: float | None = None  # the main number behind our_value, for scripts
+
+    def row(self) -> dict:
+        row = asdict(self)
+        if isinstance(self.value, float) and not math.isfinite(self.value):
+            row["value"] = None
+        return row
+
+
+@dataclass
+class Context:
+    """What a paper module gets: the options, the folder being written, and the report it fills."""
+
+    paper: str
+    folder: Path  # the report folder being written (a temporary folder, renamed at the end)
+    quick: bool = False
+    jobs: int | None = None  # worker processes for sweeps (None: every CPU)
+    traces: Path | None = None  # where external traces are (papers that use them), or None: their default
+    stream: TextIO | None = None
+    checks: list[Check] = field(default_factory=list)
+    figures: list[tuple[str, str]] = field(default_factory=list)  # (path relative to folder, caption)
+    notes: list[str] = field(default_factory=list)
+    data: list[tuple[str, str]] = field(default_factory=list)  # (path relative to folder, what it is)
+
+    # -- progress -------------------------------------------------------------------------------
+
+    def log(self, message: str) -> None:
+        """A progress line on stderr: ``rtcc reproduce sqp: <message>``."""
+        print(f"rtcc reproduce {self.paper}: {message}", file=self.stream or sys.stderr, flush=True)
+
+    # -- the report -----------------------------------------------------------------------------
+
+    def check(self, id: str, headline: str, paper: str, ours: str, tolerance: str, source: str,
+              ok: bool | None, reason: str = "", value: float | None = None) -> Check:
+        """Add a check: ``ok`` True passes, False fails, None is "not comparable" (``reason`` says why)."""
+        if ok is None:
+            verdict = NOT_COMPARABLE
+            if not reason:
+                raise ValueError(f"check {id}: a check that is not comparable needs a reason")
+        else:
+            verdict = PASS if ok else FAIL
+        c = Check(id, headline, paper, ours, tolerance, verdict, source, reason, _number(value))
+        self.checks.append(c)
+        return c
+
+    def not_run(self, id: str, headline: str, paper: str, tolerance: str, source: str, reason: str) -> Check:
+        """Add a check whose experiment did not run (``reason`` says why, e.g. the quick set leaves it out)."""
+        c = Check(id, headline, paper, "–", tolerance, NOT_RUN, source, reason)
+        self.checks.append(c)
+        return c
+
+    def note(self, text: str) -> None:
+        """A sentence shown above the table (e.g. what could not run, and why)."""
+        self.notes.append(text)
+
+    def path(self, relative: str) -> Path:
+        """A path inside the report folder (its parent folders created)."""
+        p = self.folder / relative
+        p.parent.mkdir(parents=True, exist_ok=True)
+        return p
+
+    def keep(self, relative: str, what: str) -> None:
+        """List a data file or folder written into the report folder, for the page's links."""
+        self.data.append((relative, what))
+
+    def save_figure(self, fig, name: str, caption: str) -> Path:
+        """Save a matplotlib Figure as ``figures/<name>.png`` and list it with its caption."""
+        from ..plots import DPI
+
+        path = self.path(f"figures/{name}.png")
+        fig.savefig(path, dpi=DPI)
+        self.figures.append((f"figures/{name}.png", caption))
+        return path
+
+    # -- running --------------------------------------------------------------------------------
+
+    def run_sweep(self, sweep, name: str, what: str):
+        """Run a Sweep on ``jobs`` workers, keep its tables in ``data/<name>`` (as ``rtcc sweep``
+        writes them, without run logs) and return its SweepResult."""
+        cells = sweep.cell_count() * len(sweep.seeds)
+        self.log(f"{what}: {sweep.cell_count()} cells x {len(sweep.seeds)} seeds = {cells} runs")
+        result = sweep.run(jobs=self.jobs, progress=True)
+        folder = self.path(f"data/{name}/index.html").parent
+        result.write(folder)
+        self.keep(f"data/{name}/index.html", f"{what}: the sweep's tables (results.csv: one row per run and flow)")
+        return result
+
+    def map(self, fn: Callable, items: Iterable) -> list:
+        """``[fn(x) for x in items]`` in ``jobs`` spawned worker processes (in this process with
+        one job). ``fn`` must be a module-level function of an importable module."""
+        items = list(items)
+        jobs = self.jobs or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+        if jobs <= 1 or len(items) <= 1:
+            return [fn(x) for x in items]
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        from ..sweep import _quiet_worker  # Ctrl-C is the parent's to handle; workers die with it
+
+        with ProcessPoolExecutor(max_workers=min(jobs, len(items)), mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_quiet_worker, initargs=(os.getpid(),)) as pool:
+            return list(pool.map(fn, items))
+
+
+def _number(value) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+# -- the report folder ---------------------------------------------------------------------------
+
+
+def write_checks(folder: Path, ctx: Context, meta: dict) -> None:
+    """``checks.csv`` and ``checks.json``: the same rows, one per check."""
+    rows = [c.row() for c in ctx.checks]
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for r in rows:
+        w.writerow(["" if r[k] is None else (repr(r[k]) if k == "value" else r[k]) for k in CSV_COLUMNS])
+    (folder / "checks.csv").write_text(buf.getvalue(), encoding="utf-8")
+    (folder / "checks.json").write_text(json.dumps({**meta, "checks": rows}, indent=2, ensure_ascii=False) + "\n",
+                                        encoding="utf-8")
+
+
+def counts(checks: list[Check]) -> dict[str, int]:
+    return {v: sum(c.verdict == v for c in checks) for v in VERDICTS}
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+READING = (
+    "How to read the table: <b>paper</b> is the paper's number or claim; <b>ours</b> is computed from "
+    "the runs of this report; <b>tolerance</b> is what ours is held to, taken from the test or the docs "
+    "section named in <b>source</b> (the paper's own numbers come from real systems, so most tolerances "
+    "are bands or orderings rather than equality). <b>pass</b>: ours is within the tolerance; <b>fail</b>: "
+    "it is not (the reason says what is known, and the docs page discusses it); <b>not comparable</b>: "
+    "ours was measured but cannot be held to the paper's number (the reason says why); <b>not run</b>: "
+    "the experiment behind it did not run (the quick set leaves it out, or its input is missing)."
+)
+
+
+def checks_table(checks: list[Check]) -> str:
+    head = ["#", "headline", "paper", "ours", "tolerance", "verdict", "source"]
+    out = ["<table>", "<tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
+    for c in checks:
+        verdict = f"<b>{_e(c.verdict)}</b>" if c.verdict == FAIL else _e(c.verdict)
+        if c.reason:
+            verdict += f'<br><span class="meta">{_e(c.reason)}</span>'
+        cells = [_e(c.id), _e(c.headline), _e(c.paper_value), _e(c.our_value), _e(c.tolerance), verdict,
+                 f'<span class="meta">{_e(c.source)}</span>']
+        out.append("<tr>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def write_index(folder: Path, ctx: Context, module, meta: dict) -> None:
+    from ..report import write_page
+
+    n = counts(ctx.checks)
+    which = "quick set" if ctx.quick else "full set"
+    body = [f'<p class="meta">{_e(module.TITLE)}. Our implementation and how it departs from the paper: '
+            f'{_e(module.DOCS)}.</p>',
+            f'<p class="meta">rtcc {_e(meta["rtcc_version"])}, {which}, {meta["elapsed_s"]:.0f} s '
+            f'({meta["jobs"]} worker processes). Checks: '
+            + ", ".join(f"{n[v]} {v}" for v in VERDICTS if n[v]) + ".</p>",
+            f"<h2>What ran ({which})</h2>", "<ul>"]
+    body += [f"<li>{_e(line)}</li>" for line in module.plan(ctx.quick)]
+    body.append("</ul>")
+    body += [f"<p><b>Note.</b> {_e(n_)}</p>" for n_ in ctx.notes]
+    body += ["<h2>Headline numbers</h2>", checks_table(ctx.checks), f'<p class="meta">{READING}</p>',
+             '<p>The same rows: <a href="checks.csv">checks.csv</a>, <a href="checks.json">checks.json</a>.</p>']
+    if ctx.figures:
+        body.append("<h2>Figures, redrawn from our runs</h2>")
+        for path, caption in ctx.figures:
+            body.append(f'<p><img src="{_e(path)}" alt="{_e(Path(path).stem)}"><br>'
+                        f'<span class="meta">{_e(caption)}</span></p>')
+    if ctx.data:
+        body.append("<h2>Data</h2><ul>")
+        body += [f'<li><a href="{_e(p)}">{_e(p)}</a>: {_e(what)}</li>' for p, what in ctx.data]
+        body.append("</ul>")
+    write_page(folder / "index.html", f"rtcc reproduce {ctx.paper}: {module.SHORT}", "\n".join(body))
+
+
+def text_summary(checks: list[Check]) -> str:
+    """The checks for the terminal: one line each, then the counts."""
+    width = max((len(c.id) for c in checks), default=2)
+    vwidth = max((len(c.verdict) for c in checks), default=4)
+    lines = [f"{c.id:<{width}}  {c.verdict:<{vwidth}}  {c.headline}: {c.our_value} (paper {c.paper_value}; "
+             f"tolerance {c.tolerance})" + (f" [{c.reason}]" if c.reason and c.verdict != PASS else "")
+             for c in checks]
+    n = counts(checks)
+    lines.append(", ".join(f"{n[v]} {v}" for v in VERDICTS if n[v]) or "no checks")
+    return "\n".join(lines) + "\n"
+
+
+def run(paper: str, out_dir: str | os.PathLike, quick: bool = False, force: bool = False, jobs: int | None = None,
+        traces: str | os.PathLike | None = None, out: TextIO | None = None) -> list[Check]:
+    """Reproduce ``paper`` into the report folder ``out_dir`` (written atomically; an existing
+    non-empty one needs ``force``); print the checks to ``out`` and return them."""
+    from .. import __version__
+
+    module = load(paper)
+    check_dest(out_dir, force)  # before the runs
+    if jobs is not None and jobs < 1:
+        raise ValueError(f"jobs: expected a positive integer, got {jobs}")
+    out = sys.stdout if out is None else out
+    start = time.monotonic()
+    with atomic_dir(out_dir, force=force) as tmp:
+        ctx = Context(paper, tmp, quick=quick, jobs=jobs, traces=Path(traces) if traces is not None else None)
+        module.reproduce(ctx)
+        used = jobs or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+        meta = {"paper": paper, "title": module.TITLE, "docs": module.DOCS, "set": "quick" if quick else "full",
+                "rtcc_version": __version__, "elapsed_s": round(time.monotonic() - start, 1), "jobs": used,
+                "plan": module.plan(quick), "notes": ctx.notes}
+        write_checks(tmp, ctx, meta)
+        write_index(tmp, ctx, module, meta)
+    print(f"\n{module.SHORT} ({'quick' if quick else 'full'} set, {meta['elapsed_s']:.0f} s)\n", file=out)
+    print(text_summary(ctx.checks), end="", file=out)
+    for note in ctx.notes:
+        print(f"note: {note}", file=out)
+    out.flush()
+    return ctx.checks
