@@ -1,4 +1,4 @@
-"""Every kind of HTML page rtcc writes (run, compare, sweep, demo) opened in a real browser:
+"""Every kind of HTML page rtcc writes (run, compare, sweep, demo, reproduce) opened in a real browser:
 headless Chromium (Debian's `chromium`, driven through Playwright). Each page must render, every
 image on it must load, and the console must stay free of errors; the pages they link to (a
 comparison's or the demo's run pages) are opened too. Skipped with the reason when Chromium or
@@ -97,4 +97,10 @@ def test_the_demo_report_renders(browser, tmp_path):
 
     run_demo(tmp_path / "demo")
     problems = _check(browser, tmp_path / "demo" / "index.html")
+    assert not problems, "\n".join(problems)
+
+
+def test_a_reproduce_report_renders(browser, tmp_path):
+    _rtcc("reproduce", "sqp", "--quick", "-o", str(tmp_path / "sqp"))
+    problems = _check(browser, tmp_path / "sqp" / "index.html")
     assert not problems, "\n".join(problems)
