@@ -184,6 +184,11 @@ pub struct DashConfig {
     pub delayed_ack: bool,
     /// The server's `net.ipv4.tcp_slow_start_after_idle` (Linux's default, 1).
     pub slow_start_after_idle: bool,
+    /// The server's network interface: its packets leave at most at this rate (`None`: at
+    /// once, as rtcc's other senders). The seed's testbed had gigabit ports (extraction §7 #14):
+    /// a window sent in one go reaches the bottleneck spread at 1 Gbit/s, so a token bucket
+    /// with tokens passes it without queueing it.
+    pub line_rate: Option<crate::units::Rate>,
 }
 
 impl Default for DashConfig {
@@ -199,6 +204,7 @@ impl Default for DashConfig {
             packet_size: 1500,
             delayed_ack: true,
             slow_start_after_idle: true,
+            line_rate: Some(crate::units::Rate(1e9)),
         }
     }
 }

@@ -392,7 +392,7 @@ struct Playback {
 
 impl Playback {
     fn advance(&mut self, now: Time) {
-        if now <= self.clock {
+        if now < self.clock {
             return;
         }
         if self.phase == Phase::Playing {
