@@ -514,7 +514,9 @@ pub fn summarize_total(
         }
     }
     let count = |kind: &str| flows.iter().filter(|f| f.kind == kind).count();
-    let main_kind = ["video", "tcp", "cbr"].into_iter().find(|&k| count(k) >= 2);
+    let main_kind = ["video", "tcp", "dash", "cbr"]
+        .into_iter()
+        .find(|&k| count(k) >= 2);
     TotalSummary {
         throughput_bps: received as f64 * 8.0 / active,
         utilization: (cap.is_finite() && cap > 0.0).then(|| departed as f64 / cap),
