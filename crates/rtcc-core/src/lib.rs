@@ -9,10 +9,13 @@
 //! - [`cc`]: the [`cc::Controller`] trait, the registry, and the controllers.
 //! - [`net`]: link capacity models, queues and the bottleneck link.
 //! - [`media`]: frame source, encoders, packetizer, pacer, sender and receiver.
-//! - [`tcp`]: a TCP-like bulk sender around a window-based controller (cross traffic).
+//! - [`tcp`]: a TCP-like bulk sender around a window-based controller (cross traffic, and the
+//!   request/response connections of DASH).
+//! - [`dash`]: a DASH video player with dash.js's and Pensieve's ABR rules, and its QoE.
 //! - [`metrics`]: pure functions from logs to the metrics every comparison reports.
 
 pub mod cc;
+pub mod dash;
 pub mod endpoint;
 pub mod media;
 pub mod metrics;

@@ -16,8 +16,24 @@
 //!   queued for retransmission and the controller is told ([`Controller::on_rto`]).
 //! - The controller's `cwnd` limits bytes in flight; its `pacing_rate`, if any, spaces segments
 //!   (a leaky bucket without burst credit, like the video pacer).
-//! - Applications: backlogged (always data), on/off (backlogged during "on"), or a finite
-//!   transfer (a short flow) that completes when all its bytes are acknowledged.
+//! - Applications: backlogged (always data), on/off (backlogged during "on"), a finite
+//!   transfer (a short flow) that completes when all its bytes are acknowledged, or responses
+//!   (a persistent connection of a request/response protocol such as HTTP): data exists only
+//!   once a response has been queued ([`BulkSender::queue_response`]), the connection is idle in
+//!   between and keeps its congestion state from one response to the next.
+//! - Every packet carries a piece of the byte stream ([`DataSegment`]): a retransmission carries
+//!   the lost packet's piece again, so a receiver can reassemble the stream. For the responses
+//!   application a segment carries at most `mss − header` bytes of one response (the last one of
+//!   a response is shorter: a response never shares a segment with the next one, as when the
+//!   server has nothing more queued when it sends the tail); the other applications send
+//!   full-size `mss` packets.
+//! - Slow start after idle (Linux `net.ipv4.tcp_slow_start_after_idle`, off unless
+//!   [`BulkSender::set_slow_start_after_idle`]): when new data is about to be sent with nothing
+//!   outstanding and more than one RTO since the last data packet left, the controller is told
+//!   ([`Controller::on_idle_restart`]); Reno and Cubic restart their window from
+//!   `min(cwnd, initial window)` (RFC 5681 §4.1, Linux `tcp_cwnd_restart`). Linux checks when the
+//!   application writes (`tcp_slow_start_after_idle_check`); here it is checked when the data is
+//!   first polled, which is the same instant (the sender polls as soon as data is queued).
 //! - Not modelled: the receive window (never limiting), handshakes, header options, ECN.
 
 use crate::cc::Controller;
@@ -26,6 +42,11 @@ use crate::units::{Duration, Time};
 
 use crate::rto::RtoTimer;
 pub use crate::rto::{RTO_INITIAL, RTO_MAX, RTO_MIN};
+use std::collections::VecDeque;
+
+/// Bytes of IPv4 (20), TCP (20) and the timestamp option (12) in every segment: a 1500-byte
+/// packet carries Linux's usual MSS of 1448 bytes.
+pub const TCP_IP_HEADER: u32 = 52;
 
 /// What the application gives the sender.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -36,6 +57,28 @@ pub enum App {
     OnOff { on: Duration, off: Duration },
     /// Sends `bytes` and is done when all are acknowledged.
     Finite { bytes: u64 },
+    /// A persistent request/response connection: sends the responses queued with
+    /// [`BulkSender::queue_response`], each cut into segments of at most `mss − header` bytes
+    /// of payload (`header` bytes of headers on the wire each), and is idle in between.
+    Responses { header: u32 },
+}
+
+/// The piece of the byte stream a packet carries: `len` bytes at `offset` of response
+/// `response` (for applications without responses, `response` is 0 and `offset` counts bytes of
+/// the whole stream).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DataSegment {
+    pub response: u64,
+    pub offset: u64,
+    pub len: u32,
+}
+
+/// A response waiting to be sent (the responses application).
+#[derive(Debug, Clone, Copy)]
+struct Response {
+    id: u64,
+    size: u64,
+    sent: u64,
 }
 
 pub struct BulkSender {
@@ -50,8 +93,18 @@ pub struct BulkSender {
     /// Data bytes acknowledged (finite transfers complete when this reaches the size).
     acked: u64,
     completed_at: Option<Time>,
-    /// Lost segments waiting to be retransmitted.
-    retransmit_pending: u64,
+    /// Lost segments waiting to be retransmitted (their piece of the stream and wire size).
+    retransmit: VecDeque<(DataSegment, u32)>,
+    /// The piece of the stream and the wire size of each unreported packet, in sequence order
+    /// from the oldest (the packets [`SendHistory`] holds).
+    outstanding: VecDeque<(u64, DataSegment, u32)>,
+    /// Bytes of the stream sent so far (applications without responses).
+    stream_offset: u64,
+    /// Responses queued and not yet wholly sent (the responses application).
+    responses: VecDeque<Response>,
+    /// When the last data packet (new or retransmitted) left.
+    last_data_send: Option<Time>,
+    slow_start_after_idle: bool,
     next_release: Time,
     pacing_wake: Option<Time>,
     /// End of the current off period of an on/off source, while the sender waits for it.
@@ -60,6 +113,8 @@ pub struct BulkSender {
     /// RTO expiries, retransmitted segments.
     pub timeouts: u64,
     pub retransmissions: u64,
+    /// Times the window was restarted after an idle period ([`Controller::on_idle_restart`]).
+    pub idle_restarts: u64,
 }
 
 impl BulkSender {
@@ -73,11 +128,17 @@ impl BulkSender {
             start,
             unsent: match app {
                 App::Finite { bytes } => bytes,
+                App::Responses { .. } => 0,
                 _ => u64::MAX,
             },
             acked: 0,
             completed_at: None,
-            retransmit_pending: 0,
+            retransmit: VecDeque::new(),
+            outstanding: VecDeque::new(),
+            stream_offset: 0,
+            responses: VecDeque::new(),
+            last_data_send: None,
+            slow_start_after_idle: false,
             next_release: start,
             pacing_wake: None,
             // The first segments go out at the start.
@@ -85,7 +146,37 @@ impl BulkSender {
             rto: RtoTimer::default(),
             timeouts: 0,
             retransmissions: 0,
+            idle_restarts: 0,
         }
+    }
+
+    /// Linux `net.ipv4.tcp_slow_start_after_idle`: tell the controller when sending resumes after
+    /// an idle period longer than the RTO ([`Controller::on_idle_restart`]). Default off.
+    pub fn set_slow_start_after_idle(&mut self, on: bool) {
+        self.slow_start_after_idle = on;
+    }
+
+    /// Queue a response of `bytes` bytes (the responses application), identified by `id` in the
+    /// [`DataSegment`]s that carry it. It is sent after the responses queued before it.
+    pub fn queue_response(&mut self, id: u64, bytes: u64) {
+        debug_assert!(matches!(self.app, App::Responses { .. }));
+        if bytes > 0 {
+            self.responses.push_back(Response {
+                id,
+                size: bytes,
+                sent: 0,
+            });
+        }
+    }
+
+    /// Responses queued and not yet wholly sent.
+    pub fn queued_responses(&self) -> usize {
+        self.responses.len()
+    }
+
+    /// Bytes in flight.
+    pub fn in_flight(&self) -> u64 {
+        self.history.in_flight()
     }
 
     pub fn controller(&self) -> &dyn Controller {
@@ -115,6 +206,7 @@ impl BulkSender {
         match self.app {
             App::Backlogged => true,
             App::Finite { .. } => self.unsent > 0,
+            App::Responses { .. } => !self.responses.is_empty(),
             App::OnOff { on, off } => {
                 let period = (on + off).0.max(1);
                 (now.0.saturating_sub(self.start.0) % period) < on.0
@@ -134,15 +226,34 @@ impl BulkSender {
 
     /// The next segment to send at `now`, if the window, pacing and application allow.
     pub fn poll_transmit(&mut self, now: Time) -> Option<SentPacket> {
+        self.poll_transmit_segment(now).map(|(pkt, _)| pkt)
+    }
+
+    /// [`BulkSender::poll_transmit`], with the piece of the stream the packet carries.
+    pub fn poll_transmit_segment(&mut self, now: Time) -> Option<(SentPacket, DataSegment)> {
         self.pacing_wake = None;
         self.app_wake = None;
-        let retransmit = self.retransmit_pending > 0;
+        let retransmit = !self.retransmit.is_empty();
         if self.completed_at.is_some() {
             return None;
         }
         if !retransmit && !self.app_has_data(now) {
             self.app_wake = self.next_on(now);
             return None;
+        }
+        // Linux tcp_slow_start_after_idle_check: new data, nothing outstanding, idle for more
+        // than an RTO since the last data packet left.
+        if self.slow_start_after_idle
+            && !retransmit
+            && self.history.in_flight() == 0
+            && self
+                .last_data_send
+                .is_some_and(|t| now - t > self.rto.rto())
+        {
+            self.idle_restarts += 1;
+            // Counted once per idle period, even if pacing holds the packet back.
+            self.last_data_send = Some(now);
+            self.controller.on_idle_restart(now);
         }
         let decision = self.controller.decision();
         if decision
@@ -156,22 +267,19 @@ impl BulkSender {
             self.pacing_wake = Some(self.next_release);
             return None;
         }
-        if let Some(rate) = pacing {
-            self.next_release = self.next_release.max(now) + rate.transmit_time(self.mss as u64);
-        }
-        let kind = if retransmit {
-            self.retransmit_pending -= 1;
+        let (kind, segment, size) = if let Some((segment, size)) = self.retransmit.pop_front() {
             self.retransmissions += 1;
-            PacketKind::Retransmission
+            (PacketKind::Retransmission, segment, size)
         } else {
-            if let App::Finite { .. } = self.app {
-                self.unsent = self.unsent.saturating_sub(self.mss as u64);
-            }
-            PacketKind::Media
+            let (segment, size) = self.next_data();
+            (PacketKind::Media, segment, size)
         };
+        if let Some(rate) = pacing {
+            self.next_release = self.next_release.max(now) + rate.transmit_time(size as u64);
+        }
         let pkt = self.history.on_sent(SentPacket {
             seq: 0,
-            size: self.mss,
+            size,
             send_time: now,
             frame: None,
             index_in_frame: 0,
@@ -179,9 +287,47 @@ impl BulkSender {
             kind,
             in_flight: 0,
         });
+        self.outstanding.push_back((pkt.seq, segment, size));
+        self.last_data_send = Some(now);
         self.rto.on_send(now);
         self.controller.on_packet_sent(now, &pkt);
-        Some(pkt)
+        Some((pkt, segment))
+    }
+
+    /// The next piece of new data and its wire size.
+    fn next_data(&mut self) -> (DataSegment, u32) {
+        match self.app {
+            App::Responses { header } => {
+                let payload = self.mss.saturating_sub(header).max(1) as u64;
+                let r = self
+                    .responses
+                    .front_mut()
+                    .expect("a response is queued when there is data");
+                let len = payload.min(r.size - r.sent);
+                let segment = DataSegment {
+                    response: r.id,
+                    offset: r.sent,
+                    len: len as u32,
+                };
+                r.sent += len;
+                if r.sent >= r.size {
+                    self.responses.pop_front();
+                }
+                (segment, len as u32 + header)
+            }
+            app => {
+                if let App::Finite { .. } = app {
+                    self.unsent = self.unsent.saturating_sub(self.mss as u64);
+                }
+                let segment = DataSegment {
+                    response: 0,
+                    offset: self.stream_offset,
+                    len: self.mss,
+                };
+                self.stream_offset += self.mss as u64;
+                (segment, self.mss)
+            }
+        }
     }
 
     /// An acknowledgement arrived.
@@ -192,13 +338,19 @@ impl BulkSender {
         }
         let mut newest_ack: Option<Time> = None;
         for p in &self.report.packets {
+            // Reports list the oldest unreported packets in order, as `outstanding` holds them.
+            let (seq, segment, size) = self
+                .outstanding
+                .pop_front()
+                .expect("a reported packet is outstanding");
+            debug_assert_eq!(seq, p.sent.seq);
             match p.receive_time {
                 Some(_) => {
                     self.acked += p.sent.size as u64;
                     newest_ack =
                         Some(newest_ack.map_or(p.sent.send_time, |t| t.max(p.sent.send_time)));
                 }
-                None => self.retransmit_pending += 1,
+                None => self.retransmit.push_back((segment, size)),
             }
         }
         if let Some(sent) = newest_ack {
@@ -206,7 +358,7 @@ impl BulkSender {
             // RFC 6298 §5.3: restart the timer when new data is acknowledged.
             self.rto.restart(now, self.history.in_flight() > 0);
         }
-        if self.history.in_flight() == 0 && self.retransmit_pending == 0 {
+        if self.history.in_flight() == 0 && self.retransmit.is_empty() {
             self.rto.stop();
         }
         self.controller.on_feedback(now, &self.report);
@@ -238,9 +390,9 @@ impl BulkSender {
         if self.rto.poll_expired(now) {
             // RFC 6298 §5.4–5.6: everything outstanding is retransmitted, the timer backs off.
             self.timeouts += 1;
-            let lost = self.history.in_flight().div_ceil(self.mss as u64);
             self.history.clear_in_flight();
-            self.retransmit_pending += lost;
+            self.retransmit
+                .extend(self.outstanding.drain(..).map(|(_, seg, size)| (seg, size)));
             self.controller.on_rto(now);
         }
     }
@@ -340,6 +492,120 @@ mod tests {
         s.on_feedback(Time::from_millis(30), &ack(0..3, &[]));
         assert_eq!(s.completed_at(), Some(Time::from_millis(30)));
         assert!(s.poll_transmit(Time::from_millis(30)).is_none());
+    }
+
+    #[test]
+    fn responses_are_cut_into_segments_of_one_response_and_losses_resend_the_same_piece() {
+        let app = App::Responses {
+            header: TCP_IP_HEADER,
+        };
+        let mut s = BulkSender::new(Box::new(Window(100)), 1500, app, Time::ZERO);
+        assert!(
+            s.poll_transmit(Time::ZERO).is_none(),
+            "nothing to send before a response is queued"
+        );
+        s.queue_response(7, 3000);
+        s.queue_response(8, 100);
+        let sent: Vec<_> = std::iter::from_fn(|| s.poll_transmit_segment(Time::ZERO)).collect();
+        let pieces: Vec<(u64, u64, u32, u32)> = sent
+            .iter()
+            .map(|(p, d)| (d.response, d.offset, d.len, p.size))
+            .collect();
+        assert_eq!(
+            pieces,
+            vec![
+                (7, 0, 1448, 1500),
+                (7, 1448, 1448, 1500),
+                (7, 2896, 104, 156),
+                (8, 0, 100, 152)
+            ],
+            "1448 payload bytes per 1500-byte packet; a response's tail is its own short segment"
+        );
+        // The second packet is lost (the third was acknowledged): its piece is sent again.
+        s.on_feedback(Time::from_millis(50), &ack(0..3, &[1]));
+        let (p, d) = s.poll_transmit_segment(Time::from_millis(50)).unwrap();
+        assert_eq!(p.kind, PacketKind::Retransmission);
+        assert_eq!((d.response, d.offset, d.len, p.size), (7, 1448, 1448, 1500));
+        assert!(s.poll_transmit(Time::from_millis(50)).is_none());
+    }
+
+    fn reno_cwnd(s: &BulkSender) -> u64 {
+        s.controller().decision().cwnd.unwrap()
+    }
+
+    /// A Reno sender that grew its window over two responses (100 ms RTT), then sends a third
+    /// response `idle` after the last acknowledgement.
+    fn reno_after_idle(idle: Duration, restart: bool) -> BulkSender {
+        let params: Params = toml::from_str("abc_l = 0").unwrap();
+        let c = crate::cc::reno::Reno::new(parse_config("reno", &params).unwrap()).unwrap();
+        let app = App::Responses { header: 0 };
+        let mut s = BulkSender::new(Box::new(c), 1500, app, Time::ZERO);
+        s.set_slow_start_after_idle(restart);
+        let mut now = Time::ZERO;
+        for id in 0..2 {
+            s.queue_response(id, 40 * 1500);
+            while s.queued_responses() > 0 || s.in_flight() > 0 {
+                let sent: Vec<_> = std::iter::from_fn(|| s.poll_transmit(now)).collect();
+                now += Duration::from_millis(100);
+                if let (Some(a), Some(b)) = (sent.first(), sent.last()) {
+                    s.on_feedback(now, &ack(a.seq..b.seq + 1, &[]));
+                }
+            }
+        }
+        assert_eq!(
+            reno_cwnd(&s),
+            80 * 1500,
+            "slow start grew 10 -> 80 segments over the two responses (the tail of the first \
+             used too little of the window to grow it)"
+        );
+        s.queue_response(2, 1500);
+        assert!(s.poll_transmit(now + idle).is_some());
+        s
+    }
+
+    #[test]
+    fn slow_start_after_idle_restarts_the_window_only_after_an_rto_of_silence() {
+        // 100 ms RTT samples: the RTO is at Linux's 200 ms minimum.
+        let s = reno_after_idle(Duration::from_millis(3000), true);
+        assert_eq!(s.idle_restarts, 1);
+        assert_eq!(
+            reno_cwnd(&s),
+            10 * 1500,
+            "min(cwnd, initial window) after 3 s idle (RFC 5681 4.1)"
+        );
+        let ss = s
+            .controller()
+            .decision()
+            .cwnd
+            .map(|_| {
+                let mut out = vec![];
+                s.controller().state(&mut out);
+                out.iter()
+                    .find(|(n, _)| *n == "ssthresh_packets")
+                    .unwrap()
+                    .1
+            })
+            .unwrap();
+        assert_eq!(
+            ss,
+            f64::INFINITY,
+            "ssthresh = max(ssthresh, 3/4 cwnd) stays infinite before any loss \
+             (tcp_current_ssthresh): the whole window is slow-started again"
+        );
+        // The last data left 100 ms before its acknowledgement: 50 ms later it is 150 ms.
+        let short = reno_after_idle(Duration::from_millis(50), true);
+        assert_eq!(
+            short.idle_restarts, 0,
+            "150 ms is shorter than the 200 ms RTO"
+        );
+        assert_eq!(reno_cwnd(&short), 80 * 1500);
+        let off = reno_after_idle(Duration::from_millis(3000), false);
+        assert_eq!(off.idle_restarts, 0, "the switch turns the restart off");
+        assert_eq!(
+            reno_cwnd(&off),
+            80 * 1500,
+            "without it the connection keeps its window across the idle period"
+        );
     }
 
     #[test]

@@ -472,6 +472,8 @@ impl Driver {
                         )?;
                     }
                 }
+                // Live runs carry video flows only (DASH flows are refused before they start).
+                EndpointEvent::Segment(_) => {}
             }
         }
         Ok(())

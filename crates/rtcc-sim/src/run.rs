@@ -180,6 +180,14 @@ pub fn summarize(sc: &Scenario, flows: &mut [FlowLogs], streamed: bool) -> Summa
             Duration::from_secs_f64(1.0 / fps),
             end,
         );
+        if let Some(cfg) = &f.config.dash {
+            summary.dash = Some(rtcc_core::dash::qoe::summarize(
+                &f.segments,
+                cfg,
+                f.config.start,
+                f.config.stop,
+            ));
+        }
         f.stats.release_per_packet();
         flow_summaries.push(summary);
     }

@@ -8,6 +8,7 @@
 //! `docs/scenarios.md` is the reference for users.
 
 use rtcc_core::cc::{self, ControllerContext, FeedbackPolicy, Params, Registry};
+use rtcc_core::dash::{AbrKind, BufferTargets, DashConfig, HttpVersion};
 use rtcc_core::endpoint::Recovery;
 use rtcc_core::media::degradation::Preference;
 use rtcc_core::media::encoder::EncoderConfig;
@@ -106,6 +107,25 @@ pub struct FlowSpec {
     pub app: Option<serde_json::Value>,
     /// A `tcp` receiver acknowledges every second segment (or after 40 ms) instead of each.
     pub delayed_ack: Option<bool>,
+    /// The sender restarts its window after an idle period longer than its RTO (Linux
+    /// `tcp_slow_start_after_idle`): `tcp` flows (default false) and `dash` servers (default true).
+    pub slow_start_after_idle: Option<bool>,
+    /// `dash`: `"h2"` (default) or `"h1"`.
+    pub http: Option<String>,
+    /// `dash`: the ABR, `"dynamic"` (default), `"throughput"`, `"bola"`, `"bba"`, `"rb"`, `"festive"`.
+    pub abr: Option<String>,
+    /// `dash`: number of segments (default 127).
+    pub segments: Option<u64>,
+    /// `dash`: media per segment (default 5 s).
+    pub segment_duration: Option<Duration>,
+    /// `dash`: the bitrate ladder, ascending rates (default the seed's 11 rungs, 1–25 Mbit/s).
+    pub ladder: Option<Vec<Rate>>,
+    /// `dash`: dash.js's buffer targets: a duration (all of them) or a table.
+    pub buffer_target: Option<serde_json::Value>,
+    /// `dash`: `"nominal"` (bitrate × duration) or a positive number scaling that.
+    pub segment_sizes: Option<serde_json::Value>,
+    /// `dash`: the server's interface rate (`"1Gbps"` default) or `"unlimited"`.
+    pub line_rate: Option<serde_json::Value>,
     #[serde(default)]
     pub params: Params,
     pub start: Option<Duration>,
@@ -188,16 +208,21 @@ pub enum FlowKind {
         app: App,
         delayed_ack: bool,
         mss: Bytes,
+        slow_start_after_idle: bool,
     },
+    /// A DASH session: a server sending video segments over TCP connections to a player that
+    /// requests them ([`FlowConfig::dash`] has its settings).
+    Dash,
 }
 
 impl FlowKind {
-    /// `"video"`, `"cbr"` or `"tcp"`, as written in a scenario.
+    /// `"video"`, `"cbr"`, `"tcp"` or `"dash"`, as written in a scenario.
     pub fn name(&self) -> &'static str {
         match self {
             FlowKind::Video => "video",
             FlowKind::Cbr { .. } => "cbr",
             FlowKind::Tcp { .. } => "tcp",
+            FlowKind::Dash => "dash",
         }
     }
 }
@@ -234,6 +259,8 @@ pub struct FlowConfig {
     /// Periods during which the sender is active, in order (one period `[start, stop]` when the
     /// scenario gives no schedule).
     pub active: Vec<(Time, Time)>,
+    /// The session of a `dash` flow.
+    pub dash: Option<DashConfig>,
 }
 
 /// A validated scenario, ready to run.
@@ -517,6 +544,10 @@ impl Scenario {
                 None => JitterModel::Grid,
             };
             let kind = resolve_kind(&f, &at).map_err(|(field, m)| err(&field, m))?;
+            let dash = match kind {
+                FlowKind::Dash => Some(resolve_dash(&f, &at).map_err(|(field, m)| err(&field, m))?),
+                _ => None,
+            };
             let encoder = match &f.encoder {
                 None => EncoderConfig::Ideal,
                 Some(v) => EncoderConfig::from_value(v, base_dir).map_err(|(sub, m)| {
@@ -550,14 +581,14 @@ impl Scenario {
                     return Err(err(
                         &at("controller"),
                         format!(
-                            "a video or tcp flow needs a controller; valid controllers: {}",
+                            "a video, tcp or dash flow needs a controller; valid controllers: {}",
                             registry.names().collect::<Vec<_>>().join(", ")
                         ),
                     ));
                 }
             };
             let preferred = match kind {
-                FlowKind::Video | FlowKind::Tcp { .. } => {
+                FlowKind::Video | FlowKind::Tcp { .. } | FlowKind::Dash => {
                     registry
                         .lookup(&controller)
                         .map_err(|e| err(&at("controller"), e.to_string()))?
@@ -616,6 +647,12 @@ impl Scenario {
                     "a TCP flow pauses through its application: app = { model = \"onoff\", on = \"2s\", off = \"3s\" }; active schedules are for video and cbr flows".into(),
                 ));
             }
+            if f.active.is_some() && kind == FlowKind::Dash {
+                return Err(err(
+                    &at("active"),
+                    "a DASH session runs from start to stop (its player pauses by itself); active schedules are for video and cbr flows".into(),
+                ));
+            }
             let media = MediaRange {
                 min_bitrate: f.min_bitrate.unwrap_or(DEFAULT_MIN_BITRATE),
                 start_bitrate: f.start_bitrate,
@@ -665,6 +702,7 @@ impl Scenario {
                 pushback: f.pushback.unwrap_or(true),
                 reverse,
                 active,
+                dash,
             };
             // Build the controller once now so that bad parameters fail before the run.
             if !matches!(kind, FlowKind::Cbr { .. }) {
@@ -741,7 +779,32 @@ const KIND_FIELDS: &[(&str, &[&str])] = &[
     ("cbr", &["rate", "packet_size"]),
     (
         "tcp",
-        &["controller", "params", "packet_size", "app", "delayed_ack"],
+        &[
+            "controller",
+            "params",
+            "packet_size",
+            "app",
+            "delayed_ack",
+            "slow_start_after_idle",
+        ],
+    ),
+    (
+        "dash",
+        &[
+            "controller",
+            "params",
+            "packet_size",
+            "delayed_ack",
+            "slow_start_after_idle",
+            "http",
+            "abr",
+            "segments",
+            "segment_duration",
+            "ladder",
+            "buffer_target",
+            "segment_sizes",
+            "line_rate",
+        ],
     ),
 ];
 
@@ -751,7 +814,7 @@ fn resolve_kind(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> Result<FlowKind, (
     let Some((_, own)) = KIND_FIELDS.iter().find(|(k, _)| *k == kind) else {
         return Err((
             at("kind"),
-            format!("unknown flow kind {kind:?}; valid kinds: video, cbr, tcp"),
+            format!("unknown flow kind {kind:?}; valid kinds: video, cbr, tcp, dash"),
         ));
     };
     let given = [
@@ -777,6 +840,15 @@ fn resolve_kind(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> Result<FlowKind, (
         ("packet_size", f.packet_size.is_some()),
         ("app", f.app.is_some()),
         ("delayed_ack", f.delayed_ack.is_some()),
+        ("slow_start_after_idle", f.slow_start_after_idle.is_some()),
+        ("http", f.http.is_some()),
+        ("abr", f.abr.is_some()),
+        ("segments", f.segments.is_some()),
+        ("segment_duration", f.segment_duration.is_some()),
+        ("ladder", f.ladder.is_some()),
+        ("buffer_target", f.buffer_target.is_some()),
+        ("segment_sizes", f.segment_sizes.is_some()),
+        ("line_rate", f.line_rate.is_some()),
     ];
     if let Some((field, _)) = given.iter().find(|(name, g)| *g && !own.contains(name)) {
         let owners: Vec<&str> = KIND_FIELDS
@@ -828,12 +900,200 @@ fn resolve_kind(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> Result<FlowKind, (
             }
             Ok(FlowKind::Cbr { rate, packet_size })
         }
+        "dash" => {
+            packet_size(MAX_PACKET)?;
+            Ok(FlowKind::Dash)
+        }
         _ => Ok(FlowKind::Tcp {
             app: resolve_app(f.app.as_ref()).map_err(|m| (at("app"), m))?,
             delayed_ack: f.delayed_ack.unwrap_or(false),
             mss: packet_size(MAX_PACKET)?,
+            slow_start_after_idle: f.slow_start_after_idle.unwrap_or(false),
         }),
     }
+}
+
+/// The session of a `dash` flow, every field checked.
+fn resolve_dash(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> Result<DashConfig, (String, String)> {
+    let defaults = DashConfig::default();
+    let http = match &f.http {
+        None => defaults.http,
+        Some(h) => HttpVersion::parse(h).map_err(|m| (at("http"), m))?,
+    };
+    let abr = match &f.abr {
+        None => defaults.abr,
+        Some(a) => AbrKind::parse(a).map_err(|m| (at("abr"), m))?,
+    };
+    let segments = match f.segments {
+        None => defaults.segments,
+        Some(n) if (1..=100_000).contains(&n) => n as usize,
+        Some(n) => return Err((at("segments"), format!("{n} is not between 1 and 100000"))),
+    };
+    let segment_duration = f.segment_duration.unwrap_or(defaults.segment_duration);
+    if segment_duration < Duration::from_millis(100)
+        || segment_duration > Duration::from_secs_f64(60.0)
+    {
+        return Err((
+            at("segment_duration"),
+            format!("{segment_duration} is not between 100ms and 60s"),
+        ));
+    }
+    let ladder_bps = match &f.ladder {
+        None => defaults.ladder_bps.clone(),
+        Some(rates) => {
+            if rates.is_empty() {
+                return Err((
+                    at("ladder"),
+                    "needs at least one rate, e.g. [\"1Mbps\", \"5Mbps\"]".into(),
+                ));
+            }
+            for (i, r) in rates.iter().enumerate() {
+                if r.bps().is_nan() || r.bps() <= 0.0 {
+                    return Err((
+                        at(&format!("ladder[{i}]")),
+                        format!("{r} must be a positive rate"),
+                    ));
+                }
+                if i > 0 && r.bps() <= rates[i - 1].bps() {
+                    return Err((
+                        at(&format!("ladder[{i}]")),
+                        format!(
+                            "{r} is not above {}: the ladder goes up, lowest rung first",
+                            rates[i - 1]
+                        ),
+                    ));
+                }
+            }
+            if rates.len() > u16::MAX as usize {
+                return Err((at("ladder"), "too many rungs".into()));
+            }
+            rates.iter().map(|r| r.bps()).collect()
+        }
+    };
+    let buffer = resolve_buffer_target(f.buffer_target.as_ref()).map_err(|(sub, m)| {
+        let field = if sub.is_empty() {
+            at("buffer_target")
+        } else {
+            at(&format!("buffer_target.{sub}"))
+        };
+        (field, m)
+    })?;
+    let segment_size_scale = match &f.segment_sizes {
+        None => 1.0,
+        Some(serde_json::Value::String(s)) if s == "nominal" => 1.0,
+        Some(v) => match v.as_f64() {
+            Some(x) if x > 0.0 && x <= 10.0 => x,
+            _ => {
+                return Err((
+                    at("segment_sizes"),
+                    format!("expected \"nominal\" (bitrate x duration) or a scale of it between 0 and 10 (e.g. 0.9), got {v}"),
+                ))
+            }
+        },
+    };
+    let line_rate = match &f.line_rate {
+        None => defaults.line_rate,
+        Some(serde_json::Value::String(s)) if s == "unlimited" => None,
+        Some(serde_json::Value::String(s)) => {
+            let r = Rate::parse(s).map_err(|e| (at("line_rate"), e.to_string()))?;
+            if r.bps().is_nan() || r.bps() < 1e6 {
+                return Err((at("line_rate"), format!("{r} is below 1Mbps")));
+            }
+            Some(r)
+        }
+        Some(other) => {
+            return Err((
+                at("line_rate"),
+                format!("expected a rate (\"1Gbps\") or \"unlimited\", got {other}"),
+            ))
+        }
+    };
+    let cfg = DashConfig {
+        http,
+        abr,
+        segments,
+        segment_duration,
+        ladder_bps,
+        buffer,
+        segment_size_scale,
+        packet_size: f.packet_size.map_or(MAX_PACKET, |b| b.0) as u32,
+        delayed_ack: f.delayed_ack.unwrap_or(defaults.delayed_ack),
+        slow_start_after_idle: f
+            .slow_start_after_idle
+            .unwrap_or(defaults.slow_start_after_idle),
+        line_rate,
+    };
+    if cfg.packet_size <= rtcc_core::tcp::TCP_IP_HEADER + 100 {
+        return Err((
+            at("packet_size"),
+            format!(
+                "{}B leaves no room for data after 52 bytes of TCP/IP headers",
+                cfg.packet_size
+            ),
+        ));
+    }
+    let largest = (0..cfg.ladder_bps.len())
+        .map(|q| cfg.segment_bytes(0, q))
+        .max()
+        .unwrap_or(0);
+    if largest > u32::MAX as u64 / 2 {
+        return Err((at("ladder"), "a segment would be larger than 2 GB".into()));
+    }
+    Ok(cfg)
+}
+
+/// `buffer_target = "60s"` (every target) or `{ stable, top_quality, top_quality_long_form,
+/// long_form_threshold }`, each optional. Errors name the sub-field.
+fn resolve_buffer_target(v: Option<&serde_json::Value>) -> Result<BufferTargets, (String, String)> {
+    let mut t = BufferTargets::default();
+    let Some(v) = v else {
+        return Ok(t);
+    };
+    let dur = |sub: &str, x: &serde_json::Value| -> Result<Duration, (String, String)> {
+        let s = x.as_str().ok_or_else(|| {
+            (
+                sub.to_string(),
+                format!("expected a duration like \"12s\", got {x}"),
+            )
+        })?;
+        let d = Duration::parse(s).map_err(|e| (sub.to_string(), e.to_string()))?;
+        if d.0 == 0 {
+            return Err((sub.to_string(), "must be longer than 0s".into()));
+        }
+        Ok(d)
+    };
+    match v {
+        serde_json::Value::String(_) => {
+            let d = dur("", v)?;
+            t.stable = d;
+            t.top_quality = d;
+            t.top_quality_long_form = d;
+        }
+        serde_json::Value::Object(o) => {
+            for (k, x) in o {
+                let d = dur(k, x)?;
+                match k.as_str() {
+                    "stable" => t.stable = d,
+                    "top_quality" => t.top_quality = d,
+                    "top_quality_long_form" => t.top_quality_long_form = d,
+                    "long_form_threshold" => t.long_form_threshold = d,
+                    _ => {
+                        return Err((
+                            k.clone(),
+                            "unknown field; buffer_target takes stable, top_quality, top_quality_long_form, long_form_threshold".into(),
+                        ))
+                    }
+                }
+            }
+        }
+        other => {
+            return Err((
+                String::new(),
+                format!("expected a duration (\"60s\") or a table {{ stable = \"12s\", top_quality = \"30s\", top_quality_long_form = \"60s\", long_form_threshold = \"600s\" }}, got {other}"),
+            ))
+        }
+    }
+    Ok(t)
 }
 
 /// `{ model = "bulk" }`, `{ model = "onoff", on = "1s", off = "1s" }`, `{ model = "finite", size = "1MB" }`.
@@ -1263,7 +1523,7 @@ params = { rate = "5Mbps" }
         );
         assert_eq!(e.field, "flows[1].controller");
         let e = error_of(&(OK.to_string() + "[[flows]]\nkind = \"quic\"\n"));
-        assert!(e.message.contains("video, cbr, tcp"), "{e}");
+        assert!(e.message.contains("video, cbr, tcp, dash"), "{e}");
         let e = error_of(&OK.replace("[[flows]]", "[[flows]]\nrate = \"1Mbps\""));
         assert_eq!(e.field, "flows[0].rate");
         let e = error_of(&OK.replace("controller = \"fixed\"", ""));
@@ -1283,7 +1543,8 @@ params = { rate = "5Mbps" }
             FlowKind::Tcp {
                 app: App::Finite { bytes: 1_000_000 },
                 delayed_ack: true,
-                mss: Bytes(1500)
+                mss: Bytes(1500),
+                slow_start_after_idle: false,
             }
         );
         let e = error_of(&tcp(""));
@@ -1302,6 +1563,120 @@ params = { rate = "5Mbps" }
         );
         let e = error_of(&tcp("controller = \"fixed\"\nparams = { rate = \"1Mbps\" }\napp = { model = \"poisson\" }\n"));
         assert!(e.message.contains("finite"), "{e}");
+    }
+
+    #[test]
+    fn dash_flows_get_the_seeds_session_and_bad_values_name_their_field() {
+        let dash = |extra: &str| {
+            OK.to_string() + "[[flows]]\nkind = \"dash\"\ncontroller = \"cubic\"\n" + extra
+        };
+        let s = parse(&dash("")).unwrap();
+        assert_eq!(s.flows[1].kind, FlowKind::Dash);
+        let cfg = s.flows[1].dash.as_ref().unwrap();
+        assert_eq!(cfg, &DashConfig::default(), "the seed's session by default");
+        assert_eq!(
+            (cfg.segments, cfg.ladder_bps.len(), cfg.ladder_bps[10]),
+            (127, 11, 25e6)
+        );
+        let s = parse(&dash(
+            "http = \"h1\"\nabr = \"festive\"\nsegments = 10\nsegment_duration = \"2s\"\nladder = [\"1Mbps\", \"3Mbps\"]\nbuffer_target = { stable = \"20s\" }\nsegment_sizes = 0.9\nline_rate = \"unlimited\"\nslow_start_after_idle = false\n",
+        ))
+        .unwrap();
+        let cfg = s.flows[1].dash.as_ref().unwrap();
+        assert_eq!(
+            (
+                cfg.http,
+                cfg.abr,
+                cfg.segments,
+                cfg.ladder_bps.clone(),
+                cfg.buffer.stable,
+                cfg.segment_size_scale,
+                cfg.line_rate,
+                cfg.slow_start_after_idle
+            ),
+            (
+                HttpVersion::H1,
+                AbrKind::Festive,
+                10,
+                vec![1e6, 3e6],
+                Duration::from_secs_f64(20.0),
+                0.9,
+                None,
+                false
+            )
+        );
+        for (extra, field, says) in [
+            (
+                "abr = \"mpc\"",
+                "flows[1].abr",
+                "valid: dynamic, throughput, bola, bba, rb, festive",
+            ),
+            ("http = \"h3\"", "flows[1].http", "valid: h2, h1"),
+            ("ladder = []", "flows[1].ladder", "at least one rate"),
+            (
+                "ladder = [\"5Mbps\", \"1Mbps\"]",
+                "flows[1].ladder[1]",
+                "the ladder goes up",
+            ),
+            (
+                "ladder = [\"5Mbps\", \"5Mbps\"]",
+                "flows[1].ladder[1]",
+                "not above",
+            ),
+            ("ladder = [\"5Mbs\"]", "flows[1].ladder[0]", "5Mbs"),
+            ("segments = 0", "flows[1].segments", "between 1 and 100000"),
+            (
+                "segment_duration = \"10ms\"",
+                "flows[1].segment_duration",
+                "between 100ms and 60s",
+            ),
+            (
+                "segment_sizes = \"real\"",
+                "flows[1].segment_sizes",
+                "nominal",
+            ),
+            (
+                "buffer_target = { stabel = \"12s\" }",
+                "flows[1].buffer_target.stabel",
+                "takes stable",
+            ),
+            (
+                "buffer_target = { stable = 12 }",
+                "flows[1].buffer_target.stable",
+                "a duration",
+            ),
+            ("line_rate = \"fast\"", "flows[1].line_rate", "fast"),
+            (
+                "app = { model = \"bulk\" }",
+                "flows[1].app",
+                "only tcp flows",
+            ),
+            ("fps = 30", "flows[1].fps", "only video flows"),
+            (
+                "active = [[\"0s\", \"5s\"]]",
+                "flows[1].active",
+                "from start to stop",
+            ),
+        ] {
+            let e = error_of(&dash(extra));
+            assert!(
+                e.field == field && e.message.contains(says),
+                "{extra}: expected an error at {field} saying {says:?}, got {e}"
+            );
+        }
+        let e = error_of(&(OK.to_string() + "[[flows]]\nkind = \"dash\"\n"));
+        assert!(
+            e.field == "flows[1].controller" && e.message.contains("cubic"),
+            "a dash flow needs its server's controller: {e}"
+        );
+        let e = error_of(
+            &(OK.to_string()
+                + "[[flows]]\nkind = \"tcp\"\ncontroller = \"cubic\"\nabr = \"bola\"\n"),
+        );
+        assert!(
+            e.field == "flows[1].abr" && e.message.contains("only dash flows"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -24,10 +24,11 @@
 
 use crate::scenario::{FlowConfig, FlowKind, Scenario};
 use rtcc_core::cc::{self, CapacityView};
+use rtcc_core::dash::qoe::SegmentRecord;
 use rtcc_core::endpoint::video_send::Ssrcs;
 use rtcc_core::endpoint::{
-    CbrSendEndpoint, Endpoint, EndpointEvent, Sink, TcpRecvEndpoint, TcpSendEndpoint,
-    VideoRecvEndpoint, VideoSendEndpoint,
+    CbrSendEndpoint, DashClientEndpoint, DashServerEndpoint, Endpoint, EndpointEvent, Sink,
+    TcpRecvEndpoint, TcpSendEndpoint, VideoRecvEndpoint, VideoSendEndpoint,
 };
 use rtcc_core::media::{FrameSource, Packetizer, VideoSender};
 use rtcc_core::metrics::{apply_frame_event, FrameRecord, PacketRecord, PacketStats};
@@ -193,8 +194,10 @@ pub struct FlowLogs {
     /// flow is summarised).
     pub stats: PacketStats,
     pub frames: Vec<FrameRecord>,
-    /// Datagrams from B to A (feedback, acknowledgements, NACKs, keyframe requests) and their
-    /// bytes on the wire.
+    /// The segments a DASH client appended, in order (times on the simulator's clock).
+    pub segments: Vec<SegmentRecord>,
+    /// Datagrams from B to A (feedback, acknowledgements, NACKs, keyframe requests, segment
+    /// requests) and their bytes on the wire.
     pub feedback_packets: u64,
     pub feedback_bytes: u64,
     /// Datagrams the endpoints could not parse (0 unless something is broken).
@@ -385,11 +388,40 @@ pub fn flow_endpoints(
             app,
             delayed_ack,
             mss,
+            slow_start_after_idle,
         } => {
-            let sender = BulkSender::new(controller()?, mss.0 as u32, app, f.start);
+            let mut sender = BulkSender::new(controller()?, mss.0 as u32, app, f.start);
+            sender.set_slow_start_after_idle(slow_start_after_idle);
             [
                 Box::new(TcpSendEndpoint::new(sender, ssrcs.media)),
                 Box::new(TcpRecvEndpoint::new(ssrcs.media, delayed_ack)),
+            ]
+        }
+        FlowKind::Dash => {
+            let cfg = f
+                .dash
+                .clone()
+                .ok_or_else(|| format!("flows[{i}]: a dash flow without its session"))?;
+            // Fails here, not when a connection opens, if the controller cannot be built.
+            controller()?;
+            // Each connection gets its own controller, built when it opens.
+            let registry = registry.clone();
+            let (name, params) = (f.controller.clone(), f.params.clone());
+            let ctx = f.context(Some(capacity.clone()));
+            let make = move |now: Time| {
+                let mut ctx = ctx.clone();
+                ctx.now = now;
+                registry
+                    .create(&name, &params, &ctx)
+                    .expect("the controller was built once already")
+            };
+            [
+                Box::new(DashServerEndpoint::new(
+                    cfg.clone(),
+                    Box::new(make),
+                    ssrcs.media,
+                )),
+                Box::new(DashClientEndpoint::new(cfg, b_start, ssrcs.media)),
             ]
         }
         FlowKind::Cbr { rate, packet_size } => [
@@ -424,6 +456,7 @@ impl Simulation {
                     packets: Vec::new(),
                     stats: PacketStats::new(f.start, f.stop, span, Time(sc.duration.0)),
                     frames: Vec::new(),
+                    segments: Vec::new(),
                     feedback_packets: 0,
                     feedback_bytes: 0,
                     malformed: 0,
@@ -690,6 +723,7 @@ impl Simulation {
                     fl.logs.frames.push(FrameRecord::encoded(i as u32, &f));
                 }
                 EndpointEvent::Frame(fe) => apply_frame_event(&mut fl.logs.frames, fe, to_true),
+                EndpointEvent::Segment(r) => fl.logs.segments.push(r.map_times(to_true)),
             }
         }
     }

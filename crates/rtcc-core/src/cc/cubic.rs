@@ -346,6 +346,13 @@ impl Controller for Cubic {
         self.hystart_reset(now);
     }
 
+    /// Linux `tcp_cwnd_restart` (Reno's window rule); cubic itself ignores
+    /// `CA_EVENT_CWND_RESTART`, and its epoch moves past the idle time when the next packet
+    /// leaves (`on_packet_sent`).
+    fn on_idle_restart(&mut self, _now: Time) {
+        self.w.restart_after_idle();
+    }
+
     fn decision(&self) -> Decision {
         self.w.decision()
     }

@@ -185,6 +185,8 @@ impl Rtt {
 pub(crate) struct Window {
     pub mss: u64,
     pub cwnd: u64,
+    /// The initial window, bytes (the restart window after idle).
+    initial: u64,
     /// `u64::MAX` until the first reduction.
     pub ssthresh: u64,
     pub episodes: Episodes,
@@ -216,6 +218,7 @@ impl Window {
         Window {
             mss: mss.0,
             cwnd: mss.0 * initial_cwnd as u64,
+            initial: mss.0 * initial_cwnd as u64,
             ssthresh: u64::MAX,
             episodes: Episodes::new(),
             rtt: Rtt::default(),
@@ -278,6 +281,21 @@ impl Window {
     pub fn reduce_to(&mut self, ssthresh: u64) {
         self.ssthresh = ssthresh.max(2 * self.mss);
         self.cwnd = self.ssthresh;
+        self.credit = 0;
+    }
+
+    /// Restart after an idle period longer than the RTO (RFC 5681 §4.1, Linux
+    /// `tcp_cwnd_restart`): `ssthresh` keeps at least 3/4 of the window unless a reduction is
+    /// under way (`tcp_current_ssthresh`), and the window restarts from `min(cwnd, initial
+    /// window)`. Linux halves the window once per RTO of idleness down to that floor; the floor
+    /// is reached after log2(cwnd / initial window) RTOs, and is used at once here.
+    pub fn restart_after_idle(&mut self) {
+        if self.episodes.state != CaState::Recovery {
+            let pkts = self.cwnd / self.mss;
+            let current = ((pkts >> 1) + (pkts >> 2)) * self.mss;
+            self.ssthresh = self.ssthresh.max(current);
+        }
+        self.cwnd = self.cwnd.min(self.initial);
         self.credit = 0;
     }
 
@@ -405,6 +423,10 @@ impl Controller for Reno {
         self.w.collapse();
     }
 
+    fn on_idle_restart(&mut self, _now: Time) {
+        self.w.restart_after_idle();
+    }
+
     fn decision(&self) -> Decision {
         self.w.decision()
     }
@@ -476,6 +498,20 @@ mod tests {
 
     fn cwnd(c: &dyn Controller) -> u64 {
         c.decision().cwnd.unwrap()
+    }
+
+    #[test]
+    fn an_idle_restart_keeps_three_quarters_of_the_window_as_ssthresh() {
+        let mut c = reno();
+        c.w.cwnd = 80 * MSS;
+        c.w.ssthresh = 40 * MSS;
+        c.on_idle_restart(Time::ZERO);
+        assert_eq!(cwnd(&c), 10 * MSS, "min(cwnd, initial window)");
+        assert_eq!(
+            c.w.ssthresh,
+            60 * MSS,
+            "max(ssthresh, 3/4 cwnd): Linux tcp_current_ssthresh"
+        );
     }
 
     #[test]

@@ -17,21 +17,25 @@
 //! | [`VideoRecvEndpoint`] | RTCP (only the feedback its controller asks for, plus NACK/PLI/RR) | RTP |
 //! | [`TcpSendEndpoint`] / [`TcpRecvEndpoint`] | segments / delayed ACKs | ACKs / segments |
 //! | [`CbrSendEndpoint`] / [`Sink`] | constant-rate datagrams / nothing | nothing / anything |
+//! | [`DashServerEndpoint`] / [`DashClientEndpoint`] | video segments over TCP connections / segment requests and ACKs | requests and ACKs / segments |
 //!
 //! A media datagram's bytes end with its headers: the encoded video payload is not materialised
 //! (its size is part of the datagram's size on the wire), so a simulation moves a few dozen bytes
 //! per packet while links and queues see the real sizes.
 
 pub mod cbr;
+pub mod dash;
 pub mod tcp;
 pub mod video_recv;
 pub mod video_send;
 
 pub use cbr::{CbrSendEndpoint, Sink};
+pub use dash::{DashClientEndpoint, DashServerEndpoint};
 pub use tcp::{TcpRecvEndpoint, TcpSendEndpoint};
 pub use video_recv::VideoRecvEndpoint;
 pub use video_send::VideoSendEndpoint;
 
+use crate::dash::qoe::SegmentRecord;
 use crate::media::jitter_buffer::FrameEvent;
 use crate::media::quality::Resolution;
 use crate::packet::PacketKind;
@@ -49,6 +53,8 @@ pub const PT_PADDING: u8 = 99;
 pub const PT_TCP: u8 = 100;
 /// Constant-rate datagrams.
 pub const PT_CBR: u8 = 101;
+/// DASH segment requests (an HTTP GET, modelled as one datagram).
+pub const PT_DASH_REQUEST: u8 = 102;
 
 /// A datagram to send: its bytes were written to the caller's buffer.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -98,6 +104,8 @@ pub enum EndpointEvent {
     FrameEncoded(EncodedFrameInfo),
     /// The receiver completed, showed or gave up on a frame (times on the receiver's clock).
     Frame(FrameEvent),
+    /// A DASH client appended a segment (times on the client's clock).
+    Segment(SegmentRecord),
 }
 
 /// The sans-IO interface every endpoint has.

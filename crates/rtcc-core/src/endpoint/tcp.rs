@@ -142,6 +142,14 @@ impl TcpRecvEndpoint {
         }
     }
 
+    /// Acknowledge now what is not yet acknowledged (a delayed ACK rides on data the receiver
+    /// sends: the request of a request/response protocol).
+    pub fn flush_ack(&mut self) {
+        if self.unacked > 0 {
+            self.acknowledge();
+        }
+    }
+
     fn acknowledge(&mut self) {
         self.unacked = 0;
         self.delack_at = None;

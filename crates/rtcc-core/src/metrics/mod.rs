@@ -344,6 +344,10 @@ pub struct FlowSummary {
     /// SQP's simulated video (§6.2, Eq. 10) for each smoothing window n; filled in by the
     /// caller that knows the flow's frame interval ([`sqp_frame_delay::summarize`]).
     pub sqp_frame_delay: Vec<sqp_frame_delay::SqpFrameDelay>,
+    /// A DASH session's QoE (`dash` flows only; absent from the JSON of other flows), filled
+    /// in by the caller from the flow's segment records ([`crate::dash::qoe::summarize`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dash: Option<crate::dash::qoe::DashSummary>,
 }
 
 /// Inputs for one flow's summary.
@@ -448,6 +452,7 @@ pub fn summarize_flow(
             && log.feedback_capacity_bytes > 0.0)
             .then(|| log.feedback_bytes as f64 / log.feedback_capacity_bytes),
         sqp_frame_delay: Vec::new(),
+        dash: None,
     }
 }
 
@@ -509,7 +514,9 @@ pub fn summarize_total(
         }
     }
     let count = |kind: &str| flows.iter().filter(|f| f.kind == kind).count();
-    let main_kind = ["video", "tcp", "cbr"].into_iter().find(|&k| count(k) >= 2);
+    let main_kind = ["video", "tcp", "dash", "cbr"]
+        .into_iter()
+        .find(|&k| count(k) >= 2);
     TotalSummary {
         throughput_bps: received as f64 * 8.0 / active,
         utilization: (cap.is_finite() && cap > 0.0).then(|| departed as f64 / cap),
