@@ -136,7 +136,7 @@ def rtcc_replay(scenario, log: pl.DataFrame, params: dict) -> pl.DataFrame:
         [(-1 if f < 0 else f * 1000) for f in log["feedback_us"].to_list()],
     )
     frame = {"time_us": np.asarray(out["time_ns"]) // 1000, "target_bps": out["target_bps"]}
-    frame.update({k: v for k, v in out["signals"].items()})
+    frame.update(out["signals"])
     return pl.DataFrame(frame)
 
 
@@ -195,8 +195,7 @@ def on_grid(time_us, values, grid_us: np.ndarray) -> np.ndarray:
     """The last value at or before each grid time (NaN before the first)."""
     time_us, values = np.asarray(time_us), np.asarray(values, dtype=float)
     idx = np.searchsorted(time_us, grid_us, side="right") - 1
-    out = np.where(idx >= 0, values[np.clip(idx, 0, None)], np.nan)
-    return out
+    return np.where(idx >= 0, values[np.clip(idx, 0, None)], np.nan)
 
 
 def median_relative_difference(ours: np.ndarray, theirs: np.ndarray) -> float:

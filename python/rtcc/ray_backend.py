@@ -25,8 +25,9 @@ from typing import Any
 _LINK_FILE_KEYS = ("trace", "schedule")
 
 
-def input_files(data: dict, base_dir: str) -> dict[tuple, str]:
-    """The input files a scenario dict names: {location in the dict: absolute path}."""
+def input_files(data: dict, base_dir: str) -> dict[tuple, tuple[str, str]]:
+    """The input files a scenario dict names: {location in the dict: (absolute path, suffix)},
+    the suffix being what follows ``#`` in the name (an OpenNetLab trace's direction), or ""."""
     found: dict[tuple, str] = {}
     for side in ("forward", "reverse"):
         link = (data.get("path") or {}).get(side) or {}

@@ -29,12 +29,12 @@
 //!   the pieces. A response's first byte is its first piece to arrive; it is complete when every
 //!   piece has.
 
-use super::tcp::TcpRecvEndpoint;
-use super::{unwrap_near, Endpoint, EndpointEvent, Transmit, PT_DASH_REQUEST, PT_TCP};
+use super::tcp::{apply_feedback, write_segment_header, TcpRecvEndpoint};
+use super::{Endpoint, EndpointEvent, Transmit, PT_DASH_REQUEST, PT_TCP};
 use crate::cc::Controller;
 use crate::dash::player::Player;
 use crate::dash::DashConfig;
-use crate::packet::{PacketKind, TransportFeedback};
+use crate::packet::PacketKind;
 use crate::tcp::{App, BulkSender, TCP_IP_HEADER};
 use crate::units::{Duration, Time};
 use crate::wire::rtcp::{self, RtcpPacket};
@@ -169,12 +169,7 @@ impl Endpoint for DashServerEndpoint {
                         self.malformed += 1;
                         continue;
                     };
-                    let next = c.sender.next_seq();
-                    let feedback = TransportFeedback {
-                        base_seq: unwrap_near(next.saturating_sub(1), fb.base_seq as u64, 16),
-                        receive_times: fb.receive_times,
-                    };
-                    c.sender.on_feedback(now, &feedback);
+                    apply_feedback(&mut c.sender, now, fb);
                 }
             }
             return;
@@ -204,15 +199,7 @@ impl Endpoint for DashServerEndpoint {
             let Some((pkt, seg)) = c.sender.poll_transmit_segment(now) else {
                 continue;
             };
-            buf.clear();
-            RtpHeader {
-                payload_type: PT_TCP,
-                sequence: pkt.seq as u16,
-                ssrc: c.ssrc,
-                transport_seq: Some(pkt.seq as u16),
-                ..RtpHeader::default()
-            }
-            .encode(buf);
+            write_segment_header(buf, pkt.seq, c.ssrc);
             buf.extend_from_slice(&(seg.response as u32).to_be_bytes());
             buf.extend_from_slice(&(seg.offset as u32).to_be_bytes());
             buf.extend_from_slice(&seg.len.to_be_bytes());

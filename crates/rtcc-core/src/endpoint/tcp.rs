@@ -22,6 +22,31 @@ use crate::wire::SeqUnwrapper;
 /// Linux's minimum delayed-ACK timeout (`TCP_DELACK_MIN`, 40 ms); RFC 1122 allows up to 500 ms.
 pub const DELAYED_ACK_TIMEOUT: Duration = Duration(40_000_000);
 
+/// A segment on the wire: an RTP header (`PT_TCP`) carrying its transport-wide sequence number;
+/// `buf` is cleared first.
+pub(super) fn write_segment_header(buf: &mut Vec<u8>, seq: u64, ssrc: u32) {
+    buf.clear();
+    RtpHeader {
+        payload_type: PT_TCP,
+        sequence: seq as u16,
+        ssrc,
+        transport_seq: Some(seq as u16),
+        ..RtpHeader::default()
+    }
+    .encode(buf);
+}
+
+/// An acknowledgement (transport-wide feedback, 16-bit sequence numbers) given to a sender:
+/// its base is unwrapped near the sender's newest sequence number.
+pub(super) fn apply_feedback(sender: &mut BulkSender, now: Time, fb: TransportCcFeedback) {
+    let next = sender.next_seq();
+    let feedback = TransportFeedback {
+        base_seq: unwrap_near(next.saturating_sub(1), fb.base_seq as u64, 16),
+        receive_times: fb.receive_times,
+    };
+    sender.on_feedback(now, &feedback);
+}
+
 pub struct TcpSendEndpoint {
     sender: BulkSender,
     ssrc: u32,
@@ -55,12 +80,7 @@ impl Endpoint for TcpSendEndpoint {
         };
         for p in packets {
             if let RtcpPacket::TransportCc(fb) = p {
-                let next = self.sender.next_seq();
-                let feedback = TransportFeedback {
-                    base_seq: unwrap_near(next.saturating_sub(1), fb.base_seq as u64, 16),
-                    receive_times: fb.receive_times,
-                };
-                self.sender.on_feedback(now, &feedback);
+                apply_feedback(&mut self.sender, now, fb);
             }
         }
     }
@@ -70,15 +90,7 @@ impl Endpoint for TcpSendEndpoint {
             return None;
         }
         let pkt = self.sender.poll_transmit(now)?;
-        buf.clear();
-        RtpHeader {
-            payload_type: PT_TCP,
-            sequence: pkt.seq as u16,
-            ssrc: self.ssrc,
-            transport_seq: Some(pkt.seq as u16),
-            ..RtpHeader::default()
-        }
-        .encode(buf);
+        write_segment_header(buf, pkt.seq, self.ssrc);
         Some(Transmit {
             size: pkt.size,
             kind: pkt.kind,
