@@ -188,6 +188,20 @@ def test_save(tmp_path, result):
     assert not (out / "plots").exists()
 
 
+def test_a_saved_run_loads_back(tmp_path, result):
+    out = result.save(tmp_path / "run", plots=False)
+    loaded = rtcc.Result.load(out)
+    assert loaded.summary_json == result.summary_json and loaded.scenario == result.scenario
+    assert loaded.flows == result.flows, "flow names, controllers, start and stop from the summary"
+    for name in ("frames", "state", "capacity"):
+        assert getattr(loaded, name).equals(getattr(result, name)), name
+    assert loaded.packets.collect().equals(result.packets)
+    copied = loaded.save(tmp_path / "copy", plots=False)
+    assert (copied / "frames.parquet").read_bytes() == (out / "frames.parquet").read_bytes()
+    with pytest.raises(FileNotFoundError, match="not a run folder"):
+        rtcc.Result.load(tmp_path)
+
+
 def test_run_file_with_trace(tmp_path, monkeypatch):
     """Trace paths are relative to the scenario file, whatever the working directory."""
     from rtcc.cli import main

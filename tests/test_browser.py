@@ -56,6 +56,11 @@ def _check(browser, page_path: Path, follow_links: bool = True) -> list[str]:
     broken = page.evaluate("""() => Array.from(document.images)
         .filter(img => !img.complete || img.naturalWidth === 0).map(img => img.getAttribute('src'))""")
     problems += [f"image did not load: {src}" for src in broken]
+    charts = page.evaluate("""() => [document.querySelectorAll('.rtcc-chart').length,
+        document.querySelectorAll('.rtcc-chart .uplot canvas').length,
+        document.querySelectorAll('.rtcc-fallback').length]""")
+    if charts[0] != charts[1] or charts[2]:
+        problems.append(f"{charts[0]} interactive charts, {charts[1]} drawn, {charts[2]} fallbacks left")
     links = page.evaluate("() => Array.from(document.querySelectorAll('a')).map(a => a.getAttribute('href'))")
     page.close()
     for href in links:
@@ -66,6 +71,23 @@ def _check(browser, page_path: Path, follow_links: bool = True) -> list[str]:
             elif follow_links and target.name == "index.html":
                 problems += [f"{href}: {p}" for p in _check(browser, target, follow_links=False)]
     return [f"{page_path.parent.name}/{page_path.name}: {p}" for p in problems]
+
+
+def _zoom(browser, page_path: Path) -> float:
+    """Drag across the middle half of a page's first chart; the share of the run then shown."""
+    page = browser.new_page()
+    page.goto(page_path.as_uri())
+    page.wait_for_load_state("load")
+    box = page.locator(".rtcc-chart .u-over").first.bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * 0.25, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.75, y, steps=5)
+    page.mouse.up()
+    shown = page.evaluate("""() => { const u = window.rtccCharts[0], x = u.data[0];
+        return (u.scales.x.max - u.scales.x.min) / (x[x.length - 1] - x[0]); }""")
+    page.close()
+    return shown
 
 
 def _rtcc(*args: str) -> None:
@@ -79,6 +101,7 @@ def test_run_and_compare_pages_render_with_every_image(browser, tmp_path):
     _rtcc("run", str(scenario), "-o", str(tmp_path / "run"))
     _rtcc("compare", str(scenario), "-c", "gcc", "-c", "sqp", "-o", str(tmp_path / "compare"))
     assert (tmp_path / "run" / "plots" / "signals.png").is_file(), "a run page shows the controller's signals"
+    assert _zoom(browser, tmp_path / "run" / "index.html") < 0.6, "dragging across a chart zooms into that range"
     problems = _check(browser, tmp_path / "run" / "index.html") + _check(browser, tmp_path / "compare" / "index.html")
     assert not problems, "\n".join(problems)
 

@@ -1,5 +1,6 @@
-"""Sweeps on Ray give the local backend's results byte for byte, with the input files shipped
-with the tasks (python/rtcc/ray_backend.py). Skipped with the reason when Ray is not installed."""
+"""Sweeps and comparisons on Ray give the local backend's results byte for byte, with the input
+files shipped with the tasks and kept run folders shipped back (python/rtcc/ray_backend.py).
+Skipped with the reason when Ray is not installed."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from rtcc.ray_backend import input_files, run_shipped, ship
+from rtcc.compare import compare
+from rtcc.ray_backend import input_files, receive, run_shipped, ship
+from rtcc.registry import ControllerSpec
 from rtcc.sweep import Sweep, _run_task, run_sweep
 
 REPO = Path(__file__).resolve().parent.parent
@@ -75,12 +78,45 @@ def test_a_shipped_task_runs_without_the_drivers_files(sweep_file):
     shipped = ship(task)
     shutil.rmtree(sweep_file.parent / "links")
     assert _run_task(task)[0], "without its files the run fails here"
-    assert run_shipped(*shipped) == local, "the shipped run gives the local summary"
+    assert run_shipped(*shipped) == (*local, {}), "the shipped run gives the local summary"
 
 
-def test_ray_refuses_what_it_cannot_do(sweep_file, tmp_path):
+def test_a_shipped_run_folder_comes_back_to_the_driver(sweep_file, tmp_path):
+    # A task that keeps its run folder writes it on the worker and sends the files back: the
+    # driver gets the folder the local backend writes, wherever the task ran.
     sweep = Sweep.from_file(sweep_file)
-    with pytest.raises(ValueError, match="local backend"):
-        sweep.run(backend="ray", logs_dir=tmp_path / "logs")
+    _, _, scenario = sweep.cells()[0]
+    local = _run_task((scenario.to_dict(), scenario.base_dir, 1, str(tmp_path / "local"), False, False))
+    task = (scenario.to_dict(), scenario.base_dir, 1, str(tmp_path / "shipped"), False, False)
+    output = run_shipped(*ship(task))
+    assert not (tmp_path / "shipped").exists(), "the worker writes nothing at the driver's path"
+    assert receive(task, output) == local
+    files = sorted(p.relative_to(tmp_path / "local").as_posix() for p in (tmp_path / "local").rglob("*"))
+    assert files == sorted(p.relative_to(tmp_path / "shipped").as_posix() for p in (tmp_path / "shipped").rglob("*"))
+    for name in ("summary.json", "frames.parquet", "packets.parquet", "state.parquet", "capacity.parquet"):
+        assert (tmp_path / "local" / name).read_bytes() == (tmp_path / "shipped" / name).read_bytes(), name
+
+
+def test_a_comparison_and_kept_logs_on_ray_match_the_local_backend(sweep_file, tmp_path):
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'ray>=2.9')")
+    sweep = Sweep.from_file(sweep_file)
+    _, _, scenario = sweep.cells()[0]
+    specs = [ControllerSpec.parse("gcc"), ControllerSpec.parse("sqp")]
+    compare(scenario, specs, tmp_path / "cmp-local", jobs=2)
+    compare(scenario, specs, tmp_path / "cmp-ray", backend="ray")
+    assert (tmp_path / "cmp-local" / "comparison.csv").read_bytes() == \
+        (tmp_path / "cmp-ray" / "comparison.csv").read_bytes()
+    for label in ("gcc", "sqp"):
+        run = Path("runs") / label / "summary.json"
+        assert (tmp_path / "cmp-local" / run).read_bytes() == (tmp_path / "cmp-ray" / run).read_bytes()
+    run_sweep(sweep.with_seeds([1]), tmp_path / "sweep-ray", backend="ray", keep_logs=True)
+    kept = sorted((tmp_path / "sweep-ray" / "runs").glob("*/seed1/summary.json"))
+    assert len(kept) == 2, "every run's folder came back from the workers"
+
+
+def test_unknown_engines_are_refused(sweep_file, tmp_path):
+    sweep = Sweep.from_file(sweep_file)
     with pytest.raises(ValueError, match="backend"):
         sweep.run(backend="slurm")
+    with pytest.raises(ValueError, match="jobs"):
+        sweep.run(jobs=0)

@@ -9,8 +9,6 @@ deterministic simulator, and get the results back as polars DataFrames.
     result.save("out/step-fixed")
 """
 
-from importlib import metadata as _metadata
-
 try:
     from . import _core
 except ImportError as _exc:  # pragma: no cover - only without a built extension
@@ -20,11 +18,13 @@ except ImportError as _exc:  # pragma: no cover - only without a built extension
     ) from _exc
 
 from ._core import ScenarioError
-from .registry import ControllerSpec, controllers, register_controller
 
-# The classes below pull in polars (about 0.1 s to import); they are imported on first use, so
-# commands that do not need them (`rtcc --help`, `rtcc emu`, ...) start quickly (PEP 562).
+# Imported on first use, so commands that do not need them (`rtcc --help`, `rtcc emu`, ...)
+# start quickly (PEP 562); polars itself is imported only when a log is first read.
 _LAZY = {
+    "ControllerSpec": ".registry",
+    "controllers": ".registry",
+    "register_controller": ".registry",
     "Result": ".result",
     "Scenario": ".scenario",
     "run_file": ".scenario",
@@ -41,12 +41,7 @@ def __getattr__(name: str):
         globals()[name] = value
         return value
     if name == "__version__":
-        try:
-            version = _metadata.version("rtcc")
-        except _metadata.PackageNotFoundError:  # pragma: no cover - running from an uninstalled tree
-            version = "0+unknown"
-        globals()["__version__"] = version
-        return version
+        return _core.__version__  # the crate's version, which is also the package's (maturin)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -13,11 +13,10 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from . import __version__, _core
+from . import _core
 from ._core import ScenarioError
 from .atomic import OutputError, atomic_dir, atomic_file, check_dest
 from .progress import TerminalProgress
-from .registry import ControllerSpec, controllers, default_specs
 
 SPEC_HELP = "controller spec: NAME or NAME:KEY=VALUE[,KEY=VALUE...], e.g. fixed:rate=5Mbps"
 
@@ -27,6 +26,7 @@ class UsageError(Exception):
 
 
 def cmd_run(args) -> int:
+    from .registry import ControllerSpec
     from .report import comparison_rows, text_table
     from .result import write_run
     from .scenario import Scenario
@@ -52,6 +52,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_live(args) -> int:
+    from .registry import ControllerSpec
     from .live import can_emulate, run_live
     from .report import comparison_rows, text_table
     from .result import write_run
@@ -72,6 +73,7 @@ def cmd_live(args) -> int:
 
 
 def cmd_compare(args) -> int:
+    from .registry import ControllerSpec, default_specs
     from .compare import compare
     from .report import text_table
     from .scenario import Scenario
@@ -88,11 +90,29 @@ def cmd_compare(args) -> int:
 
         if not args.no_emu and (why := can_emulate()):
             raise UsageError(f"--live: {why}; run as root, or add --no-emu to send over loopback")
+    engine = _engine(args)
     rows = compare(scenario, specs, args.output, seed=args.seed, force=args.force, progress=True,
-                   allow_large=args.allow_large, live=args.live, emulate=not args.no_emu)
+                   allow_large=args.allow_large, live=args.live, emulate=not args.no_emu, **engine)
     print(text_table(rows), end="")
     print(f"wrote {args.output}")
     return 0
+
+
+def _engine(args) -> dict:
+    """--jobs, --backend and --address, checked: the keyword arguments of the run engine."""
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs: expected a positive integer, got {args.jobs}")
+    if args.address is not None and args.backend != "ray":
+        raise UsageError("--address is a Ray cluster's address: give it with --backend ray")
+    return {"jobs": args.jobs, "backend": args.backend, "address": args.address}
+
+
+def _engine_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-j", "--jobs", type=int, metavar="N", help="worker processes (default: number of CPUs; 1: in-process)")
+    p.add_argument("--backend", choices=["local", "ray"], default="local",
+                   help="local process pool (default) or Ray tasks, input files shipped with each run")
+    p.add_argument("--address", metavar="ADDR",
+                   help="with --backend ray: the cluster (ray://host:10001); default: a local Ray instance")
 
 
 def cmd_sweep(args) -> int:
@@ -101,8 +121,7 @@ def cmd_sweep(args) -> int:
     sweep = Sweep.from_file(args.sweep)
     if args.seeds is not None:
         sweep = sweep.with_seeds(_seed_list(args.seeds))
-    if args.jobs is not None and args.jobs < 1:
-        raise UsageError(f"--jobs: expected a positive integer, got {args.jobs}")
+    engine = _engine(args)
     cells = sweep.validate()  # every cell, before anything runs
     runs = len(cells) * len(sweep.seeds)
     if args.dry_run:
@@ -117,12 +136,8 @@ def cmd_sweep(args) -> int:
         raise UsageError(f"--resume: {args.output} is not a sweep that stopped early (no {INCOMPLETE})")
     if not resume:
         check_dest(args.output, args.force)  # before a possibly long sweep
-    if args.backend == "ray" and args.keep_logs:
-        raise UsageError("--keep-logs needs the local backend (on Ray, run folders would be written on the nodes)")
-    if args.address is not None and args.backend != "ray":
-        raise UsageError("--address is a Ray cluster's address: give it with --backend ray")
-    run_sweep(sweep, args.output, jobs=args.jobs, force=args.force, keep_logs=args.keep_logs, progress=True,
-              allow_large=args.allow_large, resume=resume, backend=args.backend, address=args.address)
+    run_sweep(sweep, args.output, force=args.force, keep_logs=args.keep_logs, progress=True,
+              allow_large=args.allow_large, resume=resume, **engine)
     print(f"{sweep.name}: {len(cells)} cells x {len(sweep.seeds)} seeds = {runs} runs")
     print(f"wrote {args.output} (index.html, summary.md, results.csv, cells.csv)")
     return 0
@@ -156,7 +171,7 @@ def _seed_list(text: str) -> list[int]:
 def cmd_demo(args) -> int:
     from .demo import run_demo
 
-    run_demo(args.output, force=args.force, progress=True)
+    run_demo(args.output, force=args.force, progress=True, **_engine(args))
     print(f"\nreport: {args.output}/index.html")
     return 0
 
@@ -177,6 +192,7 @@ def cmd_reproduce(args) -> int:
 
 
 def cmd_controllers(args) -> int:
+    from .registry import controllers
     for i, c in enumerate(controllers()):
         if i:
             print()
@@ -246,7 +262,50 @@ def cmd_validate(args) -> int:
     return 1 if failed else 0
 
 
+# `rtcc bench --case command`: the 60 s one-flow Cubic run timed as a whole command.
+COMMAND_BENCH_SCENARIO = """name = "bench-command"
+duration = "60s"
+[path.forward]
+capacity = "20Mbps"
+delay = "20ms"
+queue = "100pkts"
+[[flows]]
+kind = "tcp"
+controller = "cubic"
+delayed_ack = true
+"""
+
+
+def _bench_commands(rounds: int = 7) -> list[tuple[str, float]]:
+    """Median wall seconds of whole `rtcc` processes (interpreter start, imports, run, output)."""
+    import statistics
+    import subprocess
+    import tempfile
+    import time
+
+    rtcc = [sys.executable, "-m", "rtcc"]
+    with tempfile.TemporaryDirectory() as tmp:
+        scenario = Path(tmp) / "cubic.toml"
+        scenario.write_text(COMMAND_BENCH_SCENARIO)
+        commands = {"rtcc --help": [*rtcc, "--help"],
+                    "rtcc run --no-plots (60 s Cubic)": [*rtcc, "run", str(scenario), "--no-plots", "-o",
+                                                         str(Path(tmp) / "run"), "--force"]}
+        out = []
+        for label, argv in commands.items():
+            times = []
+            for _ in range(rounds):
+                start = time.perf_counter()
+                subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+                times.append(time.perf_counter() - start)
+            out.append((label, statistics.median(times)))
+    return out
+
+
 def cmd_bench(args) -> int:
+    if args.case == "command":
+        for label, seconds in _bench_commands():
+            print(f"{label:<36} {seconds:>6.3f} s wall (median of 7)")
+        return 0
     cases = ["single", "ten"] if args.case == "all" else [args.case]
     print(f"{'case':<8} {'packets':>10} {'sim s':>8} {'wall s':>8} {'packets/s':>12} {'speed-up':>10}")
     for case in cases:
@@ -287,7 +346,7 @@ LIVE_COMMANDS = {
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rtcc", description="Rate control for low-latency interactive video.")
-    parser.add_argument("--version", action="version", version=f"rtcc {__version__}")
+    parser.add_argument("--version", action="version", version=f"rtcc {_core.__version__}")
     parser.add_argument("--debug", action="store_true", help="show Python tracebacks of unexpected errors")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -329,12 +388,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also run each controller live (rtcc send inside rtcc emu, in real time; needs root) beside its simulation")
     p.add_argument("--no-emu", action="store_true", help="with --live: send over loopback, without emulated links")
     p.add_argument("--force", action="store_true", help="replace DIR if it exists")
+    _engine_options(p)
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("sweep", help="run a grid of scenario variants over several seeds")
     p.add_argument("sweep", metavar="FILE", help="sweep file (.toml): [sweep] grid and seeds, base [scenario]")
     p.add_argument("-o", "--output", metavar="DIR", help="sweep folder to write")
-    p.add_argument("-j", "--jobs", type=int, metavar="N", help="worker processes (default: number of CPUs; 1: in-process)")
     p.add_argument("--seeds", metavar="LIST", help="run these seeds instead of the file's, e.g. 1,2,3")
     p.add_argument("--keep-logs", action="store_true", help="write every run's full folder (Parquet logs, plots)")
     p.add_argument("--dry-run", action="store_true", help="check every cell and list the labels without running")
@@ -343,15 +402,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-large", action="store_true",
                    help="run cells estimated to log more than 50 million packets (about 3 GB of memory)")
     p.add_argument("--force", action="store_true", help="replace DIR if it exists")
-    p.add_argument("--backend", choices=["local", "ray"], default="local",
-                   help="local process pool (default) or Ray tasks, input files shipped with each run")
-    p.add_argument("--address", metavar="ADDR",
-                   help="with --backend ray: the cluster (ray://host:10001); default: a local Ray instance")
+    _engine_options(p)
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("demo", help="compare every controller on the bundled step and LTE scenarios")
     p.add_argument("-o", "--output", default="reports/demo", metavar="DIR", help="report folder (default: reports/demo)")
     p.add_argument("--force", action="store_true", help="replace DIR if it exists")
+    _engine_options(p)
     p.set_defaults(func=cmd_demo)
 
     from .reproduce import papers  # the standard library only: --help stays fast
@@ -377,8 +434,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("bench", help="simulator speed on standard scenarios")
-    p.add_argument("--case", choices=["single", "ten", "all"], default="all",
-                   help="single: one 20 Mbit/s flow, 40 ms RTT, 60 s; ten: ten flows share 60 Mbit/s (default: all)")
+    p.add_argument("--case", choices=["single", "ten", "all", "command"], default="all",
+                   help="single: one 20 Mbit/s flow, 40 ms RTT, 60 s; ten: ten flows share 60 Mbit/s (default: "
+                        "both); command: whole-process time of `rtcc --help` and `rtcc run --no-plots` of a "
+                        "60 s one-flow Cubic run")
     p.set_defaults(func=cmd_bench)
 
     for name, text in LIVE_COMMANDS.items():

@@ -16,11 +16,13 @@ from typing import Iterable
 
 from . import plots as plotting
 from .atomic import atomic_dir
-from .progress import TerminalProgress
-from .registry import ControllerSpec, controllers
+from ._core import ScenarioError
+from .progress import RunsProgress, TerminalProgress
+from .registry import PYTHON_CONTROLLERS, ControllerSpec, controllers
 from .report import comparison_rows, markdown_table, write_compare_index, write_csv
 from .result import Result, write_run
 from .scenario import Scenario
+from .sweep import execute
 
 __all__ = ["Written", "compare", "run_all", "write_comparison", "folder_name", "format_rate"]
 
@@ -62,11 +64,17 @@ def run_folders(labels: Iterable[str]) -> dict[str, str]:
 
 def run_all(scenario: Scenario, specs: list[ControllerSpec], seed: int | None = None, progress: bool = False,
             done: dict[str, Result] | None = None, allow_large: bool = False,
-            folder: Path | None = None) -> dict[str, Result]:
+            folder: Path | None = None, jobs: int | None = None, backend: str = "local",
+            address: str | None = None, plots: bool = True) -> dict[str, Result]:
     """Run ``scenario`` once per spec (label -> Result); results already in ``done`` are reused.
-    Runs estimated to log more than 50 million packets are refused unless ``allow_large``. With
-    ``folder`` (a comparison being written), each run streams its packet log into its run folder
-    there (:func:`run_folders`) instead of holding it."""
+    Runs estimated to log more than 50 million packets are refused unless ``allow_large``.
+
+    With ``folder`` (a comparison being written), the runs go to the engine sweeps use
+    (:func:`rtcc.sweep.execute`: ``jobs`` worker processes, default one per CPU, or Ray with
+    ``backend="ray"``), each writing its whole run folder, plots included unless ``plots`` is
+    False, into ``folder`` (:func:`run_folders`); the Results read their logs from there. A
+    controller registered from Python runs in this process. Without ``folder`` the runs are
+    made here, one after the other, and keep their logs in memory."""
     registry = controllers()
     specs = _unique(specs)
     variants = {}
@@ -76,20 +84,36 @@ def run_all(scenario: Scenario, specs: list[ControllerSpec], seed: int | None = 
         variants[spec.label].validate()
         if not allow_large:
             variants[spec.label].check_size()
-    results = {}
+    results = dict(done or {})
+    todo = {label: v for label, v in variants.items() if label not in results}
+    if folder is None:
+        for label, variant in todo.items():
+            with TerminalProgress(f"{scenario.name} / {label}") as bar:
+                results[label] = variant.run(seed=seed, progress=bar.callback if progress else False,
+                                             allow_large=allow_large)
+        return {label: results[label] for label in variants}
+    if any(s.name in PYTHON_CONTROLLERS for s in specs):
+        if backend != "local":
+            raise ValueError("a controller registered from Python runs only in this process, not on Ray")
+        jobs = 1
     dirs = run_folders(variants)
-    for label, variant in variants.items():
-        if done and label in done:
-            results[label] = done[label]
-            continue
-        packets_to = None
-        if folder is not None:
-            (Path(folder) / dirs[label]).mkdir(parents=True, exist_ok=True)
-            packets_to = Path(folder) / dirs[label] / "packets.parquet"
-        with TerminalProgress(f"{scenario.name} / {label}") as bar:
-            results[label] = variant.run(seed=seed, progress=bar.callback if progress else False,
-                                         allow_large=allow_large, packets_to=packets_to)
-    return results
+    labels = list(todo)
+    tasks = [(todo[label].to_dict(), todo[label].base_dir, seed, str(Path(folder) / dirs[label]), allow_large, plots)
+             for label in labels]
+    show = RunsProgress(scenario.name, len(tasks)) if progress and tasks else None
+    try:
+        outputs, died = execute(tasks, jobs, show, backend, address)
+    finally:
+        if show:
+            show.close()
+    if died is not None:
+        raise ScenarioError(f"a worker process died (killed, or an abort in the core) while running "
+                            f"{', '.join(labels[i] for i in died)}")
+    for label, output in zip(labels, outputs):
+        if output is not None and output[0]:
+            raise ScenarioError(f"{label}: {output[1]}")
+        results[label] = Result.load(Path(folder) / dirs[label])
+    return {label: results[label] for label in variants}
 
 
 @dataclass
@@ -116,8 +140,13 @@ def write_comparison(folder: Path, results: dict[str, Result], title: str, notes
     (folder / "comparison.md").write_text(f"# {title}\n\n" + markdown_table(rows)
                                           + "".join(f"\n{n}\n" for n in notes), encoding="utf-8")
     first = next(iter(results.values())).summary if results else {}
-    images = plotting.compare_plots(results, folder / "plots", first.get("scenario", "")) if plots and results else []
-    write_compare_index(folder, title, first, rows, images, dirs, list(notes))
+    images, charts = [], ""
+    if plots and results:
+        from .interactive import charts_html, compare_charts
+
+        images = plotting.compare_plots(results, folder / "plots", first.get("scenario", ""))
+        charts = charts_html(compare_charts(results, first.get("scenario", "")))
+    write_compare_index(folder, title, first, rows, images, dirs, list(notes), charts)
     return Written(rows, dirs, [p.relative_to(folder).as_posix() for p in images])
 
 
@@ -145,14 +174,18 @@ def run_all_live(scenario_file: str | os.PathLike, specs: list[ControllerSpec], 
 
 def compare(scenario: Scenario, specs: list[ControllerSpec], out_dir: str | os.PathLike, seed: int | None = None,
             force: bool = False, progress: bool = False, plots: bool = True, allow_large: bool = False,
-            live: bool = False, emulate: bool = True) -> list[dict]:
+            live: bool = False, emulate: bool = True, jobs: int | None = None, backend: str = "local",
+            address: str | None = None) -> list[dict]:
     """Run every spec on ``scenario`` and write the comparison folder ``out_dir`` atomically.
-    ``live``: also run each spec live (``scenario`` must come from a file, and its first flow is
-    the one run), each live run beside its simulation in the tables and plots."""
+    The runs go to ``jobs`` worker processes (default one per CPU) or to Ray (``backend``,
+    ``address``), as a sweep's do (:func:`run_all`). ``live``: also run each spec live
+    (``scenario`` must come from a file, and its first flow is the one run), each live run beside
+    its simulation in the tables and plots."""
     if live and not scenario.source:
         raise ValueError("a live comparison needs a scenario read from a file")
     with atomic_dir(out_dir, force=force) as tmp:
-        results = run_all(scenario, specs, seed=seed, progress=progress, allow_large=allow_large, folder=tmp)
+        results = run_all(scenario, specs, seed=seed, progress=progress, allow_large=allow_large, folder=tmp,
+                          jobs=jobs, backend=backend, address=address, plots=plots)
         if live:
             simulated, results = results, {}
             live_results = run_all_live(scenario.source, specs, tmp, emulate=emulate)

@@ -53,11 +53,11 @@ def _scenarios() -> list[tuple[str, str, Scenario]]:
     return out
 
 
-def _run_section(scenario: Scenario, progress: bool):
+def _run_section(scenario: Scenario, progress: bool, folder: Path, engine: dict):
     registry = controllers()
     done, notes, capacity = {}, [], None
     if any(c["name"] == "oracle" for c in registry):
-        done = run_all(scenario, [ControllerSpec.make("oracle")], progress=progress)
+        done = run_all(scenario, [ControllerSpec.make("oracle")], progress=progress, folder=folder, **engine)
         capacity = done["oracle"].summary.get("total", {}).get("capacity_bps")
     fixed_rate = format_rate(0.5 * capacity) if isinstance(capacity, (int, float)) and capacity > 0 else FALLBACK_FIXED_RATE
     specs, skipped = default_specs(fixed_rate, registry)
@@ -66,12 +66,16 @@ def _run_section(scenario: Scenario, progress: bool):
         notes.append(f"fixed rate {fixed_rate}: {basis}.")
     if skipped:
         notes.append(f"Not run (parameters without defaults): {', '.join(skipped)}.")
-    return run_all(scenario, specs, progress=progress, done=done), notes
+    return run_all(scenario, specs, progress=progress, done=done, folder=folder, **engine), notes
 
 
 def run_demo(out_dir: str | os.PathLike, force: bool = False, progress: bool = False,
-             out: TextIO | None = None) -> dict[str, list[dict]]:
-    """Write the demo report to ``out_dir`` atomically, print each table to ``out``; return the rows."""
+             out: TextIO | None = None, jobs: int | None = None, backend: str = "local",
+             address: str | None = None) -> dict[str, list[dict]]:
+    """Write the demo report to ``out_dir`` atomically, print each table to ``out``; return the rows.
+    The runs go to ``jobs`` worker processes (default one per CPU) or to Ray (``backend``,
+    ``address``), as a sweep's do."""
+    engine = {"jobs": jobs, "backend": backend, "address": address}
     out = sys.stdout if out is None else out
     scenarios = _scenarios()
     tables: dict[str, list[dict]] = {}
@@ -79,7 +83,7 @@ def run_demo(out_dir: str | os.PathLike, force: bool = False, progress: bool = F
         body = ['<p class="meta">Every registered controller on two bundled scenarios. '
                 "Click a controller for its run: per-flow plots, logs (Parquet) and summary.json.</p>"]
         for key, heading, scenario in scenarios:
-            results, notes = _run_section(scenario, progress)
+            results, notes = _run_section(scenario, progress, tmp / key, engine)
             title = f"{heading} ({scenario.name})"
             written = write_comparison(tmp / key, results, title, notes)
             rows = tables[key] = written.rows

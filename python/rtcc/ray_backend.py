@@ -59,11 +59,14 @@ def ship(task: tuple) -> tuple:
     return task, files
 
 
-def run_shipped(task: tuple, files: dict) -> tuple[bool, str]:
-    """On a worker: write the shipped files, point the scenario at them, run it."""
+def run_shipped(task: tuple, files: dict) -> tuple:
+    """On a worker: write the shipped files, point the scenario at them, run it. A task with a
+    run folder (``logs``) writes it on the worker and sends its files back: ``(failed, summary
+    or error, {relative path: bytes})``; the driver writes them where the task asked
+    (:func:`receive`), so a cluster's nodes need no shared file system."""
     from .sweep import _run_task
 
-    data, _, seed, logs, allow_large = task
+    data, _, seed, logs, allow_large, *rest = task
     data = copy.deepcopy(data)
     with tempfile.TemporaryDirectory(prefix="rtcc-task-") as tmp:
         for n, (where, (name, content, suffix)) in enumerate(sorted(files.items(), key=lambda x: str(x[0]))):
@@ -73,7 +76,26 @@ def run_shipped(task: tuple, files: dict) -> tuple[bool, str]:
             for step in where[:-1]:
                 node = node[step]
             node[where[-1]] = str(local) + (f"#{suffix}" if suffix else "")
-        return _run_task((data, tmp, seed, logs, allow_large))
+        run_dir = Path(tmp) / "run" if logs else None
+        failed, text = _run_task((data, tmp, seed, str(run_dir) if run_dir else None, allow_large, *rest))
+        written = {}
+        if run_dir is not None and not failed:
+            written = {p.relative_to(run_dir).as_posix(): p.read_bytes()
+                       for p in sorted(run_dir.rglob("*")) if p.is_file()}
+        return failed, text, written
+
+
+def receive(task: tuple, output: tuple) -> tuple[bool, str]:
+    """On the driver: write a finished task's run folder (if it asked for one) where the task
+    names it; the output as the local backend gives it."""
+    failed, text, written = output
+    logs = task[3]
+    if logs and not failed:
+        for name, content in written.items():
+            path = Path(logs) / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content)
+    return failed, text
 
 
 def execute(tasks: list[tuple], address: str | None,
@@ -100,7 +122,7 @@ def execute(tasks: list[tuple], address: str | None,
             ready, pending = ray.wait(pending, num_returns=1)
             for ref in ready:
                 i = refs[ref]
-                outputs[i] = ray.get(ref)
+                outputs[i] = receive(tasks[i], ray.get(ref))
                 done += 1
                 if outputs[i][0]:  # a failed run: stop the sweep, as the local backend does
                     for other in pending:

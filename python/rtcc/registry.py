@@ -43,6 +43,12 @@ def register_controller(name: str, factory, summary: str = "", params: dict | No
     if not callable(factory):
         raise TypeError(f"factory must be callable, got {factory!r}")
     _core.register_controller(name, factory, summary, params)
+    PYTHON_CONTROLLERS.add(name)
+
+
+# Controllers registered from Python in this process: worker processes do not know them, so
+# comparisons that use one run in this process.
+PYTHON_CONTROLLERS: set[str] = set()
 
 
 def _value(text: str):

@@ -182,24 +182,25 @@ def scenario_line(summary: dict) -> str:
             f"{_e(summary.get('duration_s', '?'))} s{cap_s}")
 
 
-def write_run_index(result, folder: Path, images: list[Path]) -> None:
-    """``index.html`` of a run folder: per-flow metrics, plots and links to the data files."""
+def write_run_index(result, folder: Path, images: list[Path], charts: str = "") -> None:
+    """``index.html`` of a run folder: per-flow metrics, zoomable charts (``charts``, from
+    ``rtcc.interactive.charts_html``), plots and links to the data files."""
     folder = Path(folder)
     rows = comparison_rows([(None, result.summary)])
     files = ["summary.json", "scenario.json", "packets.parquet", "frames.parquet", "state.parquet", "capacity.parquet"]
-    body = [f'<p class="meta">{scenario_line(result.summary)}</p>', html_table(rows),
+    body = [f'<p class="meta">{scenario_line(result.summary)}</p>', html_table(rows), charts,
             images_html([p.relative_to(folder).as_posix() for p in images]),
             "<p>Data: " + ", ".join(f'<a href="{f}">{f}</a>' for f in files) + "</p>"]
     write_page(folder / "index.html", f"rtcc run: {result.name}", "\n".join(body))
 
 
 def write_compare_index(folder: Path, title: str, summary: dict, rows: list[dict], images: list[Path],
-                        runs: dict[str, str], notes: list[str] = ()) -> None:
+                        runs: dict[str, str], notes: list[str] = (), charts: str = "") -> None:
     """``index.html`` of a comparison folder; ``runs`` maps label -> run folder (relative)."""
     folder = Path(folder)
     links = {label: f"{d}/index.html" for label, d in runs.items()}
     body = [f'<p class="meta">{scenario_line(summary)}</p>', html_table(rows, links)]
     body += [f'<p class="meta">{_e(n)}</p>' for n in notes]
-    body += [images_html([p.relative_to(folder).as_posix() for p in images]),
+    body += [charts, images_html([p.relative_to(folder).as_posix() for p in images]),
              '<p>Tables: <a href="comparison.csv">comparison.csv</a>, <a href="comparison.md">comparison.md</a></p>']
     write_page(folder / "index.html", title, "\n".join(body))

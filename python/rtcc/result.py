@@ -1,13 +1,16 @@
-"""The outcome of one simulation run, as polars DataFrames, and the run folder it is saved to.
+"""The outcome of one simulation run, and the run folder it is saved to.
 
 A run folder holds ``summary.json`` (the core's text, byte for byte), ``scenario.json`` (the
 scenario as run, keys sorted), ``packets``/``frames``/``state``/``capacity`` as Parquet,
 ``plots/*.png`` and a small ``index.html``. It is written atomically (see ``rtcc.atomic``).
 
-The packet log is the only log that grows with the link's rate (88 bytes a packet in the
-core). A run can stream it to a Parquet file as it goes (:class:`PacketWriter`, one row group
-per chunk the core hands over) instead of holding it, or not keep it at all (sweeps without
-logs): the summary is the same either way.
+The four logs are built by the core (``rtcc_sim::tables``: the same columns for Rust users) and
+reach Python as Arrow data without a copy, or are written to Parquet by the core itself, so a
+run folder without plots needs neither polars nor NumPy (``rtcc run --no-plots`` stays fast).
+They become polars DataFrames when first read. The packet log is the only log that grows with
+the link's rate (88 bytes a packet in the core): a run can stream it to a Parquet file as it goes
+(one row group per chunk the core hands over) instead of holding it, or not keep it at all
+(sweeps without logs): the summary is the same either way.
 """
 
 from __future__ import annotations
@@ -16,86 +19,90 @@ import json
 import os
 from pathlib import Path
 
-import numpy as np
-import polars as pl
-
 from .atomic import atomic_dir
 
-__all__ = ["PacketWriter", "Result", "write_run"]
+__all__ = ["Result", "write_run"]
 
 TABLES = ("packets", "frames", "state", "capacity")
 
 
-def packet_schema():
-    """The packet log's columns and types as the core hands them over (docs/cli.md)."""
-    import pyarrow as pa  # imported only when a log is streamed
-
-    return pa.schema([
-        ("flow", pa.uint32()), ("seq", pa.uint64()), ("kind", pa.uint8()), ("size", pa.uint32()),
-        ("frame", pa.int64()), ("send_ns", pa.int64()), ("enqueue_ns", pa.int64()),
-        ("depart_ns", pa.int64()), ("recv_ns", pa.int64()), ("dropped", pa.bool_()),
-    ])
-
-
-class PacketWriter:
-    """Writes the chunks of a streamed packet log (dicts of NumPy columns, as the core hands them
-    over) to one Parquet file, a row group per chunk; ``close()`` finishes the file (an empty
-    table when no packet was sent). Rows are grouped by chunk: each flow's rows in send order,
-    chunks of different flows interleaved (sort by ``flow``, stable, for a kept log's order)."""
-
-    def __init__(self, path: str | os.PathLike):
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        self.path = Path(path)
-        self._schema = packet_schema()
-        self._table = pa.Table.from_pydict
-        # Plain encoding: dictionaries of nanosecond times only cost space (twice polars' size).
-        self._writer = pq.ParquetWriter(self.path, self._schema, compression="zstd", use_dictionary=False)
-
-    def __call__(self, columns: dict) -> None:
-        self._writer.write_table(self._table(columns, schema=self._schema))
-
-    def close(self) -> None:
-        self._writer.close()
-
-
-def _frame(columns: dict) -> pl.DataFrame:
-    """DataFrame from the core's columns; numeric numpy arrays are wrapped without copying."""
-    series = []
-    for name, values in columns.items():
-        if isinstance(values, np.ndarray):
-            series.append(pl.Series(name, values))
-        else:
-            series.append(pl.Series(name, list(values), dtype=pl.String if name == "signal" else None))
-    return pl.DataFrame(series)
-
-
 class Result:
     """One run: ``summary`` (dict), ``summary_json`` (text), ``packets``, ``frames``, ``state``,
-    ``capacity`` (polars DataFrames), ``flows`` (list of dicts) and ``scenario`` (the dict run).
+    ``capacity`` (polars DataFrames, built when first read), ``flows`` (list of dicts) and
+    ``scenario`` (the dict run).
 
     ``packets`` is a LazyFrame over ``packets_path`` for a run whose packet log was streamed to
     that file, and None for one whose log was not kept. Times are integer nanoseconds (``*_ns``
-    columns); -1 marks "never" (lost, dropped, excluded).
+    columns); -1 marks "never" (lost, dropped, excluded). ``table(name)`` gives a log as the
+    core's Arrow data (``pyarrow.table(...)`` or any Arrow PyCapsule consumer takes it).
     """
 
-    def __init__(self, raw: dict, scenario: dict, packets_path: Path | None = None):
-        self.summary_json: str = raw["summary"]
+    def __init__(self, run, scenario: dict, packets_path: Path | None = None):
+        self._run = run  # rtcc._core.Run: the core's result, its logs built on demand
+        self._frames: dict = {}
+        self.folder: Path | None = None  # the run folder a loaded result reads its logs from
+        self.summary_json: str = run.summary
         self.summary: dict = json.loads(self.summary_json)
         self.scenario: dict = scenario
         self.packets_path = Path(packets_path) if packets_path is not None else None
-        self.packets: pl.DataFrame | pl.LazyFrame | None
-        if raw["packets"] is not None:
-            self.packets = _frame(raw["packets"])
-        elif self.packets_path is not None:
-            self.packets = pl.scan_parquet(self.packets_path)
-        else:
-            self.packets = None
-        self.frames: pl.DataFrame = _frame(raw["frames"])
-        self.state: pl.DataFrame = _frame(raw["state"])
-        self.capacity: pl.DataFrame = _frame(raw["capacity"])
-        self.flows: list[dict] = [dict(f) for f in raw["flows"]]
+        self.flows: list[dict] = [dict(f) for f in run.flows]
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike) -> "Result":
+        """A run folder written by ``rtcc run`` (or ``save``, a comparison, a sweep's
+        ``--keep-logs``), read back: the summary at once, each log when first read."""
+        folder = Path(folder)
+        self = cls.__new__(cls)
+        self._run, self._frames, self.folder = None, {}, folder
+        try:
+            self.summary_json = (folder / "summary.json").read_text(encoding="utf-8")
+            self.scenario = json.loads((folder / "scenario.json").read_text(encoding="utf-8"))
+        except FileNotFoundError as e:
+            raise FileNotFoundError(f"{folder}: not a run folder ({Path(e.filename).name} is missing)") from None
+        self.summary = json.loads(self.summary_json)
+        self.packets_path = folder / "packets.parquet"
+        self.flows = [{"name": f["name"], "controller": f["controller"], "start_ns": round(f["start_s"] * 1e9),
+                       "stop_ns": round(f["stop_s"] * 1e9)} for f in self.summary["flows"]]
+        return self
+
+    def table(self, name: str):
+        """The log ``name`` (one of TABLES) as Arrow data: the core's table, or for a loaded run
+        folder the file read by polars (whose DataFrame speaks the same Arrow PyCapsule
+        interface); None for a packet log that was streamed or not kept."""
+        if self._run is None:
+            return self._frame(name)
+        return self._run.table(name)
+
+    def _frame(self, name: str):
+        if name not in self._frames:
+            import polars as pl
+
+            if self._run is None:
+                self._frames[name] = pl.read_parquet(self.folder / f"{name}.parquet")
+            else:
+                data = self._run.table(name)
+                self._frames[name] = None if data is None else pl.DataFrame(data)
+        return self._frames[name]
+
+    @property
+    def packets(self):
+        if self.packets_path is not None:
+            import polars as pl
+
+            return pl.scan_parquet(self.packets_path)
+        return self._frame("packets")
+
+    @property
+    def frames(self):
+        return self._frame("frames")
+
+    @property
+    def state(self):
+        return self._frame("state")
+
+    @property
+    def capacity(self):
+        return self._frame("capacity")
 
     @property
     def name(self) -> str:
@@ -116,27 +123,36 @@ class Result:
 
 
 def write_run(result: Result, folder: Path, plots: bool = True) -> None:
-    """Write the run files into an existing (temporary) folder. A result whose packet log was
-    not kept (``keep_packets=False``) cannot be written: ValueError."""
+    """Write the run files into an existing (temporary) folder; the core writes the logs. A
+    result whose packet log was not kept (``keep_packets=False``) cannot be written: ValueError."""
     from .report import write_run_index
 
     folder = Path(folder)
+    if result.folder is not None:  # a loaded run folder: copied as it is
+        if not (folder.exists() and folder.samefile(result.folder)):
+            import shutil
+
+            shutil.copytree(result.folder, folder, dirs_exist_ok=True)
+        return
     with open(folder / "summary.json", "w", encoding="utf-8", newline="") as f:
         f.write(result.summary_json)
     with open(folder / "scenario.json", "w", encoding="utf-8") as f:
         f.write(json.dumps(result.scenario, sort_keys=True, indent=2, default=str) + "\n")
     for table in TABLES:
         path = folder / f"{table}.parquet"
-        data = getattr(result, table)
-        if isinstance(data, pl.DataFrame):
-            data.write_parquet(path)
-        elif data is None:
+        if result._run.write_table(table, str(path)):
+            continue
+        if result.packets_path is None:
             raise ValueError(f"cannot write {path}: this run's {table} log was not kept")
-        elif result.packets_path is None or not path.exists() or not path.samefile(result.packets_path):
-            data.sink_parquet(path)  # a streamed log written elsewhere: copied without loading it
-    images = []
+        if not path.exists() or not path.samefile(result.packets_path):
+            import shutil
+
+            shutil.copyfile(result.packets_path, path)  # a streamed log written elsewhere
+    images, charts = [], ""
     if plots:
         from . import plots as plotting  # matplotlib (0.5 s to import) only when plots are drawn
+        from .interactive import charts_html, run_charts
 
         images = plotting.run_plots(result, folder / "plots")
-    write_run_index(result, folder, images)
+        charts = charts_html(run_charts(result))
+    write_run_index(result, folder, images, charts)

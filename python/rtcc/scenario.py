@@ -21,7 +21,6 @@ from . import _core
 from ._core import ScenarioError
 from .progress import TerminalProgress
 from .registry import ControllerSpec
-from .result import PacketWriter, Result
 
 __all__ = ["Scenario", "run_file"]
 
@@ -199,7 +198,7 @@ class Scenario:
 
     def run(self, seed: int | None = None, progress: bool | Callable[[float], None] = False,
             allow_large: bool = False, packets_to: str | os.PathLike | None = None,
-            keep_packets: bool = True) -> Result:
+            keep_packets: bool = True) -> "Result":
         """Simulate the scenario and return its Result.
 
         ``seed`` overrides the scenario's seed. ``progress=True`` draws a progress line on stderr
@@ -210,8 +209,11 @@ class Scenario:
         The packet log is held in memory (``Result.packets``, a DataFrame) unless
         ``packets_to`` names a Parquet file to stream it to as the run goes (``Result.packets``
         is then a LazyFrame over it), or ``keep_packets=False`` (None: for runs whose summary is
-        all that is wanted). The summary is the same either way.
+        all that is wanted). The summary is the same either way. The core writes the streamed
+        file itself; the other logs become DataFrames when first read.
         """
+        from .result import Result
+
         if seed is not None:
             seed = _check_seed(seed)
         js = self.to_json()
@@ -222,10 +224,10 @@ class Scenario:
         # A streamed log is written beside its destination and moved there only once complete,
         # so a failed run leaves no partial file that looks like a log.
         partial = Path(f"{packets_to}.partial") if packets_to is not None else None
-        writer = PacketWriter(partial) if partial is not None else None
         done = False
         try:
-            raw = _core.run(js, self.base_dir, seed, callback, packet_sink=writer,
+            raw = _core.run(js, self.base_dir, seed, callback,
+                            packets_to=str(partial) if partial is not None else None,
                             keep_packets=keep_packets)
             done = True
         except ScenarioError as e:
@@ -233,8 +235,7 @@ class Scenario:
         finally:
             if bar:
                 bar.close()
-            if writer:
-                writer.close()
+            if partial is not None:
                 if done:
                     os.replace(partial, packets_to)
                 else:
@@ -257,7 +258,7 @@ def run_file(
     seed: int | None = None,
     controller: str | ControllerSpec | None = None,
     progress: bool | Callable[[float], None] = False,
-) -> Result:
+) -> "Result":
     """Load a TOML scenario, optionally switch every flow to ``controller`` (a spec), and run it."""
     scenario = Scenario.from_file(path)
     if controller is not None:

@@ -417,15 +417,10 @@ class Sweep:
         :class:`SweepIncomplete` error that names the cell and carries the runs that finished.
 
         ``backend="ray"`` runs each run as a Ray task on the cluster at ``address`` (a local Ray
-        instance without one), shipping the input files with the tasks (``rtcc.ray_backend``);
-        ``jobs`` is then Ray's business and ``logs_dir`` is refused (run folders would be written
-        on whichever node ran them).
+        instance without one), shipping the input files with the tasks and a kept run folder back
+        (``rtcc.ray_backend``); ``jobs`` is then Ray's business.
         """
-        if backend not in ("local", "ray"):
-            raise ValueError(f"backend: expected \"local\" or \"ray\", got {backend!r}")
-        if backend == "ray" and logs_dir is not None:
-            raise ValueError("keeping run logs needs the local backend: on Ray they would be written on the "
-                             "nodes that ran the runs")
+        check_engine(backend, jobs)
         cells = self.validate()
         if not allow_large:
             for label, _, sc in cells:
@@ -433,10 +428,6 @@ class Sweep:
                     sc.check_size()
                 except ScenarioError as e:
                     raise self._error(f"cell {label}: {str(e).removeprefix('scenario: ')}") from None
-        if jobs is None:
-            jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-            raise ValueError(f"jobs: expected a positive integer, got {jobs!r}")
         done = dict(done or {})
         keys = [(label, seed) for label, _, _ in cells for seed in self.seeds if (label, seed) not in done]
         scenarios = {label: sc for label, _, sc in cells}
@@ -446,12 +437,7 @@ class Sweep:
         show = RunsProgress(self.name, len(tasks)) if progress is True else None
         report = show if show else (progress if callable(progress) else None)
         try:
-            if backend == "ray":
-                from .ray_backend import execute as execute_on_ray
-
-                outputs, died = execute_on_ray(tasks, address, report)
-            else:
-                outputs, died = _execute(tasks, jobs, report)
+            outputs, died = execute(tasks, jobs, report, backend, address)
         finally:
             if show:
                 show.close()
@@ -482,9 +468,39 @@ class SweepIncomplete(ScenarioError):
         self.total = total
 
 
+def check_engine(backend: str, jobs: int | None) -> None:
+    """ValueError for an unknown backend or a job count that is not a positive integer."""
+    if backend not in ("local", "ray"):
+        raise ValueError(f"backend: expected \"local\" or \"ray\", got {backend!r}")
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise ValueError(f"jobs: expected a positive integer, got {jobs!r}")
+
+
+def execute(tasks: list[tuple], jobs: int | None = None, progress: Callable[[int, int], None] | None = None,
+            backend: str = "local", address: str | None = None) -> tuple[list, list[int] | None]:
+    """Run tasks (see :func:`_run_task`) on the engine of sweeps, comparisons and the demo: a
+    spawned process pool of ``jobs`` workers (default: one per CPU; 1 runs in this process), or
+    Ray (``backend="ray"``, the cluster at ``address``). The outputs come back in task order,
+    ``(failed, summary.json text or error)`` each, None for a run that did not finish (the first
+    failed run stops the rest), with the indices of the tasks running when a worker died (or
+    None); the same on either engine."""
+    check_engine(backend, jobs)
+    if backend == "ray":
+        from .ray_backend import execute as execute_on_ray
+
+        return execute_on_ray(tasks, address, progress)
+    if jobs is None:
+        jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return _execute(tasks, jobs, progress)
+
+
 def _run_task(task: tuple) -> tuple[bool, str]:
-    """Run one (cell, seed): ``(False, summary.json text)`` or ``(True, error message)``."""
-    data, base_dir, seed, logs, allow_large = task
+    """Run one (cell, seed): ``(False, summary.json text)`` or ``(True, error message)``. A task
+    is ``(scenario dict, base_dir, seed, logs, allow_large[, plots])``; with ``logs`` (a folder
+    that does not exist yet) the whole run folder is written there, with plots unless
+    ``plots`` is False (a comparison's ``--no-plots``)."""
+    data, base_dir, seed, logs, allow_large, *rest = task
+    plots = rest[0] if rest else True
     try:
         scenario = Scenario.from_dict(data, base_dir=base_dir)
         if logs:  # the run's folder, its packet log streamed into it
@@ -492,7 +508,7 @@ def _run_task(task: tuple) -> tuple[bool, str]:
 
             Path(logs).mkdir(parents=True)
             result = scenario.run(seed=seed, allow_large=allow_large, packets_to=Path(logs) / "packets.parquet")
-            write_run(result, Path(logs), plots=True)
+            write_run(result, Path(logs), plots=plots)
         else:  # only the summary is wanted
             result = scenario.run(seed=seed, allow_large=allow_large, keep_packets=False)
     except ScenarioError as e:  # the core's exception class does not survive pickling

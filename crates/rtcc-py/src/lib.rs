@@ -1,11 +1,14 @@
-//! `rtcc._core`: thin Python bindings. Scenarios go in as JSON, results come back as NumPy
-//! columns; there is no logic here beyond conversion.
+//! `rtcc._core`: thin Python bindings. Scenarios go in as JSON; a run comes back as a handle
+//! whose logs are Arrow tables (built by `rtcc_sim::tables`, passed through the Arrow PyCapsule
+//! interface) or Parquet files written by the core. There is no logic here beyond conversion.
 
+use arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use arrow_array::{RecordBatch, RecordBatchIterator};
 use numpy::IntoPyArray;
 use pyo3::create_exception;
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyCapsule, PyDict, PyList};
 use rtcc_core::cc;
 use rtcc_core::metrics::PacketRecord;
 use rtcc_core::net::tracegen::{generate_lte, LteTraceConfig};
@@ -58,53 +61,136 @@ fn estimated_packets(scenario_json: &str, base_dir: &str) -> PyResult<(f64, f64)
     ))
 }
 
-fn i64_of(t: Option<rtcc_core::Time>) -> i64 {
-    t.map_or(-1, |t| t.0 as i64)
-}
+/// One table of a run as Arrow data: Python libraries take it without a copy through the Arrow
+/// PyCapsule interface (`polars.DataFrame(table)`, `pyarrow.table(table)`).
+#[pyclass(frozen, name = "ArrowTable")]
+struct ArrowTable(RecordBatch);
 
-/// The packet log's columns (NumPy arrays) for the records of `parts`, one after the other.
-fn packet_columns<'py>(py: Python<'py>, parts: &[&[PacketRecord]]) -> PyResult<Bound<'py, PyDict>> {
-    let cols = PyDict::new(py);
-    let records = || parts.iter().flat_map(|p| p.iter());
-    macro_rules! col {
-        ($name:literal, $map:expr) => {
-            cols.set_item(
-                $name,
-                records().map($map).collect::<Vec<_>>().into_pyarray(py),
-            )?
-        };
+#[pymethods]
+impl ArrowTable {
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema; // the table is handed over in its own schema, as the protocol allows
+        let batches = RecordBatchIterator::new([Ok(self.0.clone())], self.0.schema());
+        let stream = FFI_ArrowArrayStream::new(Box::new(batches));
+        PyCapsule::new_with_value(py, stream, c"arrow_array_stream")
     }
-    col!("flow", |p| p.flow);
-    col!("seq", |p| p.seq);
-    col!("kind", |p| p.kind as u8);
-    col!("size", |p| p.size);
-    col!("frame", |p| p.frame.map_or(-1, |f| f as i64));
-    col!("send_ns", |p| p.send.0 as i64);
-    col!("enqueue_ns", |p| p.enqueue.0 as i64);
-    col!("depart_ns", |p| i64_of(p.depart));
-    col!("recv_ns", |p| i64_of(p.recv));
-    col!("dropped", |p| p.dropped);
-    Ok(cols)
+
+    fn __len__(&self) -> usize {
+        self.0.num_rows()
+    }
 }
 
-/// Run a scenario (JSON text) and return its summary and logs as NumPy columns.
+/// A finished run: its summary, the flows' names and its four logs (`rtcc_sim::tables`), built
+/// when asked for. A kept packet log is turned into its table once, and its records freed.
+#[pyclass(unsendable, name = "Run")]
+struct RunOutput {
+    result: rtcc_sim::RunResult,
+    end: rtcc_core::Time,
+    streamed: bool,
+    packets: Option<RecordBatch>,
+}
+
+impl RunOutput {
+    fn new(result: rtcc_sim::RunResult, sc: &Scenario, streamed: bool) -> Self {
+        let end = rtcc_core::Time(sc.duration.0);
+        Self {
+            result,
+            end,
+            streamed,
+            packets: None,
+        }
+    }
+
+    /// The table `name`, or None for a packet log that was streamed or not kept.
+    fn batch(&mut self, name: &str) -> PyResult<Option<RecordBatch>> {
+        if name != "packets" {
+            return rtcc_sim::tables::table(&self.result, self.end, name)
+                .map(Some)
+                .ok_or_else(|| {
+                    PyValueError::new_err(format!(
+                        "no table {name:?}; the tables are {:?}",
+                        rtcc_sim::tables::TABLES
+                    ))
+                });
+        }
+        if self.streamed {
+            return Ok(None);
+        }
+        if self.packets.is_none() {
+            let table = rtcc_sim::tables::table(&self.result, self.end, "packets");
+            for flow in &mut self.result.flows {
+                flow.packets = Vec::new();
+            }
+            self.packets = table;
+        }
+        Ok(self.packets.clone())
+    }
+}
+
+#[pymethods]
+impl RunOutput {
+    /// `summary.json`'s text.
+    #[getter]
+    fn summary(&self) -> String {
+        self.result.summary.to_json()
+    }
+
+    /// The flows as run: name, controller, start and stop (ns).
+    #[getter]
+    fn flows<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let flows = PyList::empty(py);
+        for f in &self.result.flows {
+            let d = PyDict::new(py);
+            d.set_item("name", &f.config.name)?;
+            d.set_item("controller", &f.config.controller)?;
+            d.set_item("start_ns", f.config.start.0)?;
+            d.set_item("stop_ns", f.config.stop.0)?;
+            flows.append(d)?;
+        }
+        Ok(flows)
+    }
+
+    /// The table `name` (packets, frames, state, capacity) as Arrow data; None for a packet log
+    /// that was streamed or not kept.
+    fn table(&mut self, name: &str) -> PyResult<Option<ArrowTable>> {
+        Ok(self.batch(name)?.map(ArrowTable))
+    }
+
+    /// Write the table `name` to the Parquet file `path`; False (nothing written) for a packet
+    /// log that was streamed or not kept.
+    fn write_table(&mut self, py: Python<'_>, name: &str, path: &str) -> PyResult<bool> {
+        let Some(table) = self.batch(name)? else {
+            return Ok(false);
+        };
+        py.detach(|| rtcc_sim::tables::write_parquet(Path::new(path), &table))
+            .map_err(PyOSError::new_err)?;
+        Ok(true)
+    }
+}
+
+/// Run a scenario (JSON text) and return it as a [`RunOutput`].
 ///
-/// `packet_sink`: a callable that receives the packet log in chunks (dicts of NumPy columns,
-/// each one flow's packets in send order) as the run goes, instead of the whole log at the end;
-/// the result's `packets` is then None. `keep_packets=False` without a sink forgets the packet
-/// log (only the summary and the other logs are returned). Either way the run holds about 48
-/// bytes per packet for its summary instead of the 88 of a kept record.
+/// `packets_to`: a Parquet file the packet log is streamed to as the run goes (one row group per
+/// chunk of records, each one flow's packets in send order), instead of being kept.
+/// `keep_packets=False` without it forgets the packet log (only the summary and the other logs
+/// remain). Either way the run holds about 48 bytes per packet for its summary instead of the
+/// 88 of a kept record.
 #[pyfunction]
-#[pyo3(signature = (scenario_json, base_dir, seed=None, progress=None, packet_sink=None, keep_packets=true))]
+#[pyo3(signature = (scenario_json, base_dir, seed=None, progress=None, packets_to=None, keep_packets=true))]
 fn run<'py>(
     py: Python<'py>,
     scenario_json: &str,
     base_dir: &str,
     seed: Option<u64>,
     progress: Option<Bound<'py, PyAny>>,
-    packet_sink: Option<Bound<'py, PyAny>>,
+    packets_to: Option<&str>,
     keep_packets: bool,
-) -> PyResult<Bound<'py, PyDict>> {
+) -> PyResult<RunOutput> {
     let registry = pycontroller::registry();
     let sc = scenario_from_json(scenario_json, base_dir, &registry)?;
     let mut callback_error: Option<PyErr> = None;
@@ -121,45 +207,48 @@ fn run<'py>(
         }
     };
     pycontroller::take_error(); // none should be left from an earlier run
-    let mut sink_error: Option<PyErr> = None;
+    let mut writer = packets_to
+        .map(|p| rtcc_sim::tables::PacketLogWriter::create(Path::new(p)))
+        .transpose()
+        .map_err(PyOSError::new_err)?;
+    let mut sink_error: Option<String> = None;
     let mut sink = |chunk: &[PacketRecord]| {
-        let Some(callable) = &packet_sink else {
-            return; // discarded
-        };
-        if sink_error.is_none() {
-            if let Err(e) = packet_columns(py, &[chunk]).and_then(|c| callable.call1((c,))) {
-                sink_error = Some(e);
-            }
+        if let (Some(w), None) = (&mut writer, &sink_error) {
+            sink_error = w.write(chunk).err();
         }
     };
-    let streamed = packet_sink.is_some() || !keep_packets;
+    let streamed = packets_to.is_some() || !keep_packets;
     let result = if streamed {
         rtcc_sim::run::run_streaming_with_registry(&sc, seed, &mut report, &registry, &mut sink)
     } else {
         rtcc_sim::run_with_registry(&sc, seed, &mut report, &registry)
     }
     .map_err(ScenarioError::new_err)?;
-    if let Some(e) = pycontroller::take_error().or(callback_error).or(sink_error) {
+    if let Some(e) = pycontroller::take_error().or(callback_error) {
         return Err(e);
     }
-
-    result_dict(py, &sc, &result, streamed)
+    if let Some(e) = sink_error {
+        return Err(PyOSError::new_err(e));
+    }
+    if let Some(w) = writer {
+        w.finish().map_err(PyOSError::new_err)?;
+    }
+    Ok(RunOutput::new(result, &sc, streamed))
 }
 
 /// A live run's logs (`rtcc send`'s, `rtcc recv`'s and optionally `rtcc emu`'s log folders)
-/// as the same dictionary [`run`] returns, summarised by the simulator's code: flow `flow` of the
-/// scenario, alone.
+/// as the same [`RunOutput`] [`run`] returns, summarised by the simulator's code: flow `flow` of
+/// the scenario, alone.
 #[pyfunction]
 #[pyo3(signature = (scenario_json, base_dir, flow, send_dir, recv_dir, emu_dir=None))]
-fn live_result<'py>(
-    py: Python<'py>,
+fn live_result(
     scenario_json: &str,
     base_dir: &str,
     flow: usize,
     send_dir: &str,
     recv_dir: &str,
     emu_dir: Option<&str>,
-) -> PyResult<Bound<'py, PyDict>> {
+) -> PyResult<RunOutput> {
     let registry = pycontroller::registry();
     let sc = scenario_from_json(scenario_json, base_dir, &registry)?;
     let logs = rtcc_live::assemble::LiveLogs {
@@ -168,127 +257,7 @@ fn live_result<'py>(
         emu: emu_dir.map(Into::into),
     };
     let result = rtcc_live::assemble::assemble(&sc, flow, &logs).map_err(PyValueError::new_err)?;
-    let mut one = sc.clone();
-    one.flows = vec![sc.flows[flow].clone()];
-    result_dict(py, &one, &result, false)
-}
-
-/// What [`run`] returns: the summary's JSON text and the logs as NumPy columns.
-fn result_dict<'py>(
-    py: Python<'py>,
-    sc: &rtcc_sim::Scenario,
-    result: &rtcc_sim::RunResult,
-    streamed: bool,
-) -> PyResult<Bound<'py, PyDict>> {
-    let out = PyDict::new(py);
-    out.set_item("summary", result.summary.to_json())?;
-    if streamed {
-        out.set_item("packets", py.None())?;
-    } else {
-        let parts: Vec<&[PacketRecord]> = result.flows.iter().map(|f| &f.packets[..]).collect();
-        out.set_item("packets", packet_columns(py, &parts)?)?;
-    }
-
-    macro_rules! col {
-        ($d:expr, $name:literal, $iter:expr) => {
-            $d.set_item($name, $iter.collect::<Vec<_>>().into_pyarray(py))?
-        };
-    }
-    let end = rtcc_core::Time(sc.duration.0);
-    let frames: Vec<_> = result.flows.iter().flat_map(|f| f.frames.iter()).collect();
-    let delays: Vec<i64> = result
-        .flows
-        .iter()
-        .flat_map(|f| {
-            rtcc_core::metrics::frame_delays(&f.frames, end)
-                .into_iter()
-                .map(|d| d.map_or(-1, |d| d.0 as i64))
-        })
-        .collect();
-    let cols = PyDict::new(py);
-    col!(cols, "flow", frames.iter().map(|f| f.flow));
-    col!(cols, "frame", frames.iter().map(|f| f.frame as i64));
-    col!(
-        cols,
-        "capture_ns",
-        frames.iter().map(|f| f.capture.0 as i64)
-    );
-    col!(cols, "size", frames.iter().map(|f| f.size));
-    col!(cols, "target_bps", frames.iter().map(|f| f.target_bps));
-    col!(cols, "packets", frames.iter().map(|f| f.packets as u32));
-    col!(
-        cols,
-        "first_send_ns",
-        frames.iter().map(|f| i64_of(f.first_send))
-    );
-    col!(
-        cols,
-        "last_send_ns",
-        frames.iter().map(|f| i64_of(f.last_send))
-    );
-    col!(
-        cols,
-        "complete_ns",
-        frames.iter().map(|f| i64_of(f.complete))
-    );
-    col!(cols, "delay_ns", delays.into_iter());
-    // Playout (metrics::playout): display time (-1: never shown) and frame latency to display.
-    let (mut display, mut latency) = (Vec::new(), Vec::new());
-    for f in &result.flows {
-        let shown = rtcc_core::metrics::playout::display_times(&f.frames);
-        let lat = rtcc_core::metrics::playout::frame_latencies(&f.frames, &shown, end);
-        display.extend(shown.iter().map(|&t| i64_of(t)));
-        latency.extend(lat.iter().map(|d| d.0 as i64));
-    }
-    col!(cols, "keyframe", frames.iter().map(|f| f.keyframe));
-    col!(
-        cols,
-        "psnr_db",
-        frames.iter().map(|f| f.psnr_db.unwrap_or(f64::NAN))
-    );
-    col!(
-        cols,
-        "height",
-        frames.iter().map(|f| f.resolution.map_or(0, |r| r.height))
-    );
-    col!(cols, "display_ns", display.into_iter());
-    col!(cols, "latency_ns", latency.into_iter());
-    col!(cols, "recovered", frames.iter().map(|f| f.recovered));
-    col!(
-        cols,
-        "unrecoverable",
-        frames.iter().map(|f| f.unrecoverable)
-    );
-    out.set_item("frames", cols)?;
-
-    let st = &result.state;
-    let cols = PyDict::new(py);
-    col!(cols, "flow", st.flow.iter().copied());
-    col!(cols, "time_ns", st.time.iter().map(|t| t.0 as i64));
-    cols.set_item("signal", PyList::new(py, st.signal.iter())?)?;
-    col!(cols, "value", st.value.iter().copied());
-    out.set_item("state", cols)?;
-
-    let cols = PyDict::new(py);
-    col!(
-        cols,
-        "time_ns",
-        result.capacity.iter().map(|c| c.0 .0 as i64)
-    );
-    col!(cols, "bps", result.capacity.iter().map(|c| c.1));
-    out.set_item("capacity", cols)?;
-
-    let flows = PyList::empty(py);
-    for f in &result.flows {
-        let d = PyDict::new(py);
-        d.set_item("name", &f.config.name)?;
-        d.set_item("controller", &f.config.controller)?;
-        d.set_item("start_ns", f.config.start.0)?;
-        d.set_item("stop_ns", f.config.stop.0)?;
-        flows.append(d)?;
-    }
-    out.set_item("flows", flows)?;
-    Ok(out)
+    Ok(RunOutput::new(result, &sc, false))
 }
 
 /// The registered controllers with their parameters.
@@ -476,6 +445,9 @@ fn replay_feedback<'py>(
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<ArrowTable>()?;
+    m.add_class::<RunOutput>()?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(estimated_packets, m)?)?;

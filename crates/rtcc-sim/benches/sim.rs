@@ -1,7 +1,8 @@
-//! `cargo bench`: the two standard simulator benchmarks (see `rtcc_sim::bench`).
+//! `cargo bench`: the two standard simulator benchmarks (see `rtcc_sim::bench`), and the run
+//! folder's logs built and written as Parquet (`rtcc_sim::tables`) for the first of them.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use rtcc_sim::{bench, run};
+use rtcc_sim::{bench, run, tables};
 
 fn simulate(c: &mut Criterion) {
     let mut group = c.benchmark_group("simulate_60s");
@@ -15,5 +16,26 @@ fn simulate(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, simulate);
+fn write_logs(c: &mut Criterion) {
+    let sc = bench::scenario("single").unwrap();
+    let result = run(&sc, None, &mut |_| {}).unwrap();
+    let end = rtcc_core::Time(sc.duration.0);
+    let dir = std::env::temp_dir().join(format!("rtcc-bench-logs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut group = c.benchmark_group("parquet_logs");
+    group.sample_size(10);
+    let sent: usize = result.flows.iter().map(|f| f.packets.len()).sum();
+    group.throughput(Throughput::Elements(sent as u64));
+    group.bench_function("single", |b| {
+        b.iter(|| {
+            let packets = tables::table(&result, end, "packets").unwrap();
+            tables::write_parquet(&dir.join("packets.parquet"), &packets).unwrap();
+            tables::write_logs(&dir, &result, end).unwrap();
+        })
+    });
+    group.finish();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+criterion_group!(benches, simulate, write_logs);
 criterion_main!(benches);

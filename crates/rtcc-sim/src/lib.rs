@@ -6,12 +6,14 @@
 //! - [`run`](mod@run): run a scenario and compute its summary.
 //! - [`bench`]: the standard speed benchmarks.
 //! - [`replay`]: a controller fed the feedback of a logged packet trace, open loop.
+//! - [`tables`]: a run's logs as Arrow tables and Parquet files.
 
 pub mod bench;
 pub mod replay;
 pub mod run;
 pub mod scenario;
 pub mod sim;
+pub mod tables;
 
 pub use run::{
     run, run_streaming, run_streaming_with_registry, run_with_registry, RunResult, Summary,

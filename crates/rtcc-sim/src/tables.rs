@@ -1,0 +1,291 @@
+//! A run's logs as Arrow tables, and their Parquet files.
+//!
+//! A run folder holds four logs (docs/cli.md, "Run folder"); this module is the one place that
+//! turns a run into them, so the command line, the Python API and a Rust user of this crate get
+//! the same columns, derived ones included:
+//!
+//! | table | one row per | columns |
+//! |---|---|---|
+//! | `packets` | data packet | `flow, seq, kind, size, frame, send_ns, enqueue_ns, depart_ns, recv_ns, dropped` |
+//! | `frames` | encoded frame | `flow, frame, capture_ns, size, target_bps, packets, first_send_ns, last_send_ns, complete_ns, delay_ns, keyframe, psnr_db, height, display_ns, latency_ns, recovered, unrecoverable` |
+//! | `state` | controller signal sample | `flow, time_ns, signal, value` |
+//! | `capacity` | 100 ms bin of the forward link | `time_ns, bps` |
+//!
+//! Times are integer nanoseconds; −1 stands for "never" (a packet lost, a frame not shown).
+//! `delay_ns` (SQP's frame delay, `metrics::frame_delays`), `display_ns` and `latency_ns`
+//! (`metrics::playout`) are computed here from the frame records, not by the caller.
+//!
+//! [`PacketLogWriter`] streams a packet log to Parquet chunk by chunk, as
+//! [`crate::run::run_streaming_with_registry`] hands the records over, one row group a chunk;
+//! [`write_logs`] writes a finished run's other three tables. Packet logs are written with
+//! zstd and without dictionaries (nanosecond times do not repeat: a dictionary only doubled the
+//! file); the other tables keep the writer's default dictionaries (the state log's signal names).
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::{
+    ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt32Array,
+    UInt64Array, UInt8Array,
+};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+use rtcc_core::metrics::{self, PacketRecord};
+use rtcc_core::Time;
+
+use crate::run::RunResult;
+use crate::sim::StateLog;
+
+/// The names of the four logs, as their files are named in a run folder (`<name>.parquet`).
+pub const TABLES: [&str; 4] = ["packets", "frames", "state", "capacity"];
+
+fn ns(t: Option<Time>) -> i64 {
+    t.map_or(-1, |t| t.0 as i64)
+}
+
+fn batch(schema: SchemaRef, columns: Vec<ArrayRef>) -> RecordBatch {
+    RecordBatch::try_new(schema, columns).expect("columns match the table's schema")
+}
+
+/// The packet log's schema.
+pub fn packet_schema() -> SchemaRef {
+    use DataType::*;
+    Arc::new(Schema::new(vec![
+        Field::new("flow", UInt32, false),
+        Field::new("seq", UInt64, false),
+        Field::new("kind", UInt8, false),
+        Field::new("size", UInt32, false),
+        Field::new("frame", Int64, false),
+        Field::new("send_ns", Int64, false),
+        Field::new("enqueue_ns", Int64, false),
+        Field::new("depart_ns", Int64, false),
+        Field::new("recv_ns", Int64, false),
+        Field::new("dropped", Boolean, false),
+    ]))
+}
+
+/// The packet log of `parts`, one after the other (`kind`: 0 media, 1 padding, 2
+/// retransmission, 3 probe, 4 FEC; `frame` −1 for packets that carry none).
+pub fn packets(parts: &[&[PacketRecord]]) -> RecordBatch {
+    let all = || parts.iter().flat_map(|p| p.iter());
+    batch(
+        packet_schema(),
+        vec![
+            Arc::new(UInt32Array::from_iter_values(all().map(|p| p.flow))),
+            Arc::new(UInt64Array::from_iter_values(all().map(|p| p.seq))),
+            Arc::new(UInt8Array::from_iter_values(all().map(|p| p.kind as u8))),
+            Arc::new(UInt32Array::from_iter_values(all().map(|p| p.size))),
+            Arc::new(Int64Array::from_iter_values(
+                all().map(|p| p.frame.map_or(-1, |f| f as i64)),
+            )),
+            Arc::new(Int64Array::from_iter_values(all().map(|p| p.send.0 as i64))),
+            Arc::new(Int64Array::from_iter_values(
+                all().map(|p| p.enqueue.0 as i64),
+            )),
+            Arc::new(Int64Array::from_iter_values(all().map(|p| ns(p.depart)))),
+            Arc::new(Int64Array::from_iter_values(all().map(|p| ns(p.recv)))),
+            Arc::new(BooleanArray::from_iter(all().map(|p| Some(p.dropped)))),
+        ],
+    )
+}
+
+/// The frame log of every flow of `result`, flow by flow in capture order, with the derived
+/// `delay_ns`, `display_ns` and `latency_ns` (the run ends at `end`).
+pub fn frames(result: &RunResult, end: Time) -> RecordBatch {
+    use DataType::*;
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("flow", UInt32, false),
+        Field::new("frame", Int64, false),
+        Field::new("capture_ns", Int64, false),
+        Field::new("size", UInt32, false),
+        Field::new("target_bps", Float64, false),
+        Field::new("packets", UInt32, false),
+        Field::new("first_send_ns", Int64, false),
+        Field::new("last_send_ns", Int64, false),
+        Field::new("complete_ns", Int64, false),
+        Field::new("delay_ns", Int64, false),
+        Field::new("keyframe", Boolean, false),
+        Field::new("psnr_db", Float64, false),
+        Field::new("height", UInt32, false),
+        Field::new("display_ns", Int64, false),
+        Field::new("latency_ns", Int64, false),
+        Field::new("recovered", Boolean, false),
+        Field::new("unrecoverable", Boolean, false),
+    ]));
+    let all = || result.flows.iter().flat_map(|f| f.frames.iter());
+    let (mut delay, mut display, mut latency) = (Vec::new(), Vec::new(), Vec::new());
+    for f in &result.flows {
+        delay.extend(
+            metrics::frame_delays(&f.frames, end)
+                .into_iter()
+                .map(|d| d.map_or(-1, |d| d.0 as i64)),
+        );
+        let shown = metrics::playout::display_times(&f.frames);
+        let lat = metrics::playout::frame_latencies(&f.frames, &shown, end);
+        display.extend(shown.iter().map(|&t| ns(t)));
+        latency.extend(lat.iter().map(|d| d.0 as i64));
+    }
+    let int64 = |f: &dyn Fn(&metrics::FrameRecord) -> i64| -> ArrayRef {
+        Arc::new(Int64Array::from_iter_values(all().map(f)))
+    };
+    let flag = |f: &dyn Fn(&metrics::FrameRecord) -> bool| -> ArrayRef {
+        Arc::new(BooleanArray::from_iter(all().map(|r| Some(f(r)))))
+    };
+    batch(
+        schema,
+        vec![
+            Arc::new(UInt32Array::from_iter_values(all().map(|f| f.flow))),
+            int64(&|f| f.frame as i64),
+            int64(&|f| f.capture.0 as i64),
+            Arc::new(UInt32Array::from_iter_values(all().map(|f| f.size))),
+            Arc::new(Float64Array::from_iter_values(all().map(|f| f.target_bps))),
+            Arc::new(UInt32Array::from_iter_values(
+                all().map(|f| f.packets as u32),
+            )),
+            int64(&|f| ns(f.first_send)),
+            int64(&|f| ns(f.last_send)),
+            int64(&|f| ns(f.complete)),
+            Arc::new(Int64Array::from(delay)),
+            flag(&|f| f.keyframe),
+            Arc::new(Float64Array::from_iter_values(
+                all().map(|f| f.psnr_db.unwrap_or(f64::NAN)),
+            )),
+            Arc::new(UInt32Array::from_iter_values(
+                all().map(|f| f.resolution.map_or(0, |r| r.height)),
+            )),
+            Arc::new(Int64Array::from(display)),
+            Arc::new(Int64Array::from(latency)),
+            flag(&|f| f.recovered),
+            flag(&|f| f.unrecoverable),
+        ],
+    )
+}
+
+/// The controllers' state log, long format: one row per (flow, time, signal) sample.
+pub fn state(log: &StateLog) -> RecordBatch {
+    use DataType::*;
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("flow", UInt32, false),
+        Field::new("time_ns", Int64, false),
+        Field::new("signal", Utf8, false),
+        Field::new("value", Float64, false),
+    ]));
+    batch(
+        schema,
+        vec![
+            Arc::new(UInt32Array::from(log.flow.clone())),
+            Arc::new(Int64Array::from_iter_values(
+                log.time.iter().map(|t| t.0 as i64),
+            )),
+            Arc::new(StringArray::from_iter_values(log.signal.iter())),
+            Arc::new(Float64Array::from(log.value.clone())),
+        ],
+    )
+}
+
+/// The forward link's capacity in 100 ms bins (empty for an unlimited link).
+pub fn capacity(bins: &[(Time, f64)]) -> RecordBatch {
+    use DataType::*;
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("time_ns", Int64, false),
+        Field::new("bps", Float64, false),
+    ]));
+    batch(
+        schema,
+        vec![
+            Arc::new(Int64Array::from_iter_values(
+                bins.iter().map(|b| b.0 .0 as i64),
+            )),
+            Arc::new(Float64Array::from_iter_values(bins.iter().map(|b| b.1))),
+        ],
+    )
+}
+
+/// A run's table by name ([`TABLES`]); `packets` is empty for a run whose packet log was
+/// streamed or forgotten.
+pub fn table(result: &RunResult, end: Time, name: &str) -> Option<RecordBatch> {
+    Some(match name {
+        "packets" => {
+            let parts: Vec<&[PacketRecord]> = result.flows.iter().map(|f| &f.packets[..]).collect();
+            packets(&parts)
+        }
+        "frames" => frames(result, end),
+        "state" => state(&result.state),
+        "capacity" => capacity(&result.capacity),
+        _ => return None,
+    })
+}
+
+fn properties(dictionary: bool) -> WriterProperties {
+    WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::default()))
+        .set_dictionary_enabled(dictionary)
+        .build()
+}
+
+fn create(path: &Path) -> Result<BufWriter<File>, String> {
+    File::create(path)
+        .map(BufWriter::new)
+        .map_err(|e| format!("{}: cannot create: {e}", path.display()))
+}
+
+fn failed(path: &Path, e: impl std::fmt::Display) -> String {
+    format!("{}: cannot write: {e}", path.display())
+}
+
+/// Write one table to a Parquet file.
+pub fn write_parquet(path: &Path, table: &RecordBatch) -> Result<(), String> {
+    let dictionary = table.schema().column_with_name("send_ns").is_none();
+    let mut w = ArrowWriter::try_new(create(path)?, table.schema(), Some(properties(dictionary)))
+        .map_err(|e| failed(path, e))?;
+    w.write(table).map_err(|e| failed(path, e))?;
+    w.close().map(|_| ()).map_err(|e| failed(path, e))
+}
+
+/// Write a finished run's `frames`, `state` and `capacity` tables into `folder` (the run ends at
+/// `end`); the packet log is streamed by a [`PacketLogWriter`], or written with
+/// [`write_parquet`] of [`table`]`(…, "packets")` when it was kept.
+pub fn write_logs(folder: &Path, result: &RunResult, end: Time) -> Result<(), String> {
+    for name in &TABLES[1..] {
+        let table = table(result, end, name).expect("a known table");
+        write_parquet(&folder.join(format!("{name}.parquet")), &table)?;
+    }
+    Ok(())
+}
+
+/// Streams a packet log to a Parquet file, one row group per chunk of records.
+pub struct PacketLogWriter {
+    writer: ArrowWriter<BufWriter<File>>,
+    path: std::path::PathBuf,
+}
+
+impl PacketLogWriter {
+    pub fn create(path: &Path) -> Result<Self, String> {
+        let writer = ArrowWriter::try_new(create(path)?, packet_schema(), Some(properties(false)))
+            .map_err(|e| failed(path, e))?;
+        Ok(Self {
+            writer,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Append one chunk as a row group.
+    pub fn write(&mut self, chunk: &[PacketRecord]) -> Result<(), String> {
+        self.writer
+            .write(&packets(&[chunk]))
+            .and_then(|_| self.writer.flush())
+            .map_err(|e| failed(&self.path, e))
+    }
+
+    /// Finish the file (an empty table when no chunk was written).
+    pub fn finish(self) -> Result<(), String> {
+        self.writer
+            .close()
+            .map(|_| ())
+            .map_err(|e| failed(&self.path, e))
+    }
+}
