@@ -70,7 +70,7 @@ def check_report(out, paper) -> list[dict]:
 
 
 def test_papers_are_the_modules_of_the_package():
-    assert papers() == ["c3g", "gcc-aqm", "sqp", "vidaptive"]
+    assert papers() == ["bbr-dash", "c3g", "gcc-aqm", "sqp", "vidaptive"]
 
 
 def test_reproduce_sqp_quick(tmp_path, capsys):
