@@ -2,7 +2,7 @@
 Tables 1-3 side by side with ours.
 
     python3 experiments/bbr_dash/tables.py out/bbr-dash            # every experiment (96 runs)
-    python3 experiments/bbr_dash/tables.py out/bbr-dash --quick    # the subset the tests use
+    python3 experiments/bbr_dash/tables.py out/bbr-dash --quick    # the 54 runs the tests use (every check once)
 
 The experiments are the sweep files beside this script (e0_sanity.toml ... e9_no_regression.toml):
 each cell is run once (rtcc's runs are deterministic; the seed's 5-10 repetitions average a real
@@ -51,14 +51,19 @@ PAYLOAD_SHARE = 1448 / 1500
 MODES = ("startup", "drain", "probe_bw", "probe_rtt")
 BBR_FAMILY = ("bbr", "bbr-s", "bbr2", "bbr2-s")
 
-# The quick set: the cells the tests and `rtcc reproduce bbr-dash --quick` need.
+# The quick set: enough cells for every check once (the tests and `rtcc reproduce bbr-dash --quick`).
 QUICK = {
     "e0_sanity": None,  # every cell
     "e1_fix": None,
     "e2_burst": ["burst=8KB,controller=bbr", "burst=8KB,controller=bbr2", "burst=1MB,controller=bbr",
                  "burst=1MB,controller=bbr2", "burst=2MB,controller=bbr", "burst=2MB,controller=bbr2"],
-    "e3_buffer": [f"queue={q},controller={c}" for q in ("10KB", "100KB", "10MB") for c in ("cubic", "bbr", "bbr2")],
-    "e9_no_regression": ["queue=100KB,controller=bbr,bulk", "queue=100KB,controller=bbr-s,bulk"],
+    "e3_buffer": [f"queue={q},controller={c}" for q in ("10KB", "100KB", "10MB") for c in ("cubic", "bbr", "bbr2")]
+    + ["queue=3MB,controller=bbr"],
+    "e6_http1": None,
+    "e7_abr": None,
+    "e8_wan": [f"queue={q},controller={c}" for q in ("100KB", "10MB") for c in ("bbr", "bbr2")],
+    "e9_no_regression": [f"queue={q},controller={c},dash" for q in ("100KB", "1MB") for c in ("bbr", "bbr-s")]
+    + ["queue=100KB,controller=bbr,bulk", "queue=100KB,controller=bbr-s,bulk"],
 }
 
 # The paper's numbers (research notes §5.1).
