@@ -5,22 +5,11 @@ tolerance the notes derive from it (tables.checks). The checks our model does no
 expected failures with the reason (tables.KNOWN, docs/bbr_dash.md): if one starts to pass, the
 test fails and the docs need updating. `rtcc reproduce bbr-dash` runs the full set."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from rtcc.reproduce.bbr_dash import tables
 
-
-def _tables():
-    spec = importlib.util.spec_from_file_location("bbr_dash_tables", REPO / "experiments" / "bbr_dash" / "tables.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-TABLES = _tables()
+TABLES = tables()  # experiments/bbr_dash/tables.py
 
 # The checks the quick set allows, in the order tables.checks gives them.
 QUICK_CHECKS = [

@@ -56,6 +56,25 @@ def load(name: str):
     return importlib.import_module(f"{__name__}.{name.replace('-', '_')}")
 
 
+_SCRIPTS: dict[str, Any] = {}
+
+
+def experiment_script(folder: str):
+    """``experiments/<folder>/tables.py`` (a paper's runs, metrics and tables, also run as a
+    script), loaded as a module once per process."""
+    if folder not in _SCRIPTS:
+        import importlib.util
+
+        from ..demo import experiments_dir
+
+        path = experiments_dir() / folder / "tables.py"
+        spec = importlib.util.spec_from_file_location(f"rtcc_{folder}_tables", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _SCRIPTS[folder] = module
+    return _SCRIPTS[folder]
+
+
 def fmt(value: Any, digits: int = 2, unit: str = "") -> str:
     """A number as table text (``–`` for none or NaN, ``inf``), with an optional unit."""
     if value is None or (isinstance(value, float) and math.isnan(value)):

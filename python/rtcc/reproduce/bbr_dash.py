@@ -10,14 +10,11 @@ reason tables.KNOWN gives (docs/bbr_dash.md discusses each).
 
 from __future__ import annotations
 
-import importlib.util
-
 import polars as pl
 from matplotlib.figure import Figure
 
-from ..demo import experiments_dir
 from ..plots import _colors
-from . import Context
+from . import Context, experiment_script
 
 TITLE = ("S. Vargas, R. Drucker, A. Renganathan, A. Balasubramanian, A. Gandhi, \"BBR Bufferbloat in DASH "
          "Video\", The Web Conference (WWW '21), 2021")
@@ -25,19 +22,11 @@ SHORT = "BBR bufferbloat in DASH video (Vargas et al. 2021)"
 DOCS = "docs/bbr_dash.md"
 TEST = "tests/test_bbr_dash.py"
 NOTES = "research bbr_dash.md §6.3"
-_TABLES = None
 
 
 def tables():
     """experiments/bbr_dash/tables.py, loaded once per process."""
-    global _TABLES
-    if _TABLES is None:
-        path = experiments_dir() / "bbr_dash" / "tables.py"
-        spec = importlib.util.spec_from_file_location("rtcc_bbr_dash_tables", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        _TABLES = module
-    return _TABLES
+    return experiment_script("bbr_dash")
 
 
 def run_cell(item: tuple) -> dict:

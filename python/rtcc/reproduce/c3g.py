@@ -10,7 +10,6 @@ strict expected failures are here too: they fail, each with the test's reason.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 
 import numpy as np
@@ -23,7 +22,7 @@ from ..demo import experiments_dir
 from ..plots import _colors
 from ..registry import ControllerSpec
 from ..scenario import Scenario
-from . import Context, fmt
+from . import Context, experiment_script, fmt
 
 TITLE = ("J. Alós, P. Carballeira, J. Cabrera et al., \"Congestion Control for Cloud Gaming over UDP Based on "
          "Round-Trip Video Latency\", IEEE Access 7, 2019 (C³G)")
@@ -31,19 +30,11 @@ SHORT = "C³G (Alós et al. 2019)"
 DOCS = "docs/c3g.md"
 TEST = "tests/test_c3g.py"
 NOTES = "research c3g_rtvl.md §6.3"
-_TABLES = None
 
 
 def tables():
     """experiments/c3g/tables.py, loaded once per process."""
-    global _TABLES
-    if _TABLES is None:
-        path = experiments_dir() / "c3g" / "tables.py"
-        spec = importlib.util.spec_from_file_location("rtcc_c3g_tables", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        _TABLES = module
-    return _TABLES
+    return experiment_script("c3g")
 
 
 def run_cell(cell: tuple) -> dict:
