@@ -87,7 +87,7 @@ impl ArrowTable {
 
 /// A finished run: its summary, the flows' names and its four logs (`rtcc_sim::tables`), built
 /// when asked for. A kept packet log is turned into its table once, and its records freed.
-#[pyclass(unsendable, name = "Run")]
+#[pyclass(name = "Run")]
 struct RunOutput {
     result: rtcc_sim::RunResult,
     end: rtcc_core::Time,
