@@ -452,7 +452,9 @@ impl Bbr {
                 }
             }
         }
-        if s.sample.is_some_and(|r| r.delivered > 0) {
+        // tcp_bbr.c bbr_update_min_rtt: `if (rs->delivered > 0) bbr->idle_restart = 0;`, with
+        // rs->delivered set even when tcp_rate_gen discards a too-short interval.
+        if s.delivered.is_some_and(|d| d > 0) {
             self.idle_restart = false;
         }
     }
@@ -1073,5 +1075,31 @@ mod tests {
         p.run(&mut c, t, |_, c, _| after.push(c.decision().cwnd.unwrap()));
         assert!(after[0] >= before.min(82 * MSS), "{} vs {before}", after[0]);
         assert_eq!(get(&c, "ca_state"), 0.0);
+    }
+
+    #[test]
+    fn an_ack_of_new_data_ends_the_idle_restart_even_without_a_rate_sample() {
+        // tcp_bbr.c bbr_update_min_rtt clears idle_restart when rs->delivered > 0, which
+        // tcp_rate_gen fills before it discards an interval below min_rtt.
+        let mut c = bbr(1);
+        c.idle_restart = true;
+        let s = AckSummary {
+            acked: 1500,
+            delivered: Some(3000),
+            sample: None,
+            ..AckSummary::default()
+        };
+        c.update_min_rtt(Time::from_millis(1), &s);
+        assert!(!c.idle_restart, "PROBE_RTT is no longer held off");
+        c.idle_restart = true;
+        let s = AckSummary {
+            acked: 1500,
+            ..AckSummary::default()
+        };
+        c.update_min_rtt(Time::from_millis(2), &s);
+        assert!(
+            c.idle_restart,
+            "no send-time snapshot: Linux rs->delivered = -1"
+        );
     }
 }

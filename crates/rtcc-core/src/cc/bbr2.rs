@@ -959,7 +959,11 @@ impl Bbr2 {
                 }
             }
         }
-        if rs.valid && rs.delivered > 0 {
+        // tcp_bbr2.c bbr_update_min_rtt (google/bbr v2alpha, commit 0487ade, its last line):
+        // `if (rs->delivered > 0) bbr->idle_restart = 0;`. tcp_rate_gen sets rs->delivered
+        // before it discards an interval shorter than min_rtt, so an ACK of new data ends the
+        // idle restart even when it makes no rate sample.
+        if rs.delivered > 0 {
             self.idle_restart = false;
         }
     }
@@ -1064,6 +1068,8 @@ impl Bbr2 {
             in_flight: self.pk(s.in_flight),
             in_flight_bytes: s.in_flight,
             rtt: s.rtt,
+            // rs->delivered, set even when the sample itself is invalid (see update_min_rtt).
+            delivered: s.delivered.map_or(0, |d| self.pk(d)),
             ..Rs::default()
         };
         if let Some(r) = s.sample {
@@ -1476,6 +1482,32 @@ mod tests {
         }
         // With the pipe full it returns to PROBE_BW, straight into CRUISE.
         assert_eq!(get(&c, "mode"), 2.0);
+    }
+
+    #[test]
+    fn an_ack_of_new_data_ends_the_idle_restart_even_without_a_rate_sample() {
+        // tcp_bbr2.c bbr_update_min_rtt clears idle_restart when rs->delivered > 0, and
+        // tcp_rate_gen fills rs->delivered before it discards an interval below min_rtt.
+        let mut c = bbr2("");
+        c.idle_restart = true;
+        let s = AckSummary {
+            acked: 1500,
+            delivered: Some(3000),
+            sample: None,
+            ..AckSummary::default()
+        };
+        let rs = c.rate_sample(&s);
+        assert!(!rs.valid);
+        c.update_min_rtt(Time::from_millis(1), &rs);
+        assert!(!c.idle_restart, "PROBE_RTT is no longer held off");
+        // An ACK whose packets carried no send-time snapshot (Linux rs->delivered = -1) keeps it.
+        c.idle_restart = true;
+        let rs = c.rate_sample(&AckSummary {
+            acked: 1500,
+            ..AckSummary::default()
+        });
+        c.update_min_rtt(Time::from_millis(2), &rs);
+        assert!(c.idle_restart);
     }
 
     #[test]

@@ -122,6 +122,11 @@ pub struct AckSummary {
     pub rtt: Option<Duration>,
     /// The delivery-rate sample, if this report produced a valid one.
     pub sample: Option<RateSample>,
+    /// Linux `rs->delivered`: bytes delivered since the newest acknowledged packet was sent,
+    /// whenever one of the acknowledged packets carried a send-time snapshot, even when the
+    /// interval is too short for a sample (`tcp_rate_gen` sets `rs->delivered` before it
+    /// discards such an interval); `None` where Linux has -1.
+    pub delivered: Option<u64>,
 }
 
 /// A packet this report declared lost, with its send-time snapshot (what Linux v2alpha's
@@ -318,6 +323,7 @@ impl DeliveryRateEstimator {
         if self.app_limited_until != 0 && self.delivered > self.app_limited_until {
             self.app_limited_until = 0;
         }
+        let delivered = chosen.map(|(_, s)| self.delivered - s.delivered);
         let sample = chosen.and_then(|(_, s)| {
             self.first_sent_time = s.send_time;
             let send_elapsed = s.send_time - s.first_sent_time;
@@ -342,6 +348,7 @@ impl DeliveryRateEstimator {
             in_flight: report.in_flight,
             rtt,
             sample,
+            delivered,
         }
     }
 
