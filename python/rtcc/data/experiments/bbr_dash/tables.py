@@ -226,7 +226,9 @@ QOE_GAP = ("the seed's QoE collapse is not reproduced: dash.js requests a segmen
            "cannot give (docs/bbr_dash.md)")
 TOP_RUNG = ("25 Mbit/s carries 24.1 Mbit/s of TCP payload, so dash.js's throughput rule (0.9 x samples) stops "
             "at the 20 Mbit/s rung: quality ~8.8, not ~10 (docs/dash.md)")
-STARTUP_GAP = ("STARTUP is not re-entered or prolonged by the bursts as the seed's Table 2 shows "
+STARTUP_GAP = ("STARTUP ends once, 3.3 s in, and Linux's BBR never re-enters it; the seed's long STARTUP appears "
+               "only if the sender runs out of written data (a send buffer below the 2.4 MB window: every write "
+               "then meets an empty queue and every round is app-limited), which rtcc does not model "
                "(docs/bbr_dash.md, Table 2)")
 KNOWN = {
     "S1-bbr": TOP_RUNG, "S1-bbr2": TOP_RUNG, "S1-cubic": TOP_RUNG,
@@ -241,8 +243,9 @@ KNOWN = {
     "FIX-text": ("the text reading's x 0.85 compounds: each estimate lowers the next samples' pacing, so BBR2-S "
                  "(text) collapses to under 1 Mbit/s (docs/tcp.md): Fig. 16 is better explained by the code"),
     "T2-bbr2-startup": STARTUP_GAP, "T2-bbr-startup": STARTUP_GAP,
-    "T2-probe-rtt-bbr2": ("BBRv2's PROBE_RTT every 5 s needs min_rtt unrefreshed for 5 s; between segments the "
-                          "queue drains and refreshes it (docs/bbr_dash.md, Table 2)"),
+    "T2-probe-rtt-bbr2": ("rtcc's path delay is exact: the first packet after each request meets an empty queue and "
+                          "its RTT equals min_rtt, which BBRv2's <= takes as a renewal (1 ms of jitter gives 4.2 %; "
+                          "docs/bbr_dash.md, Table 2)"),
     "F8-bbr": ("near miss, not investigated: ours is every data packet's RTT, the seed's Fig. 8 samples ss's "
                "smoothed RTT in time"),
     "F8-bbr2": ("near miss, not investigated: ours is every data packet's RTT, the seed's Fig. 8 samples ss's "
