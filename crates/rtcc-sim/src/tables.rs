@@ -237,9 +237,9 @@ fn failed(path: &Path, e: impl std::fmt::Display) -> String {
     format!("{}: cannot write: {e}", path.display())
 }
 
-/// Write one table to a Parquet file.
+/// Write one table to a Parquet file (a packet log without dictionaries, as [`PacketLogWriter`]).
 pub fn write_parquet(path: &Path, table: &RecordBatch) -> Result<(), String> {
-    let dictionary = table.schema().column_with_name("send_ns").is_none();
+    let dictionary = table.schema() != packet_schema();
     let mut w = ArrowWriter::try_new(create(path)?, table.schema(), Some(properties(dictionary)))
         .map_err(|e| failed(path, e))?;
     w.write(table).map_err(|e| failed(path, e))?;
