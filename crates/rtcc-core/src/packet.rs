@@ -127,16 +127,21 @@ impl FeedbackReport {
     }
 }
 
-/// The receiver's acknowledgement of a completely received frame.
+/// The receiver's acknowledgement of a frame: when it was complete (or displayed, as the flow's
+/// receiver is configured), or, with `lost`, a late acknowledgement of a frame it gave up on.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FrameAck {
     pub frame: u64,
     /// Receiver clock: arrival of the frame's first and last packets.
     pub first_receive_time: Time,
     pub last_receive_time: Time,
-    /// Receiver clock at which the frame was complete.
+    /// Receiver clock at which the frame was complete (for a lost frame: when the receiver gave
+    /// up on it, if nothing of it arrived).
     pub complete_time: Time,
     pub size: u32,
+    /// The receiver gave up on the frame (it missed the presentation timeout or was never
+    /// complete) and acknowledged it late, after a later frame ([`crate::endpoint::frame_acks`]).
+    pub lost: bool,
 }
 
 /// A frame as the encoder produced it.

@@ -9,7 +9,7 @@
 
 use rtcc_core::cc::{self, ControllerContext, FeedbackPolicy, Params, Registry};
 use rtcc_core::dash::{AbrKind, BufferTargets, DashConfig, HttpVersion};
-use rtcc_core::endpoint::Recovery;
+use rtcc_core::endpoint::{AckAt, FrameAckConfig, Recovery};
 use rtcc_core::media::degradation::Preference;
 use rtcc_core::media::encoder::EncoderConfig;
 use rtcc_core::media::range::{MediaRange, DEFAULT_MIN_BITRATE, DEFAULT_MIN_FPS};
@@ -159,6 +159,9 @@ pub struct FlowSpec {
     pub feedback: Option<FeedbackPolicy>,
     /// Loss recovery and liveness (video flows): `recovery = { nack = false, fec = 4 }`.
     pub recovery: Option<RecoverySpec>,
+    /// When the receiver acknowledges frames, for controllers that ask for frame acknowledgements
+    /// (video flows): `frame_ack = { at = "display", presentation_timeout = "100ms" }`.
+    pub frame_ack: Option<FrameAckSpec>,
     /// `"forward"` (default) or `"reverse"`: which link carries the flow's data.
     pub direction: Option<String>,
     /// On/off schedule: `[["0s", "40s"], ["60s", "120s"]]`; the flow is paused between the
@@ -182,6 +185,51 @@ pub struct RecoverySpec {
     pub playout_delay: Option<Duration>,
     /// Delay before the receiver's first NACK for a missing packet (default 0ms).
     pub nack_delay: Option<Duration>,
+}
+
+/// A video receiver's frame acknowledgements as written in a scenario; every field is optional.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FrameAckSpec {
+    /// `"complete"` (default: when the frame's last packet is in) or `"display"` (just before it
+    /// is shown; frames given up on are acknowledged late, flagged lost).
+    pub at: Option<String>,
+    /// With `at = "display"`: a frame whose last packet comes later than this after its first is
+    /// lost (default 100ms, C³G's client).
+    pub presentation_timeout: Option<Duration>,
+}
+
+impl FrameAckSpec {
+    /// The receiver's mode, or the bad field (under `field`, e.g. `flows[0].frame_ack`) and what
+    /// is wrong with it.
+    fn resolve(&self, field: &str) -> Result<FrameAckConfig, (String, String)> {
+        let defaults = FrameAckConfig::default();
+        let at = match &self.at {
+            None => defaults.at,
+            Some(s) => AckAt::parse(s).map_err(|m| (format!("{field}.at"), m))?,
+        };
+        if let Some(t) = self.presentation_timeout {
+            if at != AckAt::Display {
+                return Err((
+                    format!("{field}.presentation_timeout"),
+                    "applies only to a receiver that acknowledges at display: add at = \"display\""
+                        .into(),
+                ));
+            }
+            if t.0 == 0 {
+                return Err((
+                    format!("{field}.presentation_timeout"),
+                    "must be longer than 0ms".into(),
+                ));
+            }
+        }
+        Ok(FrameAckConfig {
+            at,
+            presentation_timeout: self
+                .presentation_timeout
+                .unwrap_or(defaults.presentation_timeout),
+        })
+    }
 }
 
 /// A link, resolved.
@@ -251,6 +299,8 @@ pub struct FlowConfig {
     pub clock_offset: Duration,
     pub feedback: FeedbackPolicy,
     pub recovery: Recovery,
+    /// When the receiver acknowledges frames (if the feedback policy asks for acknowledgements).
+    pub frame_ack: FrameAckConfig,
     pub media: MediaRange,
     pub degradation: Preference,
     pub pushback: bool,
@@ -641,6 +691,18 @@ impl Scenario {
                 playout_delay: r.playout_delay.unwrap_or(defaults.playout_delay),
                 nack_delay: r.nack_delay.unwrap_or(defaults.nack_delay),
             };
+            let frame_ack = match &f.frame_ack {
+                None => FrameAckConfig::default(),
+                Some(_) if kind != FlowKind::Video => {
+                    return Err(err(
+                        &at("frame_ack"),
+                        "frame acknowledgements are sent by a video flow's receiver".into(),
+                    ))
+                }
+                Some(spec) => spec
+                    .resolve(&at("frame_ack"))
+                    .map_err(|(field, m)| err(&field, m))?,
+            };
             if f.active.is_some() && matches!(kind, FlowKind::Tcp { .. }) {
                 return Err(err(
                     &at("active"),
@@ -697,6 +759,7 @@ impl Scenario {
                 clock_offset: f.clock_offset.unwrap_or(Duration::ZERO),
                 feedback,
                 recovery,
+                frame_ack,
                 media,
                 degradation,
                 pushback: f.pushback.unwrap_or(true),
@@ -1440,6 +1503,48 @@ params = { rate = "5Mbps" }
 
     fn error_of(text: &str) -> ScenarioError {
         parse(text).unwrap_err()
+    }
+
+    #[test]
+    fn frame_ack_defaults_to_completion_and_names_its_bad_fields() {
+        use rtcc_core::endpoint::{AckAt, FrameAckConfig};
+        assert_eq!(
+            parse(OK).unwrap().flows[0].frame_ack,
+            FrameAckConfig::default()
+        );
+        assert_eq!(FrameAckConfig::default().at, AckAt::Complete);
+        let with = |line: &str| format!("{OK}{line}\n");
+        let s = parse(&with("frame_ack = { at = \"display\" }")).unwrap();
+        assert_eq!(s.flows[0].frame_ack.at, AckAt::Display);
+        assert_eq!(
+            s.flows[0].frame_ack.presentation_timeout,
+            Duration::from_millis(100)
+        );
+        let s = parse(&with(
+            "frame_ack = { at = \"display\", presentation_timeout = \"150ms\" }",
+        ))
+        .unwrap();
+        assert_eq!(
+            s.flows[0].frame_ack.presentation_timeout,
+            Duration::from_millis(150)
+        );
+        let e = error_of(&with("frame_ack = { at = \"shown\" }"));
+        assert_eq!(e.field, "flows[0].frame_ack.at");
+        assert!(e.message.contains("complete, display"), "{e}");
+        let e = error_of(&with("frame_ack = { presentation_timeout = \"50ms\" }"));
+        assert_eq!(e.field, "flows[0].frame_ack.presentation_timeout");
+        assert!(e.message.contains("at = \"display\""), "{e}");
+        let e = error_of(&with(
+            "frame_ack = { at = \"display\", presentation_timeout = \"0ms\" }",
+        ));
+        assert_eq!(e.field, "flows[0].frame_ack.presentation_timeout");
+        let e = error_of(&with("frame_ack = { at = \"display\", timeout = \"1s\" }"));
+        assert!(e.message.contains("presentation_timeout"), "{e}");
+        let e = error_of(
+            "duration = \"1s\"\n[path.forward]\ncapacity = \"1Mbps\"\n[[flows]]\nkind = \"cbr\"\n\
+             rate = \"100kbps\"\nframe_ack = { at = \"display\" }\n",
+        );
+        assert_eq!(e.field, "flows[0].frame_ack");
     }
 
     #[test]

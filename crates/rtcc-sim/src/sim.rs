@@ -376,12 +376,10 @@ pub fn flow_endpoints(
             .with_model(f.frame_jitter_model);
             [
                 Box::new(VideoSendEndpoint::new(sender, source, ssrcs, f.recovery)),
-                Box::new(VideoRecvEndpoint::new(
-                    b_start,
-                    ssrcs.media,
-                    f.feedback,
-                    f.recovery,
-                )),
+                Box::new(
+                    VideoRecvEndpoint::new(b_start, ssrcs.media, f.feedback, f.recovery)
+                        .with_frame_acks(f.frame_ack),
+                ),
             ]
         }
         FlowKind::Tcp {

@@ -7,12 +7,16 @@
 //! to the moment the client says it has the frame decoded (S_ACK), the **round-trip video
 //! latency** RTVL = S_ACK − S_0. It holds the encoding, the downlink queue, the decoding and the
 //! acknowledgement's way back, and a game is playable while it stays under 100 ms. The receiver
-//! acknowledges every frame it has whole ([`FrameController::on_frame_ack`]). A frame that never
-//! completes is acknowledged late by the paper's client, "after a later frame has been received,
-//! and with a low priority"; rtcc's receiver gives up on it instead, so the [`Meter`] stands in
-//! for that late acknowledgement: a frame not acknowledged when a later frame was acknowledged
-//! `lost_frame_timeout` ago counts as lost, with RTVL = now − S_0 (judgment call A8 of the
-//! extraction; it reproduces the paper's RTVL_max of about 350 ms without a wire change).
+//! acknowledges every frame: "just before displaying it" in the paper, and in rtcc when the
+//! flow's receiver is set so (`frame_ack = { at = "display" }`, [`crate::endpoint::frame_acks`]),
+//! otherwise when it has the frame whole (the default). A frame that misses the client's
+//! presentation timeout (100 ms from its first packet) or never completes is acknowledged late
+//! by the paper's client, "after a later frame has been received, and with a low priority"; the
+//! display receiver does the same, flagging the acknowledgement lost, and the [`Meter`] counts
+//! the frame lost with RTVL = S_ACK − S_0. A receiver that acknowledges at completion gives up on
+//! such a frame silently, so the [`Meter`] stands in for the late acknowledgement: a frame not
+//! acknowledged when a later frame was acknowledged `lost_frame_timeout` ago counts as lost, with
+//! RTVL = now − S_0 (judgment call A8 of the extraction; the fallback, kept for such receivers).
 //!
 //! Every control period Δt the controller reads λ̄ (bits it sent in the period / Δt, media and
 //! repairs alike), μ̄ (bits received in the newest Δt of reported arrivals, by the receiver's
@@ -145,7 +149,8 @@ pub struct C3gConfig {
     #[serde(default = "default_epsilon_floor")]
     pub epsilon_floor: f64,
     /// A frame not acknowledged this long after a later frame was counts as lost (the client's
-    /// 100 ms presentation timeout, §V-B). Default 100 ms.
+    /// 100 ms presentation timeout, §V-B): the fallback for a receiver that sends no late
+    /// acknowledgements (`frame_ack = { at = "complete" }`, the default). Default 100 ms.
     #[serde(default = "default_lost_frame_timeout")]
     pub lost_frame_timeout: Duration,
     /// After the warm-up, double the target every period, up to twice what was sent, until RTVL
@@ -302,12 +307,17 @@ impl Meter {
         }
     }
 
-    /// S_ACK = `now`: the sender's clock when the acknowledgement arrives.
+    /// S_ACK = `now`: the sender's clock when the acknowledgement arrives. A late
+    /// acknowledgement flagged lost (a receiver that acknowledges at display, §V-B) counts its
+    /// frame as lost, with the same RTVL = S_ACK − S_0.
     pub fn on_frame_ack(&mut self, now: Time, ack: &FrameAck) {
         if let Some(i) = self.pending.iter().position(|&(f, ..)| f == ack.frame) {
             let (_, s0, _) = self.pending.remove(i).expect("found above");
             self.rtvl.push((now, (now - s0).as_millis_f64()));
             self.frames += 1;
+            if ack.lost {
+                self.lost_frames += 1;
+            }
         }
         for (f, _, overtaken) in self.pending.iter_mut() {
             if *f > ack.frame {
@@ -321,7 +331,9 @@ impl Meter {
     pub fn close(&mut self, now: Time, interval: Duration) -> Period {
         // A frame a later one overtook `lost_frame_timeout` ago, or waiting longer than
         // `PENDING_LIMIT` (no acknowledgement comes at all): the late acknowledgement of a lost
-        // frame.
+        // frame, for a receiver that sends none itself (it acknowledges at completion). A
+        // receiver that acknowledges at display sends its late acknowledgement together with
+        // the later frame's, so this never fires for it while the reverse path delivers.
         while let Some(&(_, s0, overtaken)) = self.pending.front() {
             let timed_out = overtaken.is_some_and(|t| now >= t + self.lost_frame_timeout);
             if !(timed_out || now >= s0 + PENDING_LIMIT) {
@@ -1018,7 +1030,7 @@ pub fn info() -> ControllerInfo {
             ParamDoc::new(
                 "lost_frame_timeout",
                 "100ms",
-                "an unacknowledged frame this long after a later one counts as lost",
+                "an unacknowledged frame this long after a later one counts as lost (receivers without late acks)",
             ),
             ParamDoc::new(
                 "startup",
@@ -1219,6 +1231,7 @@ mod tests {
                     last_receive_time: ms(0),
                     complete_time: ms(0),
                     size: 1000,
+                    lost: false,
                 };
                 m.on_frame_ack(ms(33 * n + 40), &ack);
             }
@@ -1306,6 +1319,7 @@ mod tests {
             last_receive_time: ms(0),
             complete_time: ms(0),
             size: 1000,
+            lost: false,
         };
         for n in 0..3 {
             m.on_frame_encoded(&frame(n));
@@ -1323,6 +1337,49 @@ mod tests {
         assert!(
             (p.rtvl[0].1 - (210.0 - 33.0)).abs() < 1e-9,
             "RTVL = now − S_0"
+        );
+    }
+
+    #[test]
+    fn a_late_acknowledgement_flagged_lost_counts_the_frame_lost_at_its_arrival() {
+        let mut m = Meter::new(Duration::from_millis(100), Duration::from_millis(100));
+        for n in 0..3 {
+            m.on_frame_encoded(&FrameInfo {
+                frame: n,
+                capture_time: ms(33 * n),
+                size: 1000,
+                target: Rate::from_mbps(1.0),
+                packets: 1,
+                keyframe: false,
+            });
+        }
+        let ack = |n: u64, lost: bool| FrameAck {
+            frame: n,
+            first_receive_time: ms(0),
+            last_receive_time: ms(0),
+            complete_time: ms(0),
+            size: 1000,
+            lost,
+        };
+        m.on_frame_ack(ms(40), &ack(0, false));
+        // The display receiver sends frame 1's late acknowledgement right after frame 2's.
+        m.on_frame_ack(ms(150), &ack(2, false));
+        m.on_frame_ack(ms(150), &ack(1, true));
+        let p = m.close(ms(160), Duration::from_millis(100));
+        assert_eq!(
+            (p.frames, p.lost_frames),
+            (3, 1),
+            "no wait for the fallback timeout"
+        );
+        assert!(
+            (p.rtvl[2].1 - (150.0 - 33.0)).abs() < 1e-9,
+            "RTVL = S_ACK − S_0 of the late acknowledgement"
+        );
+        let p = m.close(ms(400), Duration::from_millis(100));
+        assert_eq!(
+            (p.frames, p.lost_frames),
+            (0, 0),
+            "counted once: the fallback has nothing left"
         );
     }
 }

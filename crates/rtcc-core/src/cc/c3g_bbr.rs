@@ -59,7 +59,8 @@ pub struct C3gBbrConfig {
     /// Start in ProbeBW (the paper's drop tests start at a known rate). Default false.
     #[serde(default)]
     pub skip_startup: bool,
-    /// A frame not acknowledged this long after a later frame counts as lost. Default 100 ms.
+    /// A frame not acknowledged this long after a later frame counts as lost, for a receiver
+    /// that sends no late acknowledgements of lost frames (see `c3g`'s). Default 100 ms.
     #[serde(default = "default_lost_frame_timeout")]
     pub lost_frame_timeout: Duration,
     /// Measure only, at the start rate, for this long (the first keyframe and a half-measured μ̄

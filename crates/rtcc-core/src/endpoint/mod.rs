@@ -25,12 +25,14 @@
 
 pub mod cbr;
 pub mod dash;
+pub mod frame_acks;
 pub mod tcp;
 pub mod video_recv;
 pub mod video_send;
 
 pub use cbr::{CbrSendEndpoint, Sink};
 pub use dash::{DashClientEndpoint, DashServerEndpoint};
+pub use frame_acks::{AckAt, FrameAckConfig};
 pub use tcp::{TcpRecvEndpoint, TcpSendEndpoint};
 pub use video_recv::VideoRecvEndpoint;
 pub use video_send::VideoSendEndpoint;

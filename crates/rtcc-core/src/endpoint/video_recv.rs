@@ -7,7 +7,9 @@
 //! - **transport-wide feedback** (draft-holmer-rmcat-transport-wide-cc-extensions-01) every
 //!   `interval` of the controller's [`FeedbackPolicy`], and when a frame's last packet arrives
 //!   if the policy asks for per-frame feedback;
-//! - a **frame acknowledgement** when a frame is complete, only if the policy asks for them;
+//! - a **frame acknowledgement** when a frame is complete, or when it is displayed, with late
+//!   acknowledgements of the frames given up on ([`super::frame_acks`], the flow's `frame_ack`),
+//!   only if the policy asks for them;
 //! - **generic NACK** (RFC 4585 §6.2.1) with the [`NackRequester`]'s timing, when NACK is on;
 //! - **PLI** (RFC 4585 §6.3.1) when a frame cannot be decoded ([`Playout`] paces the requests),
 //!   or when the NACK list overflows;
@@ -17,6 +19,7 @@
 //! under their original number (the retransmission has its own transport-wide number; an FEC
 //! recovery has none), as in libwebrtc.
 
+use super::frame_acks::{FrameAckConfig, FrameAcker};
 use super::{rtp_time, unwrap_near, Endpoint, EndpointEvent, Recovery, Transmit};
 use super::{PT_FEC, PT_MEDIA, PT_RTX};
 use crate::cc::FeedbackPolicy;
@@ -53,6 +56,9 @@ pub struct VideoRecvEndpoint {
     newest_ts: Option<u64>,
     jitter: JitterBuffer,
     nack: Option<NackRequester>,
+    /// Frame acknowledgements, when the policy asks for them.
+    frame_acks: Option<FrameAcker>,
+    ack_scratch: Vec<FrameAckMessage>,
     /// Recent media packets (sequence number, contents, wire size) for FEC recovery.
     fec_window: VecDeque<(u16, Vec<u8>, u32)>,
     /// Parity packets that could not recover anything yet.
@@ -99,6 +105,10 @@ impl VideoRecvEndpoint {
             nack: recovery
                 .nack
                 .then(|| NackRequester::with_delay(recovery.nack_delay)),
+            frame_acks: policy
+                .frame_acks
+                .then(|| FrameAcker::new(FrameAckConfig::default(), RECEIVER_SSRC, media_ssrc)),
+            ack_scratch: Vec::new(),
             fec_window: VecDeque::new(),
             fec_parity: VecDeque::new(),
             next_feedback: policy.interval.map(|iv| now + iv),
@@ -111,6 +121,15 @@ impl VideoRecvEndpoint {
             malformed: 0,
             nack_scratch: Vec::new(),
         }
+    }
+
+    /// Acknowledge frames as `config` says (default: when complete). Only with a policy that
+    /// asks for frame acknowledgements.
+    pub fn with_frame_acks(mut self, config: FrameAckConfig) -> VideoRecvEndpoint {
+        if self.policy.frame_acks {
+            self.frame_acks = Some(FrameAcker::new(config, RECEIVER_SSRC, self.media_ssrc));
+        }
+        self
     }
 
     fn unwrap(newest: &mut Option<u64>, v: u64, bits: u32) -> u64 {
@@ -280,26 +299,8 @@ impl VideoRecvEndpoint {
     /// Act on what the jitter buffer and the NACK requester decided, then encode what is due.
     fn after_input(&mut self, now: Time) {
         while let Some(e) = self.jitter.poll_event() {
-            if let FrameEvent::Complete {
-                frame,
-                first_receive,
-                last_receive,
-                at,
-                size,
-                ..
-            } = e
-            {
-                if self.policy.frame_acks {
-                    self.pending.push(RtcpPacket::FrameAck(FrameAckMessage {
-                        sender_ssrc: RECEIVER_SSRC,
-                        media_ssrc: self.media_ssrc,
-                        frame_id: frame as u16,
-                        first_receive,
-                        last_receive,
-                        complete: at,
-                        size,
-                    }));
-                }
+            if let Some(a) = &mut self.frame_acks {
+                a.on_event(now, &e);
             }
             if matches!(e, FrameEvent::Abandoned { .. }) {
                 if let (Some(n), Some(seq)) = (&mut self.nack, self.jitter.oldest_wanted_seq()) {
@@ -307,6 +308,11 @@ impl VideoRecvEndpoint {
                 }
             }
             self.events.push_back(EndpointEvent::Frame(e));
+        }
+        if let Some(a) = &mut self.frame_acks {
+            a.poll(now, &mut self.ack_scratch);
+            self.pending
+                .extend(self.ack_scratch.drain(..).map(RtcpPacket::FrameAck));
         }
         if let Some(n) = &mut self.nack {
             // Frames wait for repairs a few round trips (two or three NACK rounds).
@@ -380,8 +386,9 @@ impl Endpoint for VideoRecvEndpoint {
 
     fn poll_timeout(&self) -> Option<Time> {
         let nack = self.nack.as_ref().and_then(|n| n.poll_timeout());
+        let acks = self.frame_acks.as_ref().and_then(|a| a.poll_timeout());
         let timers = earliest(
-            self.next_feedback,
+            earliest(self.next_feedback, acks),
             earliest(nack, self.jitter.poll_timeout()),
         );
         Some(timers.map_or(self.next_report, |t| t.min(self.next_report)))
@@ -494,5 +501,202 @@ mod tests {
         assert_eq!(rx.malformed(), 0, "no parity packet is rejected");
         assert_eq!(recovered, total / 4, "every lost packet is recovered");
         assert!(recovered_late > 0, "also after the 16-bit wrap");
+    }
+
+    use crate::endpoint::frame_acks::{AckAt, FrameAckConfig};
+
+    fn acking() -> FeedbackPolicy {
+        FeedbackPolicy {
+            interval: None,
+            per_frame: false,
+            frame_acks: true,
+        }
+    }
+
+    fn display_acks() -> FrameAckConfig {
+        FrameAckConfig {
+            at: AckAt::Display,
+            presentation_timeout: Duration::from_millis(100),
+        }
+    }
+
+    /// Packet `index` of `count` of frame `frame` (33 ms apart), RTP sequence number `seq`.
+    fn media(seq: u16, frame: u16, index: u16, count: u16) -> Vec<u8> {
+        let mut b = Vec::new();
+        RtpHeader {
+            marker: index + 1 == count,
+            payload_type: PT_MEDIA,
+            sequence: seq,
+            timestamp: frame as u32 * 3000,
+            ssrc: 7,
+            transport_seq: Some(seq),
+            abs_send_time: None,
+            frame: Some(FrameDescriptor {
+                keyframe: frame == 0,
+                frame_id: frame,
+                index,
+                count,
+                reference_delta: u16::from(frame > 0),
+            }),
+        }
+        .encode(&mut b);
+        b
+    }
+
+    /// A frame acknowledgement as sent: (ms sent, frame id, lost).
+    type SentAck = (u64, u16, bool);
+
+    /// Feed `(ms, datagram)` in order (timers in between), and return every datagram the
+    /// receiver sent and the frame acknowledgements in it.
+    fn drive(
+        rx: &mut VideoRecvEndpoint,
+        arrivals: &[(u64, Vec<u8>)],
+        until_ms: u64,
+    ) -> (Vec<Vec<u8>>, Vec<SentAck>) {
+        let (mut out, mut acks, mut buf) = (Vec::new(), Vec::new(), Vec::new());
+        let mut collect = |rx: &mut VideoRecvEndpoint, now: Time| {
+            while rx.poll_transmit(now, &mut buf).is_some() {
+                for p in crate::wire::rtcp::parse_compound(&buf).unwrap() {
+                    if let RtcpPacket::FrameAck(a) = p {
+                        acks.push((now.0 / 1_000_000, a.frame_id, a.lost));
+                    }
+                }
+                out.push(std::mem::take(&mut buf));
+            }
+        };
+        let mut next = 0;
+        loop {
+            let arrival = arrivals.get(next).map(|a| Time::from_millis(a.0));
+            let timer = rx
+                .poll_timeout()
+                .filter(|&t| t <= Time::from_millis(until_ms));
+            match (arrival, timer) {
+                (Some(a), t) if t.is_none_or(|t| a <= t) => {
+                    rx.handle_datagram(a, &arrivals[next].1, 1200);
+                    next += 1;
+                    collect(rx, a);
+                }
+                (_, Some(t)) => {
+                    rx.handle_timeout(t);
+                    collect(rx, t);
+                }
+                _ => break,
+            }
+        }
+        (out, acks)
+    }
+
+    /// Frame 0 at 20 ms; frame 1's second packet late (at `late_ms`); frame 2 at 80 ms.
+    fn late_second_packet(late_ms: u64) -> Vec<(u64, Vec<u8>)> {
+        vec![
+            (20, media(0, 0, 0, 1)),
+            (50, media(1, 1, 0, 2)),
+            (80, media(3, 2, 0, 1)),
+            (late_ms, media(2, 1, 1, 2)),
+            (late_ms + 20, media(4, 3, 0, 1)),
+        ]
+    }
+
+    #[test]
+    fn at_display_a_frame_is_acknowledged_when_it_is_shown() {
+        let mut rx = VideoRecvEndpoint::new(Time::ZERO, 7, acking(), Recovery::default())
+            .with_frame_acks(display_acks());
+        let (_, acks) = drive(&mut rx, &late_second_packet(120), 400);
+        // Frame 2 was complete at 80 ms but shown after frame 1, completed at 120 ms: within
+        // the 100 ms presentation timeout from frame 1's first packet (50 ms).
+        assert_eq!(
+            acks,
+            vec![
+                (20, 0, false),
+                (120, 1, false),
+                (120, 2, false),
+                (140, 3, false)
+            ]
+        );
+        let mut rx = VideoRecvEndpoint::new(Time::ZERO, 7, acking(), Recovery::default());
+        let (_, acks) = drive(&mut rx, &late_second_packet(120), 400);
+        assert_eq!(
+            acks,
+            vec![
+                (20, 0, false),
+                (80, 2, false),
+                (120, 1, false),
+                (140, 3, false)
+            ],
+            "the default acknowledges at completion"
+        );
+    }
+
+    #[test]
+    fn a_frame_past_the_presentation_timeout_is_acknowledged_lost_after_the_next_frame() {
+        let mut rx = VideoRecvEndpoint::new(Time::ZERO, 7, acking(), Recovery::default())
+            .with_frame_acks(display_acks());
+        // Frame 1's last packet 110 ms after its first: shown, but late for the presentation.
+        let (_, acks) = drive(&mut rx, &late_second_packet(160), 400);
+        assert_eq!(
+            acks,
+            vec![
+                (20, 0, false),
+                (160, 2, false),
+                (160, 1, true),
+                (180, 3, false)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_frame_never_complete_is_acknowledged_lost_after_a_later_one() {
+        // No NACK: frame 1 is abandoned as soon as frame 2 is complete; frame 2 cannot be
+        // decoded (its reference is gone) but came whole, so it is acknowledged, then frame 1.
+        let recovery = Recovery {
+            nack: false,
+            ..Recovery::default()
+        };
+        let mut rx = VideoRecvEndpoint::new(Time::ZERO, 7, acking(), recovery)
+            .with_frame_acks(display_acks());
+        let arrivals = vec![
+            (20, media(0, 0, 0, 1)),
+            (50, media(1, 1, 0, 2)),
+            (80, media(3, 2, 0, 1)),
+        ];
+        let (_, acks) = drive(&mut rx, &arrivals, 400);
+        assert_eq!(acks, vec![(20, 0, false), (80, 2, false), (80, 1, true)]);
+    }
+
+    #[test]
+    fn the_default_receiver_acknowledges_each_frame_when_complete_and_nothing_else() {
+        // Losses, repairs that come late and frames given up on: one acknowledgement per
+        // complete frame, in the datagram of its completion, none flagged lost; the same with
+        // the default set explicitly.
+        let mut arrivals: Vec<(u64, Vec<u8>)> = (0..60u16)
+            .filter(|k| k % 7 != 3)
+            .map(|k| (20 + 33 * k as u64 / 2, media(2 * k, k, 0, 2)))
+            .chain((0..60u16).filter(|k| k % 5 != 1).map(|k| {
+                let late = 150 * u64::from(k % 3 == 0);
+                (20 + 33 * k as u64 / 2 + late, media(2 * k + 1, k, 1, 2))
+            }))
+            .collect();
+        arrivals.sort_by_key(|a| a.0);
+        let mut rx = VideoRecvEndpoint::new(Time::ZERO, 7, acking(), Recovery::default());
+        let plain = drive(&mut rx, &arrivals, 3000);
+        let mut completions = Vec::new();
+        while let Some(EndpointEvent::Frame(e)) = rx.poll_event() {
+            if let FrameEvent::Complete { frame, at, .. } = e {
+                completions.push((at.0 / 1_000_000, frame as u16, false));
+            }
+        }
+        assert_eq!(plain.1, completions);
+        assert!(
+            completions.len() > 20,
+            "{} frames complete",
+            completions.len()
+        );
+        let explicit = drive(
+            &mut VideoRecvEndpoint::new(Time::ZERO, 7, acking(), Recovery::default())
+                .with_frame_acks(FrameAckConfig::default()),
+            &arrivals,
+            3000,
+        );
+        assert_eq!(plain, explicit);
     }
 }

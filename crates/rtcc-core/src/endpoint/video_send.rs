@@ -22,7 +22,7 @@
 //! through the pacer, so the controller sees all of them (`on_packet_sent`, feedback).
 //!
 //! What comes back (RTCP compound datagrams): transport-wide feedback (into the controller),
-//! frame acknowledgements (for frame-level controllers), generic NACK (retransmissions), PLI
+//! frame acknowledgements, late ones of lost frames included (for frame-level controllers), generic NACK (retransmissions), PLI
 //! (the next frame is a keyframe) and receiver reports (counted only).
 
 use super::{
@@ -269,6 +269,7 @@ impl VideoSendEndpoint {
                             last_receive_time: a.last_receive,
                             complete_time: a.complete,
                             size: a.size,
+                            lost: a.lost,
                         },
                     );
                 }

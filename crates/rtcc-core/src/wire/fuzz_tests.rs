@@ -171,6 +171,18 @@ fn rtcp_corpus() -> Vec<Vec<u8>> {
             last_receive: Time::from_millis(4010),
             complete: Time::from_millis(4011),
             size: 30_000,
+            lost: false,
+        }),
+        // A late acknowledgement of a frame the receiver gave up on (the L bit).
+        RtcpPacket::FrameAck(FrameAckMessage {
+            sender_ssrc: 5,
+            media_ssrc: 8,
+            frame_id: 7,
+            first_receive: Time::from_millis(4100),
+            last_receive: Time::from_millis(4100),
+            complete: Time::from_millis(4100),
+            size: 0,
+            lost: true,
         }),
     ];
     let mut out = Vec::new();

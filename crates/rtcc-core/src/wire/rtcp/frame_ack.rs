@@ -8,7 +8,7 @@
 //! |                    SSRC of packet sender                      |
 //! |      'R'      |      'T'      |      'F'      |      'A'      |
 //! |                         media SSRC                            |
-//! |           frame id            |        reserved (0)           |
+//! |           frame id            |L|      reserved (0)           |
 //! |            complete time, µs (64 bits, high word)             |
 //! |                     complete time, low word                   |
 //! |        first receive: µs before complete (32 bits)            |
@@ -19,11 +19,20 @@
 //! One message tells the sender when the receiver got the first and last packet of a frame and
 //! when the frame became complete (decodable), and how big it was: 40 bytes in all.
 //!
+//! **L (lost)**, the top bit of the word after the frame id: the receiver gave up on the frame (it
+//! missed its presentation timeout, or was abandoned incomplete) and acknowledges it late, after a
+//! later frame's acknowledgement, as C³G's client does (c3g_rtvl.txt §V-B: "an ACK for the
+//! completely lost frame after a later frame has been received"). The times of a lost frame's
+//! acknowledgement are those of whatever arrived, or the moment the receiver gave up when nothing
+//! did (then the size is 0). Written by `endpoint::frame_acks` when the flow's receiver
+//! acknowledges at display (`frame_ack = { at = "display" }`).
+//!
 //! Times are on the receiver's clock, **truncated to whole microseconds** on the wire: the
 //! complete time as a 64-bit count of µs, the first and last receive times as 32-bit µs offsets
 //! *before* it. The encoder clamps an offset to 0 when that time is after `complete` and to
 //! 2^32 − 1 µs (71 min) when it is earlier than that; a parse gives the quantised (and clamped)
-//! times. The reserved field is written 0 and ignored. An APP packet with another name or
+//! times. The other 15 bits of that word are reserved: written 0 and ignored, so a message from
+//! before the flag existed (all 16 bits 0) parses as not lost. An APP packet with another name or
 //! subtype is [`RtcpPacket::Unknown`].
 
 use super::{be16, be32, begin, finish, need, parse_as, RtcpPacket, WireError, PT_APP};
@@ -38,6 +47,8 @@ const FRAME_ACK_DATA_LEN: usize = 28;
 /// Bytes of the body: sender SSRC, name and data.
 const FRAME_ACK_BODY_LEN: usize = 8 + FRAME_ACK_DATA_LEN;
 const NS_PER_US: u64 = 1_000;
+/// The L (lost) bit of the 16-bit word after the frame id.
+const LOST_FLAG: u16 = 0x8000;
 
 /// Per-frame acknowledgement from the receiver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -50,6 +61,8 @@ pub struct FrameAckMessage {
     pub complete: Time,
     /// Frame size in bytes.
     pub size: u32,
+    /// The receiver gave up on the frame: a late acknowledgement (the L bit).
+    pub lost: bool,
 }
 
 /// µs from `t` to `complete` (both already truncated to µs), clamped to 0..=u32::MAX.
@@ -74,7 +87,8 @@ impl FrameAckMessage {
         out.extend_from_slice(&FRAME_ACK_NAME);
         out.extend_from_slice(&self.media_ssrc.to_be_bytes());
         out.extend_from_slice(&self.frame_id.to_be_bytes());
-        out.extend_from_slice(&[0, 0]);
+        let flags = if self.lost { LOST_FLAG } else { 0 };
+        out.extend_from_slice(&flags.to_be_bytes());
         out.extend_from_slice(&complete_us.to_be_bytes());
         out.extend_from_slice(&offset_us(complete_us, self.first_receive).to_be_bytes());
         out.extend_from_slice(&offset_us(complete_us, self.last_receive).to_be_bytes());
@@ -116,6 +130,7 @@ impl FrameAckMessage {
             last_receive: before(last_off)?,
             complete: Time(complete_ns),
             size: be32(body, 32),
+            lost: be16(body, 14) & LOST_FLAG != 0,
         })
     }
 
@@ -142,6 +157,7 @@ mod tests {
             last_receive: Time(10_020_456_000),
             complete: Time(10_021_000_000),
             size: 48_000,
+            lost: false,
         }
     }
 
@@ -158,6 +174,51 @@ mod tests {
         assert_eq!(&b[..4], &[0x80, 204, 0, 9], "APP subtype 0, 10 words");
         assert_eq!(&b[8..12], b"RTFA");
         assert_eq!(FrameAckMessage::parse(&b).unwrap(), ack());
+    }
+
+    #[test]
+    fn the_lost_flag_is_the_top_bit_after_the_frame_id() {
+        let lost = FrameAckMessage {
+            lost: true,
+            ..ack()
+        };
+        let b = enc(&lost);
+        assert_eq!(b.len(), FrameAckMessage::LEN, "the flag costs no byte");
+        assert_eq!(
+            &b[18..20],
+            &[0x80, 0],
+            "L is bit 0 of the word after the frame id"
+        );
+        assert_eq!(FrameAckMessage::parse(&b).unwrap(), lost);
+        assert_eq!(&enc(&ack())[18..20], &[0, 0], "not lost: the word stays 0");
+    }
+
+    #[test]
+    fn a_message_from_before_the_flag_parses_and_reserved_bits_are_ignored() {
+        // The bytes of an acknowledgement written before the L bit existed (reserved = 0).
+        let old: Vec<u8> = [
+            &[0x80, 204, 0, 9][..],
+            &0x5555_0001u32.to_be_bytes(),
+            b"RTFA",
+            &0x1234u32.to_be_bytes(),
+            &65535u16.to_be_bytes(),
+            &[0, 0],
+            &10_021_000u64.to_be_bytes(),
+            &(10_021_000u32 - 10_000_123).to_be_bytes(),
+            &(10_021_000u32 - 10_020_456).to_be_bytes(),
+            &48_000u32.to_be_bytes(),
+        ]
+        .concat();
+        assert_eq!(FrameAckMessage::parse(&old).unwrap(), ack());
+        let mut other = old.clone();
+        other[18..20].copy_from_slice(&0x7FFFu16.to_be_bytes());
+        assert_eq!(
+            FrameAckMessage::parse(&other).unwrap(),
+            ack(),
+            "the 15 reserved bits are ignored"
+        );
+        other[18] |= 0x80;
+        assert!(FrameAckMessage::parse(&other).unwrap().lost);
     }
 
     #[test]
