@@ -106,6 +106,13 @@ impl FrameAcker {
         }
     }
 
+    /// How long the client waits for an incomplete frame before it moves on: the presentation
+    /// timeout when frames are acknowledged at display (the paper's client skips a frame that
+    /// misses it, §V-B), none otherwise.
+    pub fn display_deadline(&self) -> Option<Duration> {
+        (self.config.at == AckAt::Display).then_some(self.config.presentation_timeout)
+    }
+
     fn message(
         &self,
         frame: u64,

@@ -316,8 +316,11 @@ impl VideoRecvEndpoint {
         }
         if let Some(n) = &mut self.nack {
             // Frames wait for repairs a few round trips (two or three NACK rounds).
-            let wait = Duration(4 * n.rtt().0)
+            let mut wait = Duration(4 * n.rtt().0)
                 .clamp(Duration::from_millis(100), Duration::from_millis(1000));
+            if let Some(deadline) = self.frame_acks.as_ref().and_then(|a| a.display_deadline()) {
+                wait = wait.min(deadline); // the client shows no frame later than this
+            }
             self.jitter.set_max_wait(wait);
             n.poll_requests(now, &mut self.nack_scratch);
             if !self.nack_scratch.is_empty() {
@@ -642,6 +645,34 @@ mod tests {
                 (180, 3, false)
             ]
         );
+    }
+
+    #[test]
+    fn at_display_the_client_waits_for_a_repair_no_longer_than_the_presentation_timeout() {
+        // With NACK on, an incomplete frame holds later ones back while repairs may come: a few
+        // round trips (4 x the 100 ms default RTT here). The paper's client presents no frame
+        // later than its 100 ms timeout, so frame 1 is given up on 100 ms after frame 2 is
+        // complete, not 400 ms.
+        let arrivals = vec![
+            (20, media(0, 0, 0, 1)),
+            (50, media(1, 1, 0, 2)),
+            (80, media(3, 2, 0, 1)),
+        ];
+        let mut rx = VideoRecvEndpoint::new(Time::ZERO, 7, acking(), Recovery::default())
+            .with_frame_acks(display_acks());
+        let (_, acks) = drive(&mut rx, &arrivals, 1000);
+        assert_eq!(acks, vec![(20, 0, false), (180, 2, false), (180, 1, true)]);
+        let mut rx = VideoRecvEndpoint::new(Time::ZERO, 7, acking(), Recovery::default());
+        let (_, acks) = drive(&mut rx, &arrivals, 1000);
+        assert_eq!(
+            acks,
+            vec![(20, 0, false), (80, 2, false)],
+            "acknowledged when complete, the default receiver's frames wait as before"
+        );
+        let abandoned = std::iter::from_fn(|| rx.poll_event())
+            .filter(|e| matches!(e, EndpointEvent::Frame(FrameEvent::Abandoned { frame: 1 })))
+            .count();
+        assert_eq!(abandoned, 1);
     }
 
     #[test]
