@@ -54,6 +54,63 @@ impl TryFrom<u8> for PacketKind {
     }
 }
 
+/// The two ECN bits of the IP header (RFC 3168 §5): whether the transport is ECN-capable and
+/// whether a router marked congestion on the way.
+///
+/// | bits | codepoint |
+/// |---|---|
+/// | 00 | Not-ECT: the transport does not do ECN; a congested AQM drops the packet |
+/// | 01 | ECT(1): ECN-capable (RFC 3168 treats it as ECT(0); L4S gives it a meaning, RFC 9331) |
+/// | 10 | ECT(0): ECN-capable, what RFC 3168 senders set |
+/// | 11 | CE: congestion experienced, set by an AQM instead of dropping an ECT packet |
+///
+/// A router may only change ECT(0)/ECT(1) into CE (RFC 3168 §5: "Routers treat the ECT(0) and
+/// ECT(1) codepoints as equivalent"), never the other way, and never touches Not-ECT packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[repr(u8)]
+pub enum Ecn {
+    #[default]
+    NotEct = 0b00,
+    Ect1 = 0b01,
+    Ect0 = 0b10,
+    Ce = 0b11,
+}
+
+impl Ecn {
+    /// The codepoint of the two low bits of `bits` (how the wire carries it, e.g. RFC 8888's
+    /// per-packet ECN field).
+    pub fn from_bits(bits: u8) -> Ecn {
+        match bits & 0b11 {
+            0b00 => Ecn::NotEct,
+            0b01 => Ecn::Ect1,
+            0b10 => Ecn::Ect0,
+            _ => Ecn::Ce,
+        }
+    }
+    /// The two bits.
+    pub fn bits(self) -> u8 {
+        self as u8
+    }
+    /// ECT(0), ECT(1) or CE: the transport declared itself ECN-capable.
+    pub fn is_ecn_capable(self) -> bool {
+        self != Ecn::NotEct
+    }
+    pub fn is_ce(self) -> bool {
+        self == Ecn::Ce
+    }
+    /// What an AQM does instead of a drop (Linux `INET_ECN_set_ce()`): an ECT packet becomes CE
+    /// and `true` is returned (a CE packet stays CE, also `true`: it was marked before);
+    /// a Not-ECT packet cannot be marked (`false`: drop it).
+    pub fn set_ce(&mut self) -> bool {
+        if self.is_ecn_capable() {
+            *self = Ecn::Ce;
+            true
+        } else {
+            false
+        }
+    }
+}
+
 /// A packet as the sender put it on the wire.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SentPacket {
@@ -87,6 +144,13 @@ pub struct TransportFeedback {
     pub base_seq: u64,
     /// Receive time on the receiver's clock, `None` if the packet did not arrive.
     pub receive_times: Vec<Option<Time>>,
+    /// The ECN codepoint each packet arrived with, parallel to `receive_times` (RFC 8888 carries
+    /// it); empty when the feedback does not report ECN (transport-wide feedback alone), which
+    /// controllers see as Not-ECT.
+    pub ecn: Vec<Ecn>,
+    /// A TCP acknowledgement's ECN-Echo flag (RFC 3168 §6.1.3): the receiver saw a CE mark and
+    /// has not yet seen the sender's CWR.
+    pub ecn_echo: bool,
 }
 
 /// One packet's outcome as the controller sees it.
@@ -95,6 +159,16 @@ pub struct PacketResult {
     pub sent: SentPacket,
     /// Receiver clock; `None` if lost.
     pub receive_time: Option<Time>,
+    /// The ECN codepoint the packet arrived with ([`Ecn::Ce`]: a router marked congestion
+    /// instead of dropping it); Not-ECT when lost or when the feedback does not report ECN.
+    pub ecn: Ecn,
+}
+
+impl PacketResult {
+    /// Received with a congestion-experienced mark.
+    pub fn is_ce(&self) -> bool {
+        self.ecn.is_ce()
+    }
 }
 
 /// What a controller gets when feedback arrives.
@@ -111,6 +185,10 @@ pub struct FeedbackReport {
 impl FeedbackReport {
     pub fn received(&self) -> impl Iterator<Item = &PacketResult> {
         self.packets.iter().filter(|p| p.receive_time.is_some())
+    }
+    /// Packets that arrived CE-marked.
+    pub fn ce_count(&self) -> usize {
+        self.packets.iter().filter(|p| p.is_ce()).count()
     }
     pub fn lost_count(&self) -> usize {
         self.packets
@@ -211,6 +289,7 @@ impl SendHistory {
                     out.packets.push(PacketResult {
                         sent: p,
                         receive_time: None,
+                        ecn: Ecn::NotEct,
                     });
                 }
                 self.first_seq += 1;
@@ -221,6 +300,7 @@ impl SendHistory {
                 out.packets.push(PacketResult {
                     sent: p,
                     receive_time: *rt,
+                    ecn: fb.ecn.get(i).copied().unwrap_or_default(),
                 });
             }
         }
@@ -261,6 +341,7 @@ mod tests {
         let fb = TransportFeedback {
             base_seq: 0,
             receive_times: vec![Some(Time(10)), None, Some(Time(12))],
+            ..Default::default()
         };
         let mut r = FeedbackReport::default();
         h.on_feedback(Time(50), &fb, &mut r);
@@ -274,6 +355,40 @@ mod tests {
     }
 
     #[test]
+    fn ecn_codepoints_reach_the_report() {
+        let mut h = SendHistory::new();
+        for i in 0..3 {
+            h.on_sent(pkt(100, i));
+        }
+        let fb = TransportFeedback {
+            base_seq: 0,
+            receive_times: vec![Some(Time(10)), None, Some(Time(12))],
+            ecn: vec![Ecn::Ect0, Ecn::NotEct, Ecn::Ce],
+            ecn_echo: false,
+        };
+        let mut r = FeedbackReport::default();
+        h.on_feedback(Time(50), &fb, &mut r);
+        let got: Vec<Ecn> = r.packets.iter().map(|p| p.ecn).collect();
+        assert_eq!(got, vec![Ecn::Ect0, Ecn::NotEct, Ecn::Ce]);
+        assert_eq!(r.ce_count(), 1);
+    }
+
+    #[test]
+    fn marking_follows_rfc_3168() {
+        for bits in 0..4u8 {
+            assert_eq!(Ecn::from_bits(bits).bits(), bits);
+        }
+        let mut e = Ecn::NotEct;
+        assert!(!e.set_ce(), "Not-ECT cannot be marked");
+        assert_eq!(e, Ecn::NotEct);
+        for start in [Ecn::Ect0, Ecn::Ect1, Ecn::Ce] {
+            let mut e = start;
+            assert!(e.set_ce());
+            assert_eq!(e, Ecn::Ce);
+        }
+    }
+
+    #[test]
     fn a_gap_left_by_lost_feedback_is_declared_lost() {
         let mut h = SendHistory::new();
         for i in 0..4 {
@@ -282,6 +397,7 @@ mod tests {
         let fb = TransportFeedback {
             base_seq: 2,
             receive_times: vec![Some(Time(10)), Some(Time(11))],
+            ..Default::default()
         };
         let mut r = FeedbackReport::default();
         h.on_feedback(Time(50), &fb, &mut r);

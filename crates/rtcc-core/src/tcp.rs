@@ -34,10 +34,18 @@
 //!   `min(cwnd, initial window)` (RFC 5681 §4.1, Linux `tcp_cwnd_restart`). Linux checks when the
 //!   application writes (`tcp_slow_start_after_idle_check`); here it is checked when the data is
 //!   first polled, which is the same instant (the sender polls as soon as data is queued).
-//! - Not modelled: the receive window (never limiting), handshakes, header options, ECN.
+//! - ECN (RFC 3168 §6.1), off unless [`BulkSender::set_ecn`] (a flow's `ecn = true`; the
+//!   handshake's negotiation is assumed to succeed): new data segments are sent ECT(0),
+//!   retransmissions Not-ECT (§6.1.5). An acknowledgement with ECN-Echo (the receiver saw a CE
+//!   mark and has not yet seen CWR, §6.1.3) makes the sender react **at most once per window
+//!   of data** (§6.1.2; Linux `tcp_enter_cwr()`, whose CWR state lasts until a packet sent after
+//!   it is acknowledged): the controller is told ([`Controller::on_ecn_echo`]; Reno and Cubic
+//!   reduce as for a fast retransmit, BBR ignores it as Linux's does), nothing is retransmitted,
+//!   and the next new data segment carries CWR so that the receiver stops echoing.
+//! - Not modelled: the receive window (never limiting), handshakes, header options.
 
 use crate::cc::Controller;
-use crate::packet::{FeedbackReport, PacketKind, SendHistory, SentPacket, TransportFeedback};
+use crate::packet::{Ecn, FeedbackReport, PacketKind, SendHistory, SentPacket, TransportFeedback};
 use crate::units::{Duration, Time};
 
 use crate::rto::RtoTimer;
@@ -115,6 +123,17 @@ pub struct BulkSender {
     pub retransmissions: u64,
     /// Times the window was restarted after an idle period ([`Controller::on_idle_restart`]).
     pub idle_restarts: u64,
+    /// RFC 3168 ECN: data is sent ECT(0) and ECN-Echo is acted on.
+    ecn: bool,
+    /// The next new data segment carries CWR.
+    cwr_pending: bool,
+    /// The segment last released carries CWR.
+    last_cwr: bool,
+    /// While reacting to an ECN-Echo: the first sequence number sent after the reaction; the
+    /// reaction window ends when a packet from there on is acknowledged.
+    cwr_until: Option<u64>,
+    /// ECN-Echo reactions ([`Controller::on_ecn_echo`] calls).
+    pub ecn_reactions: u64,
 }
 
 impl BulkSender {
@@ -147,7 +166,37 @@ impl BulkSender {
             timeouts: 0,
             retransmissions: 0,
             idle_restarts: 0,
+            ecn: false,
+            cwr_pending: false,
+            last_cwr: false,
+            cwr_until: None,
+            ecn_reactions: 0,
         }
+    }
+
+    /// Use ECN (RFC 3168): send new data ECT(0) and react to ECN-Echo. Default off.
+    pub fn set_ecn(&mut self, on: bool) {
+        self.ecn = on;
+    }
+
+    pub fn ecn(&self) -> bool {
+        self.ecn
+    }
+
+    /// The ECN codepoint for a segment this sender released: ECT(0) for new data of an ECN
+    /// flow; Not-ECT for retransmissions (RFC 3168 §6.1.5) and for flows without ECN.
+    pub fn ecn_codepoint(&self, pkt: &SentPacket) -> Ecn {
+        if self.ecn && pkt.kind == PacketKind::Media {
+            Ecn::Ect0
+        } else {
+            Ecn::NotEct
+        }
+    }
+
+    /// Whether the segment last released carries the CWR flag (RFC 3168 §6.1.2: the first new
+    /// data segment after a reaction to ECN-Echo).
+    pub fn last_segment_cwr(&self) -> bool {
+        self.last_cwr
     }
 
     /// Linux `net.ipv4.tcp_slow_start_after_idle`: tell the controller when sending resumes after
@@ -277,6 +326,10 @@ impl BulkSender {
         if let Some(rate) = pacing {
             self.next_release = self.next_release.max(now) + rate.transmit_time(size as u64);
         }
+        self.last_cwr = self.cwr_pending && kind == PacketKind::Media;
+        if self.last_cwr {
+            self.cwr_pending = false;
+        }
         let pkt = self.history.on_sent(SentPacket {
             seq: 0,
             size,
@@ -346,6 +399,10 @@ impl BulkSender {
             debug_assert_eq!(seq, p.sent.seq);
             match p.receive_time {
                 Some(_) => {
+                    if self.cwr_until.is_some_and(|first| p.sent.seq >= first) {
+                        // A packet sent after the last reaction arrived: a window has passed.
+                        self.cwr_until = None;
+                    }
                     self.acked += p.sent.size as u64;
                     newest_ack =
                         Some(newest_ack.map_or(p.sent.send_time, |t| t.max(p.sent.send_time)));
@@ -362,12 +419,27 @@ impl BulkSender {
             self.rto.stop();
         }
         self.controller.on_feedback(now, &self.report);
+        if self.ecn && fb.ecn_echo {
+            self.on_ecn_echo(now);
+        }
         if let App::Finite { bytes } = self.app {
             if self.completed_at.is_none() && self.acked >= bytes {
                 self.completed_at = Some(now);
                 self.rto.stop();
             }
         }
+    }
+
+    /// RFC 3168 §6.1.2: react to ECN-Echo at most once per window of data, without
+    /// retransmitting; the next new data segment tells the receiver with CWR.
+    fn on_ecn_echo(&mut self, now: Time) {
+        if self.cwr_until.is_some() {
+            return;
+        }
+        self.cwr_until = Some(self.history.next_seq());
+        self.cwr_pending = true;
+        self.ecn_reactions += 1;
+        self.controller.on_ecn_echo(now);
     }
 
     /// When to call [`BulkSender::handle_timeout`].
@@ -434,6 +506,8 @@ mod tests {
 
     fn ack(seqs: std::ops::Range<u64>, lost: &[u64]) -> TransportFeedback {
         TransportFeedback {
+            ecn: Vec::new(),
+            ecn_echo: false,
             base_seq: seqs.start,
             receive_times: seqs
                 .map(|s| (!lost.contains(&s)).then_some(Time(s)))
@@ -625,5 +699,85 @@ mod tests {
             "wakes when the next on period starts"
         );
         assert!(s.poll_transmit(Time::from_millis(250)).is_some());
+    }
+
+    /// An acknowledgement of `seqs` with ECN-Echo set or not.
+    fn ack_ece(seqs: std::ops::Range<u64>, ece: bool) -> TransportFeedback {
+        TransportFeedback {
+            ecn_echo: ece,
+            ..ack(seqs, &[])
+        }
+    }
+
+    fn ecn_sender(controller: &str) -> BulkSender {
+        let params = Params::default();
+        let c: Box<dyn Controller> = match controller {
+            "reno" => Box::new(
+                crate::cc::reno::Reno::new(parse_config("reno", &params).unwrap()).unwrap(),
+            ),
+            _ => Box::new(
+                crate::cc::cubic::Cubic::new(parse_config("cubic", &params).unwrap(), Time::ZERO)
+                    .unwrap(),
+            ),
+        };
+        let mut s = BulkSender::new(c, 1500, App::Backlogged, Time::ZERO);
+        s.set_ecn(true);
+        s
+    }
+
+    #[test]
+    fn ecn_echo_reduces_the_window_once_per_window_without_retransmitting() {
+        for (name, beta) in [("reno", 0.5), ("cubic", 0.7)] {
+            let mut s = ecn_sender(name);
+            let mut twin = ecn_sender(name);
+            let t0 = Time::ZERO;
+            // The initial window, 10 segments, all new data: ECT(0), no CWR.
+            let sent: Vec<_> = std::iter::from_fn(|| s.poll_transmit(t0)).collect();
+            assert_eq!(sent.len(), 10);
+            assert!(sent.iter().all(|p| s.ecn_codepoint(p) == Ecn::Ect0));
+            assert!(!s.last_segment_cwr());
+            while twin.poll_transmit(t0).is_some() {}
+            // Segments 0..5 acknowledged with ECN-Echo: the window is cut as for a loss.
+            let t1 = Time::from_millis(100);
+            twin.on_feedback(t1, &ack_ece(0..5, false));
+            s.on_feedback(t1, &ack_ece(0..5, true));
+            let (cut, full) = (reno_cwnd(&s) as f64, reno_cwnd(&twin) as f64);
+            assert!(
+                (cut - beta * full).abs() <= 1500.0,
+                "{name}: {cut} vs {beta} × {full}"
+            );
+            assert_eq!((s.ecn_reactions, s.retransmissions, s.timeouts), (1, 0, 0));
+            // The next new segment carries CWR, the one after does not.
+            let after = reno_cwnd(&s);
+            let first = s.poll_transmit(t1);
+            if let Some(p) = first {
+                assert!(s.last_segment_cwr(), "{name}");
+                assert_eq!(p.kind, PacketKind::Media);
+            }
+            // The rest of the old window (5..10) echoes again: the same window, no new cut.
+            s.on_feedback(Time::from_millis(110), &ack_ece(5..10, true));
+            assert_eq!(s.ecn_reactions, 1, "{name}: once per window of data");
+            assert!(reno_cwnd(&s) <= after, "{name}: no growth while reduced");
+            // A packet sent after the reaction acknowledged with ECN-Echo: a new window, a new
+            // reaction.
+            let p = std::iter::from_fn(|| s.poll_transmit(Time::from_millis(110)))
+                .last()
+                .unwrap();
+            assert!(!s.last_segment_cwr());
+            let before = reno_cwnd(&s);
+            s.on_feedback(Time::from_millis(210), &ack_ece(10..p.seq + 1, true));
+            assert_eq!(s.ecn_reactions, 2, "{name}");
+            assert!(reno_cwnd(&s) < before, "{name}");
+            assert_eq!(s.retransmissions, 0);
+        }
+    }
+
+    #[test]
+    fn without_ecn_echo_is_ignored_and_data_is_not_ect() {
+        let mut s = BulkSender::new(Box::new(Window(4)), 1500, App::Backlogged, Time::ZERO);
+        let p = s.poll_transmit(Time::ZERO).unwrap();
+        assert_eq!(s.ecn_codepoint(&p), Ecn::NotEct);
+        s.on_feedback(Time::from_millis(10), &ack_ece(0..1, true));
+        assert_eq!(s.ecn_reactions, 0);
     }
 }

@@ -320,6 +320,8 @@ pub fn assemble(sc: &Scenario, flow: usize, logs: &LiveLogs) -> Result<RunResult
         feedback_packets: 0,
         feedback_bytes: 0,
         malformed: 0,
+        // The live transport neither sets nor reads the IP header's ECN bits.
+        ce_marked: 0,
     }];
     let summary = summarize(&one, &mut flows, false);
     let end = Time(one.duration.0);

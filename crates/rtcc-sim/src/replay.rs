@@ -125,6 +125,7 @@ pub fn replay_feedback(
             .map(|&i| PacketResult {
                 sent: sent[i],
                 receive_time: packets[i].recv_ns.map(Time),
+                ecn: rtcc_core::packet::Ecn::NotEct,
             })
             .collect();
         in_flight -= results.iter().map(|r| r.sent.size as u64).sum::<u64>();

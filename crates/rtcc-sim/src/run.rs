@@ -188,6 +188,7 @@ pub fn summarize(sc: &Scenario, flows: &mut [FlowLogs], streamed: bool) -> Summa
                 f.config.stop,
             ));
         }
+        summary.ce_marked = f.config.ecn.then_some(f.ce_marked);
         f.stats.release_per_packet();
         flow_summaries.push(summary);
     }

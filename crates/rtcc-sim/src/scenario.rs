@@ -167,6 +167,9 @@ pub struct FlowSpec {
     /// On/off schedule: `[["0s", "40s"], ["60s", "120s"]]`; the flow is paused between the
     /// periods with its controller and encoder state kept (RFC 8867 §5.8).
     pub active: Option<Vec<(Duration, Duration)>>,
+    /// The sender marks its data ECN-capable (ECT(0), RFC 3168) and the receiver reports CE
+    /// marks (default false: Not-ECT). Video, cbr and tcp flows.
+    pub ecn: Option<serde_json::Value>,
 }
 
 /// Loss recovery of a video flow as written in a scenario; every field is optional.
@@ -311,6 +314,9 @@ pub struct FlowConfig {
     pub active: Vec<(Time, Time)>,
     /// The session of a `dash` flow.
     pub dash: Option<DashConfig>,
+    /// ECN-capable data (ECT(0)) and CE reports back (RFC 3168; RFC 8888 for video, ECN-Echo
+    /// for TCP).
+    pub ecn: bool,
 }
 
 /// A validated scenario, ready to run.
@@ -669,6 +675,16 @@ impl Scenario {
                     ))
                 }
             };
+            let ecn = match &f.ecn {
+                None => false,
+                Some(serde_json::Value::Bool(b)) => *b,
+                Some(other) => {
+                    return Err(err(
+                        &at("ecn"),
+                        format!("expected true or false, found {other}"),
+                    ))
+                }
+            };
             let r = f.recovery.clone().unwrap_or_default();
             if r.fec.is_some_and(|k| !(1..=16).contains(&k)) {
                 return Err(err(
@@ -766,6 +782,7 @@ impl Scenario {
                 reverse,
                 active,
                 dash,
+                ecn,
             };
             // Build the controller once now so that bad parameters fail before the run.
             if !matches!(kind, FlowKind::Cbr { .. }) {
@@ -837,9 +854,10 @@ const KIND_FIELDS: &[(&str, &[&str])] = &[
             "min_fps",
             "degradation",
             "pushback",
+            "ecn",
         ],
     ),
-    ("cbr", &["rate", "packet_size"]),
+    ("cbr", &["rate", "packet_size", "ecn"]),
     (
         "tcp",
         &[
@@ -849,6 +867,7 @@ const KIND_FIELDS: &[(&str, &[&str])] = &[
             "app",
             "delayed_ack",
             "slow_start_after_idle",
+            "ecn",
         ],
     ),
     (
@@ -912,6 +931,7 @@ fn resolve_kind(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> Result<FlowKind, (
         ("buffer_target", f.buffer_target.is_some()),
         ("segment_sizes", f.segment_sizes.is_some()),
         ("line_rate", f.line_rate.is_some()),
+        ("ecn", f.ecn.is_some()),
     ];
     if let Some((field, _)) = given.iter().find(|(name, g)| *g && !own.contains(name)) {
         let owners: Vec<&str> = KIND_FIELDS

@@ -34,7 +34,7 @@ use rtcc_core::media::{FrameSource, Packetizer, VideoSender};
 use rtcc_core::metrics::{apply_frame_event, FrameRecord, PacketRecord, PacketStats};
 use rtcc_core::net::impair::Impairments;
 use rtcc_core::net::{Capacity, Link, LinkOutput, NetPacket};
-use rtcc_core::packet::PacketKind;
+use rtcc_core::packet::{Ecn, PacketKind};
 use rtcc_core::tcp::BulkSender;
 use rtcc_core::{Duration, Time};
 use std::collections::VecDeque;
@@ -50,6 +50,8 @@ struct SimPacket {
     log: u32,
     /// Slot of its bytes in the simulator's datagram store.
     slot: u32,
+    /// The ECN codepoint of its IP header: what the sender set, CE once a queue marked it.
+    ecn: Ecn,
 }
 
 const NOT_LOGGED: u32 = u32::MAX;
@@ -71,6 +73,12 @@ impl NetPacket for SimPacket {
     }
     fn flow(&self) -> u32 {
         self.flow
+    }
+    fn ecn(&self) -> Ecn {
+        self.ecn
+    }
+    fn set_ce(&mut self) -> bool {
+        self.ecn.set_ce()
     }
 }
 
@@ -202,6 +210,8 @@ pub struct FlowLogs {
     pub feedback_bytes: u64,
     /// Datagrams the endpoints could not parse (0 unless something is broken).
     pub malformed: u64,
+    /// Datagrams from A to B that arrived CE-marked.
+    pub ce_marked: u64,
 }
 
 /// A flow's A→B records, in send order. A run that keeps its log ([`Simulation::run`]) keeps
@@ -374,13 +384,12 @@ pub fn flow_endpoints(
                 derive_seed(sc.seed, i as u64),
             )
             .with_model(f.frame_jitter_model);
-            [
-                Box::new(VideoSendEndpoint::new(sender, source, ssrcs, f.recovery)),
-                Box::new(
-                    VideoRecvEndpoint::new(b_start, ssrcs.media, f.feedback, f.recovery)
-                        .with_frame_acks(f.frame_ack),
-                ),
-            ]
+            let mut send = VideoSendEndpoint::new(sender, source, ssrcs, f.recovery);
+            send.set_ecn(f.ecn);
+            let mut recv = VideoRecvEndpoint::new(b_start, ssrcs.media, f.feedback, f.recovery)
+                .with_frame_acks(f.frame_ack);
+            recv.set_ecn(f.ecn);
+            [Box::new(send), Box::new(recv)]
         }
         FlowKind::Tcp {
             app,
@@ -390,9 +399,12 @@ pub fn flow_endpoints(
         } => {
             let mut sender = BulkSender::new(controller()?, mss.0 as u32, app, f.start);
             sender.set_slow_start_after_idle(slow_start_after_idle);
+            sender.set_ecn(f.ecn);
+            let mut recv = TcpRecvEndpoint::new(ssrcs.media, delayed_ack);
+            recv.set_ecn(f.ecn);
             [
                 Box::new(TcpSendEndpoint::new(sender, ssrcs.media)),
-                Box::new(TcpRecvEndpoint::new(ssrcs.media, delayed_ack)),
+                Box::new(recv),
             ]
         }
         FlowKind::Dash => {
@@ -422,15 +434,16 @@ pub fn flow_endpoints(
                 Box::new(DashClientEndpoint::new(cfg, b_start, ssrcs.media)),
             ]
         }
-        FlowKind::Cbr { rate, packet_size } => [
-            Box::new(CbrSendEndpoint::new(
+        FlowKind::Cbr { rate, packet_size } => {
+            let mut send = CbrSendEndpoint::new(
                 f.start,
                 rate.transmit_time(packet_size.0),
                 packet_size.0 as u32,
                 ssrcs.media,
-            )),
-            Box::new(Sink),
-        ],
+            );
+            send.set_ecn(f.ecn);
+            [Box::new(send), Box::new(Sink)]
+        }
     })
 }
 
@@ -458,6 +471,7 @@ impl Simulation {
                     feedback_packets: 0,
                     feedback_bytes: 0,
                     malformed: 0,
+                    ce_marked: 0,
                 },
                 packet_log: PacketLog::default(),
                 wake_at: [None, None],
@@ -691,6 +705,7 @@ impl Simulation {
                 size: t.size,
                 log,
                 slot,
+                ecn: t.ecn,
             };
             let mut out = std::mem::take(&mut self.link_out);
             self.link(dir).enqueue(now, pkt, &mut out);
@@ -759,13 +774,14 @@ impl Simulation {
         let i = p.flow as usize;
         if p.log != NOT_LOGGED {
             self.flows[i].packet_log.get_mut(p.log).recv = Some(now);
+            self.flows[i].logs.ce_marked += p.ecn.is_ce() as u64;
             self.retire(i);
         }
         let to = p.to();
         if to == Side::B || self.flows[i].active {
             let local = self.local(i, to, now);
             let bytes = &self.datagrams[p.slot as usize];
-            self.flows[i].ends[to as usize].handle_datagram(local, bytes, p.size);
+            self.flows[i].ends[to as usize].handle_datagram_with_ecn(local, bytes, p.size, p.ecn);
         }
         self.free_slots.push(p.slot);
         if to == Side::A && self.flows[i].active {

@@ -601,7 +601,7 @@ impl Controller for Bbr {
         out.push(("cycle_idx", self.cycle_idx as f64));
         out.push(("extra_acked_packets", self.aggregation.max() as f64 / mss));
         out.push(("probe_rtt_count", self.probe_rtt_count as f64));
-        out.push(("ca_state", self.episodes.state as u8 as f64));
+        out.push(("ca_state", self.episodes.state.log_code()));
         out.push(("app_limited", self.rate.is_app_limited() as u8 as f64));
         out.push(("delivery_rate_bps", self.last_sample * 8.0));
         if self.pct.is_some() {

@@ -526,7 +526,7 @@ impl Bbr2 {
     fn in_recovery(&self) -> bool {
         match self.episodes.state {
             CaState::Recovery => true,
-            CaState::Open => self.holes > 0,
+            CaState::Open | CaState::Cwr => self.holes > 0,
             CaState::Loss => false,
         }
     }
@@ -1215,7 +1215,7 @@ impl Controller for Bbr2 {
         out.push(("ack_phase", self.ack_phase as u8 as f64));
         out.push(("extra_acked_packets", self.aggregation.max() as f64));
         out.push(("probe_rtt_count", self.probe_rtt_count as f64));
-        out.push(("ca_state", self.episodes.state as u8 as f64));
+        out.push(("ca_state", self.episodes.state.log_code()));
         out.push(("holes", self.holes as f64));
         out.push(("app_limited", self.rate.is_app_limited() as u8 as f64));
         if self.pct.is_some() {

@@ -603,11 +603,13 @@ mod tests {
                 .map(|p| PacketResult {
                     sent: p,
                     receive_time: None,
+                    ecn: crate::packet::Ecn::NotEct,
                 })
                 .collect();
             packets.extend(pkts.iter().map(|p| PacketResult {
                 sent: *p,
                 receive_time: Some(now),
+                ecn: crate::packet::Ecn::NotEct,
             }));
             let r = FeedbackReport {
                 feedback_time: now,

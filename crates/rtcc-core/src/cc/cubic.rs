@@ -346,6 +346,15 @@ impl Controller for Cubic {
         self.hystart_reset(now);
     }
 
+    /// An ECN-Echo reduces as a loss does (Linux `tcp_enter_cwr()` calls `bictcp_recalc_ssthresh`,
+    /// the same β = 0.7 and fast-convergence `w_max` as a fast retransmit), once per window.
+    fn on_ecn_echo(&mut self, _now: Time) {
+        if self.w.episodes.on_ecn_echo() {
+            let ss = self.reduction();
+            self.w.reduce_to(ss);
+        }
+    }
+
     /// Linux `tcp_cwnd_restart` (Reno's window rule); cubic itself ignores
     /// `CA_EVENT_CWND_RESTART`, and its epoch moves past the idle time when the next packet
     /// leaves (`on_packet_sent`).

@@ -500,12 +500,14 @@ pub(crate) mod testpath {
                     report.packets.push(PacketResult {
                         sent: d,
                         receive_time: None,
+                        ecn: crate::packet::Ecn::NotEct,
                     });
                 }
                 self.in_flight -= pkt.size as u64;
                 report.packets.push(PacketResult {
                     sent: pkt,
                     receive_time: Some(recv),
+                    ecn: crate::packet::Ecn::NotEct,
                 });
                 report.in_flight = self.in_flight;
                 c.on_feedback(self.now, &report);
@@ -629,6 +631,7 @@ mod tests {
                 .map(|p| crate::packet::PacketResult {
                     sent: *p,
                     receive_time: Some(p.send_time),
+                    ecn: crate::packet::Ecn::NotEct,
                 })
                 .collect(),
             in_flight,

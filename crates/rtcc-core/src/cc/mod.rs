@@ -172,6 +172,13 @@ pub trait Controller: Send {
     /// `net.ipv4.tcp_slow_start_after_idle` is 1): window-based controllers may restart their
     /// window (RFC 5681 §4.1, RFC 2861) or their pacing. Default: nothing.
     fn on_idle_restart(&mut self, _now: Time) {}
+    /// A TCP sender that uses ECN got an acknowledgement with ECN-Echo (RFC 3168 §6.1.2): a
+    /// router marked one of its packets CE instead of dropping it. The sender calls this at most
+    /// once per window of data (Linux `tcp_enter_cwr()` only from the Open state) and
+    /// retransmits nothing. Loss-based windows reduce as for a fast retransmit (Reno, Cubic);
+    /// the default does nothing (BBR, like Linux's `tcp_bbr`, ignores ECN; controllers that
+    /// read CE marks per packet see them in [`PacketResult::ecn`](crate::packet::PacketResult)).
+    fn on_ecn_echo(&mut self, _now: Time) {}
     /// A timer set through [`Controller::next_timeout`] expired.
     fn on_timeout(&mut self, _now: Time) {}
     /// When the controller next wants [`Controller::on_timeout`]; `None` for never.

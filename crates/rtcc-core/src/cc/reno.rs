@@ -97,10 +97,24 @@ pub(crate) fn check_window(mss: Bytes, initial_cwnd: u32) -> Result<(), String> 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum CaState {
     Open,
+    /// Window reduced for an ECN-Echo, no loss (Linux `TCP_CA_CWR`).
+    Cwr,
     /// Fast recovery after a loss detected by later ACKs.
     Recovery,
     /// After a retransmission timeout.
     Loss,
+}
+
+impl CaState {
+    /// The value logged as `ca_state`: 0 open, 1 recovery, 2 loss (the codes before ECN), 3 CWR.
+    pub fn log_code(self) -> f64 {
+        match self {
+            CaState::Open => 0.0,
+            CaState::Recovery => 1.0,
+            CaState::Loss => 2.0,
+            CaState::Cwr => 3.0,
+        }
+    }
 }
 
 /// Recovery episodes: one window reduction per window of losses.
@@ -154,6 +168,19 @@ impl Episodes {
             ev.exited = true;
         }
         ev
+    }
+    /// An ECN-Echo (RFC 3168 §6.1.2): congestion without a loss. Opens an episode (Linux's CWR
+    /// state, until a packet sent from now on is acknowledged) if none is under way, and returns
+    /// whether to reduce the window: at most once per window of data, and not again for a
+    /// window that a loss already reduced (Linux `tcp_enter_cwr()` acts only in `TCP_CA_Open`).
+    /// A later loss of a packet sent before the episode began does not reduce again either.
+    pub fn on_ecn_echo(&mut self) -> bool {
+        if self.state != CaState::Open {
+            return false;
+        }
+        self.state = CaState::Cwr;
+        self.bound = self.next_seq;
+        true
     }
     /// A timeout; returns whether it hit an unreduced window (so `ssthresh` is recomputed).
     pub fn on_rto(&mut self) -> bool {
@@ -272,7 +299,7 @@ impl Window {
 
     /// Linux `tcp_may_raise_cwnd` and `tcp_is_cwnd_limited`.
     pub fn may_grow(&self) -> bool {
-        self.episodes.state != CaState::Recovery
+        !matches!(self.episodes.state, CaState::Recovery | CaState::Cwr)
             && (self.is_cwnd_limited
                 || (self.in_slow_start() && self.cwnd < 2 * self.max_in_flight))
     }
@@ -290,7 +317,7 @@ impl Window {
     /// window)`. Linux halves the window once per RTO of idleness down to that floor; the floor
     /// is reached after log2(cwnd / initial window) RTOs, and is used at once here.
     pub fn restart_after_idle(&mut self) {
-        if self.episodes.state != CaState::Recovery {
+        if !matches!(self.episodes.state, CaState::Recovery | CaState::Cwr) {
             let pkts = self.cwnd / self.mss;
             let current = ((pkts >> 1) + (pkts >> 2)) * self.mss;
             self.ssthresh = self.ssthresh.max(current);
@@ -366,7 +393,7 @@ impl Window {
             pkts(self.ssthresh)
         };
         out.push(("ssthresh_packets", ss));
-        out.push(("ca_state", self.episodes.state as u8 as f64));
+        out.push(("ca_state", self.episodes.state.log_code()));
         if let Some(s) = self.rtt.srtt {
             out.push(("srtt_ms", s.as_millis_f64()));
         }
@@ -421,6 +448,16 @@ impl Controller for Reno {
             self.w.ssthresh = self.ssthresh_after_loss().max(2 * self.w.mss);
         }
         self.w.collapse();
+    }
+
+    /// RFC 3168 §6.1.2: "the congestion control algorithms followed at the end-systems MUST
+    /// be essentially the same" for a CE mark as for a dropped packet: the multiplicative
+    /// decrease of a fast retransmit, without the retransmission.
+    fn on_ecn_echo(&mut self, _now: Time) {
+        if self.w.episodes.on_ecn_echo() {
+            let ss = self.ssthresh_after_loss();
+            self.w.reduce_to(ss);
+        }
     }
 
     fn on_idle_restart(&mut self, _now: Time) {
@@ -551,6 +588,7 @@ mod tests {
                 pkts.push(crate::packet::PacketResult {
                     sent: p,
                     receive_time,
+                    ecn: crate::packet::Ecn::NotEct,
                 });
             }
             let now = Time::from_millis(50);

@@ -334,6 +334,7 @@ mod tests {
                     packets: vec![PacketResult {
                         sent,
                         receive_time: Some(sent.send_time + Duration::from_millis(20)),
+                        ecn: crate::packet::Ecn::NotEct,
                     }],
                     in_flight: 0,
                 };
@@ -365,6 +366,7 @@ mod tests {
                     packets: vec![PacketResult {
                         sent,
                         receive_time: Some(sent.send_time + Duration::from_millis(20)),
+                        ecn: crate::packet::Ecn::NotEct,
                     }],
                     in_flight: 0,
                 };

@@ -198,6 +198,7 @@ mod tests {
                 in_flight: 0,
             },
             receive_time: Some(Time::from_millis(1000 + seq + 30)),
+            ecn: crate::packet::Ecn::NotEct,
         };
         let mut lost = pkt(3);
         lost.receive_time = None;

@@ -2,7 +2,7 @@
 //! the sink that receives it.
 
 use super::{Endpoint, Transmit, PT_CBR};
-use crate::packet::PacketKind;
+use crate::packet::{Ecn, PacketKind};
 use crate::units::{Duration, Time};
 use crate::wire::rtp::RtpHeader;
 
@@ -14,6 +14,7 @@ pub struct CbrSendEndpoint {
     sent: u64,
     active: bool,
     closed: bool,
+    ecn: Ecn,
 }
 
 impl CbrSendEndpoint {
@@ -27,7 +28,14 @@ impl CbrSendEndpoint {
             sent: 0,
             active: true,
             closed: false,
+            ecn: Ecn::NotEct,
         }
+    }
+
+    /// Send every datagram ECT(0) (an ECN-capable flow; it does not react to marks: CBR has no
+    /// feedback). Default Not-ECT.
+    pub fn set_ecn(&mut self, on: bool) {
+        self.ecn = if on { Ecn::Ect0 } else { Ecn::NotEct };
     }
 }
 
@@ -54,6 +62,7 @@ impl Endpoint for CbrSendEndpoint {
             kind: PacketKind::Media,
             seq: None,
             frame: None,
+            ecn: self.ecn,
         })
     }
 

@@ -169,7 +169,7 @@ impl Endpoint for DashServerEndpoint {
                         self.malformed += 1;
                         continue;
                     };
-                    apply_feedback(&mut c.sender, now, fb);
+                    apply_feedback(&mut c.sender, now, fb, false);
                 }
             }
             return;
@@ -199,7 +199,7 @@ impl Endpoint for DashServerEndpoint {
             let Some((pkt, seg)) = c.sender.poll_transmit_segment(now) else {
                 continue;
             };
-            write_segment_header(buf, pkt.seq, c.ssrc);
+            write_segment_header(buf, pkt.seq, c.ssrc, false);
             buf.extend_from_slice(&(seg.response as u32).to_be_bytes());
             buf.extend_from_slice(&(seg.offset as u32).to_be_bytes());
             buf.extend_from_slice(&seg.len.to_be_bytes());
@@ -213,6 +213,7 @@ impl Endpoint for DashServerEndpoint {
                 kind: pkt.kind,
                 seq: None,
                 frame: None,
+                ecn: crate::packet::Ecn::NotEct,
             });
         }
         None
@@ -499,6 +500,7 @@ impl Endpoint for DashClientEndpoint {
             kind: PacketKind::Control,
             seq: None,
             frame: None,
+            ecn: crate::packet::Ecn::NotEct,
         })
     }
 

@@ -40,7 +40,7 @@ pub use video_send::VideoSendEndpoint;
 use crate::dash::qoe::SegmentRecord;
 use crate::media::jitter_buffer::FrameEvent;
 use crate::media::quality::Resolution;
-use crate::packet::PacketKind;
+use crate::packet::{Ecn, PacketKind};
 use crate::units::{Duration, Rate, Time};
 
 /// RTP payload types rtcc's endpoints use (dynamic range, RFC 3551 §6).
@@ -69,6 +69,10 @@ pub struct Transmit {
     pub seq: Option<u64>,
     /// The frame whose data it carries.
     pub frame: Option<u64>,
+    /// The ECN codepoint of its IP header (RFC 3168 §5): ECT(0) for the data of a flow that
+    /// uses ECN, Not-ECT otherwise (and for feedback, as RFC 3168 §6.1.4 wants for pure ACKs).
+    /// A real sender sets it on the socket (`IP_TOS`).
+    pub ecn: Ecn,
 }
 
 impl Transmit {
@@ -82,6 +86,7 @@ impl Transmit {
             kind: PacketKind::Control,
             seq: None,
             frame: None,
+            ecn: Ecn::NotEct,
         }
     }
 }
@@ -115,6 +120,12 @@ pub trait Endpoint: Send {
     /// A datagram arrived at `now`: `datagram` is its bytes, `size` its size on the wire.
     /// Malformed datagrams are counted and dropped, never a panic.
     fn handle_datagram(&mut self, now: Time, datagram: &[u8], size: u32);
+    /// [`Endpoint::handle_datagram`] with the ECN codepoint its IP header arrived with (what a
+    /// socket reports with `IP_RECVTOS`). Receivers of flows that use ECN override it to report
+    /// CE marks; the default ignores the codepoint.
+    fn handle_datagram_with_ecn(&mut self, now: Time, datagram: &[u8], size: u32, _ecn: Ecn) {
+        self.handle_datagram(now, datagram, size);
+    }
     /// The next datagram to send at `now`: written to `buf` (cleared first).
     fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Transmit>;
     /// When to call [`Endpoint::handle_timeout`] next.

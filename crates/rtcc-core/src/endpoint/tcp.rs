@@ -9,13 +9,22 @@
 //! The receiver acknowledges every second segment, at once when a segment arrives out of order
 //! (a gap), and otherwise after at most [`DELAYED_ACK_TIMEOUT`] (RFC 5681 §4.2, RFC 1122
 //! §4.2.3.2), or every segment with delayed ACKs off.
+//!
+//! ECN (RFC 3168 §6.1, both ends set with `set_ecn`): the sender's data segments carry ECT(0) in
+//! the IP header ([`Transmit::ecn`]) and the CWR flag in the RTP header's marker bit (unused by
+//! `PT_TCP` otherwise). The receiver keeps TCP's ECN-Echo state: a CE-marked segment sets it, a
+//! segment with CWR clears it (CWR is looked at first, as Linux's `tcp_ecn_accept_cwr()` runs
+//! before `tcp_ecn_check_ce()`, so a CWR segment that is itself CE keeps it set), and while it is
+//! set every acknowledgement carries an [`EcnEchoMessage`] after its feedback. A CE mark that
+//! starts echoing is acknowledged at once (Linux enters quick-ACK mode in `__tcp_ecn_check_ce()`).
 
 use super::{unwrap_near, Endpoint, Transmit, PT_TCP};
 use crate::media::ArrivalRecorder;
+use crate::packet::Ecn;
 use crate::packet::TransportFeedback;
 use crate::tcp::BulkSender;
 use crate::units::{Duration, Time};
-use crate::wire::rtcp::{self, RtcpPacket, TransportCcFeedback};
+use crate::wire::rtcp::{self, EcnEchoMessage, RtcpPacket, TransportCcFeedback};
 use crate::wire::rtp::{is_rtcp, RtpHeader};
 use crate::wire::SeqUnwrapper;
 
@@ -24,9 +33,11 @@ pub const DELAYED_ACK_TIMEOUT: Duration = Duration(40_000_000);
 
 /// A segment on the wire: an RTP header (`PT_TCP`) carrying its transport-wide sequence number;
 /// `buf` is cleared first.
-pub(super) fn write_segment_header(buf: &mut Vec<u8>, seq: u64, ssrc: u32) {
+/// `cwr` sets the marker bit, the model's CWR flag.
+pub(super) fn write_segment_header(buf: &mut Vec<u8>, seq: u64, ssrc: u32, cwr: bool) {
     buf.clear();
     RtpHeader {
+        marker: cwr,
         payload_type: PT_TCP,
         sequence: seq as u16,
         ssrc,
@@ -37,12 +48,20 @@ pub(super) fn write_segment_header(buf: &mut Vec<u8>, seq: u64, ssrc: u32) {
 }
 
 /// An acknowledgement (transport-wide feedback, 16-bit sequence numbers) given to a sender:
-/// its base is unwrapped near the sender's newest sequence number.
-pub(super) fn apply_feedback(sender: &mut BulkSender, now: Time, fb: TransportCcFeedback) {
+/// its base is unwrapped near the sender's newest sequence number. `ecn_echo`: the
+/// acknowledgement carried ECN-Echo.
+pub(super) fn apply_feedback(
+    sender: &mut BulkSender,
+    now: Time,
+    fb: TransportCcFeedback,
+    ecn_echo: bool,
+) {
     let next = sender.next_seq();
     let feedback = TransportFeedback {
         base_seq: unwrap_near(next.saturating_sub(1), fb.base_seq as u64, 16),
         receive_times: fb.receive_times,
+        ecn: Vec::new(),
+        ecn_echo,
     };
     sender.on_feedback(now, &feedback);
 }
@@ -78,9 +97,10 @@ impl Endpoint for TcpSendEndpoint {
             self.malformed += 1;
             return;
         };
+        let ecn_echo = packets.iter().any(|p| matches!(p, RtcpPacket::EcnEcho(_)));
         for p in packets {
             if let RtcpPacket::TransportCc(fb) = p {
-                apply_feedback(&mut self.sender, now, fb);
+                apply_feedback(&mut self.sender, now, fb, ecn_echo);
             }
         }
     }
@@ -90,12 +110,13 @@ impl Endpoint for TcpSendEndpoint {
             return None;
         }
         let pkt = self.sender.poll_transmit(now)?;
-        write_segment_header(buf, pkt.seq, self.ssrc);
+        write_segment_header(buf, pkt.seq, self.ssrc, self.sender.last_segment_cwr());
         Some(Transmit {
             size: pkt.size,
             kind: pkt.kind,
             seq: Some(pkt.seq),
             frame: None,
+            ecn: self.sender.ecn_codepoint(&pkt),
         })
     }
 
@@ -137,11 +158,20 @@ pub struct TcpRecvEndpoint {
     feedback_count: u8,
     out: Option<Vec<u8>>,
     malformed: u64,
+    /// RFC 3168: echo CE marks (the connection negotiated ECN).
+    ecn: bool,
+    /// ECN-Echo is set on every acknowledgement until a segment with CWR arrives.
+    ecn_echo: bool,
+    /// Segments that arrived CE-marked.
+    ce_received: u64,
 }
 
 impl TcpRecvEndpoint {
     pub fn new(media_ssrc: u32, delayed_ack: bool) -> TcpRecvEndpoint {
         TcpRecvEndpoint {
+            ecn: false,
+            ecn_echo: false,
+            ce_received: 0,
             arrivals: ArrivalRecorder::new(),
             seq: SeqUnwrapper::new(),
             media_ssrc,
@@ -152,6 +182,16 @@ impl TcpRecvEndpoint {
             out: None,
             malformed: 0,
         }
+    }
+
+    /// Echo CE marks to the sender (RFC 3168 §6.1.3). Default off.
+    pub fn set_ecn(&mut self, on: bool) {
+        self.ecn = on;
+    }
+
+    /// Segments that arrived CE-marked.
+    pub fn ce_received(&self) -> u64 {
+        self.ce_received
     }
 
     /// Acknowledge now what is not yet acknowledged (a delayed ACK rides on data the receiver
@@ -181,18 +221,27 @@ impl TcpRecvEndpoint {
             let encoded = RtcpPacket::TransportCc(m).encode(&mut bytes);
             debug_assert!(encoded.is_ok(), "feedback built to fit: {encoded:?}");
         }
+        if self.ecn_echo {
+            let echo = EcnEchoMessage { sender_ssrc: 1 };
+            let encoded = echo.encode(&mut bytes);
+            debug_assert!(encoded.is_ok());
+        }
         self.out = Some(bytes);
     }
 }
 
 impl Endpoint for TcpRecvEndpoint {
-    fn handle_datagram(&mut self, now: Time, datagram: &[u8], _size: u32) {
+    fn handle_datagram(&mut self, now: Time, datagram: &[u8], size: u32) {
+        self.handle_datagram_with_ecn(now, datagram, size, Ecn::NotEct);
+    }
+
+    fn handle_datagram_with_ecn(&mut self, now: Time, datagram: &[u8], _size: u32, ecn: Ecn) {
         if is_rtcp(datagram) {
             return;
         }
-        let Some(ts) = RtpHeader::parse(datagram)
+        let Some((ts, cwr)) = RtpHeader::parse(datagram)
             .ok()
-            .and_then(|(h, _)| h.transport_seq)
+            .and_then(|(h, _)| Some((h.transport_seq?, h.marker)))
         else {
             self.malformed += 1;
             return;
@@ -200,8 +249,22 @@ impl Endpoint for TcpRecvEndpoint {
         let seq = self.seq.unwrap(ts);
         self.arrivals.on_packet(now, seq);
         self.unacked += 1;
+        let mut quick_ack = false;
+        if ecn.is_ce() {
+            self.ce_received += 1;
+        }
+        if self.ecn {
+            // RFC 3168 §6.1.3: CWR ends the echo, a CE mark (re)starts it.
+            if cwr {
+                self.ecn_echo = false;
+            }
+            if ecn.is_ce() {
+                quick_ack = !self.ecn_echo;
+                self.ecn_echo = true;
+            }
+        }
         // RFC 5681 §4.2: ACK at least every second full-size segment, at once when out of order.
-        if !self.delayed_ack || self.unacked >= 2 || self.arrivals.has_gap() {
+        if quick_ack || !self.delayed_ack || self.unacked >= 2 || self.arrivals.has_gap() {
             self.acknowledge();
         } else if self.delack_at.is_none() {
             self.delack_at = Some(now + DELAYED_ACK_TIMEOUT);

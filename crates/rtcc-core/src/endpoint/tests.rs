@@ -5,9 +5,12 @@ use super::video_send::Ssrcs;
 use super::*;
 use crate::cc::{self, ControllerContext, FeedbackPolicy};
 use crate::media::{encoder, FrameSource, Packetizer, VideoSender};
-use crate::units::Bytes;
+use crate::packet::{Ecn, FeedbackReport};
+use crate::units::{Bytes, Rate};
 use crate::wire::rtcp::{self, RtcpPacket};
 use crate::wire::rtp::{FrameDescriptor, RtpHeader};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 const ONE_WAY: Duration = Duration(20_000_000);
 
@@ -55,21 +58,28 @@ struct Log {
 
 /// Run both endpoints until `until`. `drop(bytes)` decides whether a sender → receiver
 /// datagram is lost.
-fn call(
+fn call(ends: &mut [Box<dyn Endpoint>; 2], until: Time, drop: impl FnMut(&[u8]) -> bool) -> Log {
+    call_marking(ends, until, drop, |_| false)
+}
+
+/// [`call`] on a wire that sets CE on the sender → receiver datagrams `mark(bytes)` picks, if
+/// they are ECN-capable (an AQM's mark), and delivers every datagram with its codepoint.
+fn call_marking(
     ends: &mut [Box<dyn Endpoint>; 2],
     until: Time,
     mut drop: impl FnMut(&[u8]) -> bool,
+    mut mark: impl FnMut(&[u8]) -> bool,
 ) -> Log {
     let mut log = Log::default();
-    let mut wire: Vec<(Time, usize, Vec<u8>, u32)> = Vec::new();
+    let mut wire: Vec<(Time, usize, Vec<u8>, u32, Ecn)> = Vec::new();
     let mut buf = Vec::new();
     let mut now = Time::ZERO;
     loop {
         // Everything due now: deliveries in order, then timers, then what the ends send.
         wire.sort_by_key(|w| w.0);
         while wire.first().is_some_and(|w| w.0 <= now) {
-            let (_, to, bytes, size) = wire.remove(0);
-            ends[to].handle_datagram(now, &bytes, size);
+            let (_, to, bytes, size, ecn) = wire.remove(0);
+            ends[to].handle_datagram_with_ecn(now, &bytes, size, ecn);
         }
         for (side, end) in ends.iter_mut().enumerate() {
             if end.poll_timeout().is_some_and(|t| t <= now) {
@@ -78,7 +88,11 @@ fn call(
             while let Some(t) = end.poll_transmit(now, &mut buf) {
                 log.sent[side].push((now, buf.clone()));
                 if side == 1 || !drop(&buf) {
-                    wire.push((now + ONE_WAY, 1 - side, buf.clone(), t.size));
+                    let mut ecn = t.ecn;
+                    if side == 0 && mark(&buf) {
+                        ecn.set_ce();
+                    }
+                    wire.push((now + ONE_WAY, 1 - side, buf.clone(), t.size, ecn));
                 }
             }
             while let Some(e) = end.poll_event() {
@@ -375,4 +389,130 @@ fn the_tcp_receiver_delays_acks_as_rfc_5681_says() {
         rx.poll_transmit(t(50), &mut buf).is_some(),
         "a gap is acknowledged at once"
     );
+}
+
+/// A fixed 1 Mbit/s controller that counts the packets its feedback reports (and how many of
+/// them arrived CE-marked).
+struct CountingController {
+    reported: Arc<AtomicUsize>,
+    ce: Arc<AtomicUsize>,
+}
+
+impl cc::Controller for CountingController {
+    fn on_feedback(&mut self, _now: Time, report: &FeedbackReport) {
+        self.reported
+            .fetch_add(report.packets.len(), Ordering::Relaxed);
+        self.ce.fetch_add(report.ce_count(), Ordering::Relaxed);
+    }
+    fn decision(&self) -> cc::Decision {
+        cc::Decision::rate_only(Rate::from_mbps(1.0), None)
+    }
+}
+
+#[test]
+fn ce_marks_reach_the_controller_through_rfc_8888_reports() {
+    let (reported, ce) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let controller = CountingController {
+        reported: reported.clone(),
+        ce: ce.clone(),
+    };
+    let packetizer = Packetizer {
+        payload: Bytes(1200),
+        overhead: Bytes(40),
+        min_packets: 1,
+    };
+    let sender = VideoSender::new(
+        Box::new(controller),
+        encoder::create("ideal", 1).unwrap(),
+        packetizer,
+        30.0,
+        0,
+    );
+    let source = FrameSource::new(Time::ZERO, 30.0, Duration::ZERO, 1);
+    let ssrcs = Ssrcs::for_flow(0);
+    let mut tx = VideoSendEndpoint::new(sender, source, ssrcs, Recovery::default());
+    tx.set_ecn(true);
+    let mut rx =
+        VideoRecvEndpoint::new(Time::ZERO, ssrcs.media, policy(false), Recovery::default());
+    rx.set_ecn(true);
+    let mut ends: [Box<dyn Endpoint>; 2] = [Box::new(tx), Box::new(rx)];
+    // The wire marks every media packet whose transport-wide sequence number is a multiple of 7.
+    let mut marked = 0;
+    let log = call_marking(
+        &mut ends,
+        Time::from_millis(2000),
+        |_| false,
+        |b| {
+            let pick = rtp(b).transport_seq.is_some_and(|s| s % 7 == 0);
+            marked += pick as usize;
+            pick
+        },
+    );
+    assert!(marked > 20, "{marked}");
+    // Every media datagram left ECT(0); the receiver answered with RFC 8888 reports whose ECN
+    // bits say CE for exactly the marked packets, and the controller saw them.
+    let ccfb_ce: usize = rtcp_packets(&log)
+        .iter()
+        .filter_map(|p| match p {
+            RtcpPacket::Ccfb(r) => Some(r),
+            _ => None,
+        })
+        .flat_map(|r| r.blocks.iter().flat_map(|b| b.metrics.iter().flatten()))
+        .filter(|m| Ecn::from_bits(m.ecn).is_ce())
+        .count();
+    let reported = reported.load(Ordering::Relaxed);
+    let ce = ce.load(Ordering::Relaxed);
+    assert!(reported > 100, "{reported}");
+    // At the end, a few marked packets (or the report on them) are still on their way.
+    assert!(
+        ce > 0 && ce <= ccfb_ce && ccfb_ce <= marked,
+        "{ce}, {ccfb_ce}, {marked}"
+    );
+    assert!(marked - ce <= 5, "{ce} of {marked}");
+}
+
+#[test]
+fn without_ecn_the_feedback_is_unchanged() {
+    // The same call, ECN off at both ends: Not-ECT datagrams, no RFC 8888 reports.
+    let mut ends = pair(Recovery::default(), false);
+    let log = call_marking(&mut ends, Time::from_millis(1000), |_| false, |_| true);
+    assert!(!rtcp_packets(&log)
+        .iter()
+        .any(|p| matches!(p, RtcpPacket::Ccfb(_))));
+}
+
+#[test]
+fn the_tcp_receiver_echoes_ce_until_cwr() {
+    let mut rx = TcpRecvEndpoint::new(9, false);
+    rx.set_ecn(true);
+    let segment = |seq: u64, cwr: bool| {
+        let mut b = Vec::new();
+        tcp::write_segment_header(&mut b, seq, 9, cwr);
+        b
+    };
+    let mut buf = Vec::new();
+    let t = Time::from_millis;
+    let mut ack_has_ece = |rx: &mut TcpRecvEndpoint, at: u64, seq: u64, cwr: bool, ecn: Ecn| {
+        rx.handle_datagram_with_ecn(t(at), &segment(seq, cwr), 1500, ecn);
+        rx.poll_transmit(t(at), &mut buf)
+            .expect("every segment is acknowledged");
+        let packets = rtcp::parse_compound(&buf).unwrap();
+        assert!(matches!(packets[0], RtcpPacket::TransportCc(_)));
+        packets.iter().any(|p| matches!(p, RtcpPacket::EcnEcho(_)))
+    };
+    assert!(!ack_has_ece(&mut rx, 0, 0, false, Ecn::Ect0));
+    assert!(
+        ack_has_ece(&mut rx, 1, 1, false, Ecn::Ce),
+        "CE starts the echo"
+    );
+    assert!(ack_has_ece(&mut rx, 2, 2, false, Ecn::Ect0), "it lasts");
+    assert!(!ack_has_ece(&mut rx, 3, 3, true, Ecn::Ect0), "until CWR");
+    assert!(
+        ack_has_ece(&mut rx, 4, 4, true, Ecn::Ce),
+        "a CE segment with CWR keeps it"
+    );
+    assert_eq!(rx.ce_received(), 2);
+    // Without ECN negotiated the receiver never echoes (it still counts the marks).
+    let mut plain = TcpRecvEndpoint::new(9, false);
+    assert!(!ack_has_ece(&mut plain, 0, 0, false, Ecn::Ce));
 }

@@ -26,10 +26,13 @@ use crate::cc::FeedbackPolicy;
 use crate::media::jitter_buffer::{FrameEvent, FramePacket, JitterBuffer, JitterBufferConfig};
 use crate::media::nack::NackRequester;
 use crate::media::{ArrivalRecorder, Playout};
+use crate::packet::Ecn;
 use crate::units::{earliest, Duration, Time};
 use crate::wire::fec::{self, FecHeader};
+use crate::wire::rtcp::ccfb::MAX_REPORTS;
 use crate::wire::rtcp::{
-    FrameAckMessage, Nack, Pli, ReceiverReport, ReportBlock, RtcpPacket, TransportCcFeedback,
+    ntp_middle32, ntp_time, CcfbBlock, CcfbMetric, CcfbReport, FrameAckMessage, Nack, Pli,
+    ReceiverReport, ReportBlock, RtcpPacket, TransportCcFeedback,
 };
 use crate::wire::rtp::{is_rtcp, RtpHeader};
 use crate::wire::SeqUnwrapper;
@@ -73,6 +76,9 @@ pub struct VideoRecvEndpoint {
     events: VecDeque<EndpointEvent>,
     received_media: u64,
     malformed: u64,
+    /// Report the ECN codepoint of each packet (an RFC 8888 report with every transport-wide
+    /// feedback).
+    ecn: bool,
     nack_scratch: Vec<u64>,
 }
 
@@ -119,6 +125,7 @@ impl VideoRecvEndpoint {
             events: VecDeque::new(),
             received_media: 0,
             malformed: 0,
+            ecn: false,
             nack_scratch: Vec::new(),
         }
     }
@@ -176,7 +183,12 @@ impl VideoRecvEndpoint {
         }
     }
 
-    fn on_rtp(&mut self, now: Time, datagram: &[u8], size: u32) {
+    /// Report the ECN codepoints packets arrive with (RFC 8888 reports). Default off.
+    pub fn set_ecn(&mut self, on: bool) {
+        self.ecn = on;
+    }
+
+    fn on_rtp(&mut self, now: Time, datagram: &[u8], size: u32, ecn: Ecn) {
         let (h, len) = match RtpHeader::parse(datagram) {
             Ok(v) => v,
             Err(_) => {
@@ -186,7 +198,7 @@ impl VideoRecvEndpoint {
         };
         if let Some(ts) = h.transport_seq {
             let seq = self.transport_seq.unwrap(ts);
-            self.arrivals.on_packet(now, seq);
+            self.arrivals.on_packet_with_ecn(now, seq, ecn);
         }
         match h.payload_type {
             PT_MEDIA => {
@@ -283,6 +295,34 @@ impl VideoRecvEndpoint {
         let Some(fb) = self.arrivals.build_feedback() else {
             return;
         };
+        if self.ecn && !fb.ecn.is_empty() {
+            // RFC 8888 carries the ECN bits (transport-wide feedback has no room for them):
+            // one block per at most 16384 numbers, first in the compound so that the sender has
+            // the codepoints when the transport-wide feedback on the same packets arrives.
+            // Arrival offsets are against the newest arrival reported (the report's time);
+            // the sender takes its times from the transport-wide feedback.
+            let report_time = fb.receive_times.iter().flatten().max().copied();
+            let report_time = report_time.unwrap_or_default();
+            for (k, times) in fb.receive_times.chunks(MAX_REPORTS).enumerate() {
+                let from = k * MAX_REPORTS;
+                let mut block = CcfbBlock::from_receive_times(
+                    self.media_ssrc,
+                    (fb.base_seq + from as u64) as u16,
+                    times,
+                    report_time,
+                );
+                for (m, ecn) in block.metrics.iter_mut().zip(&fb.ecn[from..]) {
+                    if let Some(CcfbMetric { ecn: bits, .. }) = m {
+                        *bits = ecn.bits();
+                    }
+                }
+                self.pending.push(RtcpPacket::Ccfb(CcfbReport {
+                    sender_ssrc: RECEIVER_SSRC,
+                    blocks: vec![block],
+                    report_timestamp: ntp_middle32(ntp_time(report_time)),
+                }));
+            }
+        }
         for m in TransportCcFeedback::build(
             RECEIVER_SSRC,
             self.media_ssrc,
@@ -376,10 +416,14 @@ impl VideoRecvEndpoint {
 
 impl Endpoint for VideoRecvEndpoint {
     fn handle_datagram(&mut self, now: Time, datagram: &[u8], size: u32) {
+        self.handle_datagram_with_ecn(now, datagram, size, Ecn::NotEct);
+    }
+
+    fn handle_datagram_with_ecn(&mut self, now: Time, datagram: &[u8], size: u32, ecn: Ecn) {
         if is_rtcp(datagram) {
             return; // sender reports: nothing a receiver here needs
         }
-        self.on_rtp(now, datagram, size);
+        self.on_rtp(now, datagram, size, ecn);
         self.after_input(now);
     }
 

@@ -31,7 +31,7 @@ use super::{
 };
 use crate::media::protection::RetransmissionBudget;
 use crate::media::{FrameSource, VideoSender};
-use crate::packet::{FrameAck, PacketKind, SentPacket, TransportFeedback};
+use crate::packet::{Ecn, FrameAck, PacketKind, SentPacket, TransportFeedback};
 use crate::units::{earliest, Duration, Time};
 use crate::wire::fec::{FecEncoder, FecHeader};
 use crate::wire::rtcp::{self, RtcpPacket};
@@ -109,6 +109,12 @@ pub struct VideoSendEndpoint {
     malformed: u64,
     /// libwebrtc's retransmission rate limit.
     budget: RetransmissionBudget,
+    /// RTP over ECN (RFC 6679): every RTP packet is sent ECT(0).
+    ecn: bool,
+    /// ECN codepoints an RFC 8888 report gave, by transport-wide sequence number from
+    /// `ecn_report_base`, until the transport-wide feedback of the same compound joins them.
+    ecn_report: Vec<Ecn>,
+    ecn_report_base: u64,
 }
 
 impl VideoSendEndpoint {
@@ -143,6 +149,9 @@ impl VideoSendEndpoint {
             events: VecDeque::new(),
             malformed: 0,
             budget: RetransmissionBudget::default(),
+            ecn: false,
+            ecn_report: Vec::new(),
+            ecn_report_base: 0,
         }
     }
 
@@ -252,11 +261,28 @@ impl VideoSendEndpoint {
                 RtcpPacket::TransportCc(fb) => {
                     let next = self.sender.next_transport_seq();
                     let base = unwrap_near(next.saturating_sub(1), fb.base_seq as u64, 16);
+                    let ecn = self.take_ecn_report(base, fb.receive_times.len());
                     let feedback = TransportFeedback {
                         base_seq: base,
                         receive_times: fb.receive_times,
+                        ecn,
+                        ecn_echo: false,
                     };
                     self.sender.on_feedback(now, &feedback);
+                }
+                RtcpPacket::Ccfb(report) => {
+                    // The ECN receiver's RFC 8888 report precedes the transport-wide feedback
+                    // on the same sequence numbers: keep its codepoints for it.
+                    let next = self.sender.next_transport_seq();
+                    for block in report.blocks {
+                        let base = unwrap_near(next.saturating_sub(1), block.begin_seq as u64, 16);
+                        self.ecn_report_base = base;
+                        self.ecn_report = block
+                            .metrics
+                            .iter()
+                            .map(|m| m.map_or(Ecn::NotEct, |m| Ecn::from_bits(m.ecn)))
+                            .collect();
+                    }
                 }
                 RtcpPacket::FrameAck(a) => {
                     let newest = (self.frames_from + self.frames.len() as u64).saturating_sub(1);
@@ -278,6 +304,27 @@ impl VideoSendEndpoint {
                 _ => {}
             }
         }
+    }
+
+    /// Send RTP ECT(0) (RFC 6679) and read the receiver's ECN reports. Default off.
+    pub fn set_ecn(&mut self, on: bool) {
+        self.ecn = on;
+    }
+
+    /// The codepoints of the last RFC 8888 report for `len` packets from `base` (Not-ECT for
+    /// any it does not cover); empty when there is none.
+    fn take_ecn_report(&mut self, base: u64, len: usize) -> Vec<Ecn> {
+        if self.ecn_report.is_empty() {
+            return Vec::new();
+        }
+        let (from, report) = (self.ecn_report_base, std::mem::take(&mut self.ecn_report));
+        (base..base + len as u64)
+            .map(|seq| {
+                seq.checked_sub(from)
+                    .and_then(|i| report.get(i as usize).copied())
+                    .unwrap_or(Ecn::NotEct)
+            })
+            .collect()
     }
 
     /// Write the RTP packet for `pkt` (released by the pacer) into `buf`.
@@ -440,6 +487,7 @@ impl Endpoint for VideoSendEndpoint {
             kind: pkt.kind,
             seq: Some(pkt.seq),
             frame: pkt.frame,
+            ecn: if self.ecn { Ecn::Ect0 } else { Ecn::NotEct },
         })
     }
 

@@ -5,7 +5,7 @@
 //! receive time (receiver clock) or "not received" (inside one flow packets are never reordered,
 //! so a gap is a loss). Arrivals older than what was already reported are ignored.
 
-use crate::packet::TransportFeedback;
+use crate::packet::{Ecn, TransportFeedback};
 use crate::units::Time;
 use std::collections::VecDeque;
 
@@ -13,6 +13,10 @@ use std::collections::VecDeque;
 pub struct ArrivalRecorder {
     /// Receive times from `report_from` on (None = not (yet) received).
     pending: VecDeque<Option<Time>>,
+    /// The ECN codepoint of each entry of `pending` (Not-ECT where nothing arrived).
+    pending_ecn: VecDeque<Ecn>,
+    /// Some packet arrived ECN-capable: reports carry the codepoints (RFC 8888 style).
+    ecn_seen: bool,
     report_from: u64,
     started: bool,
 }
@@ -25,6 +29,12 @@ impl ArrivalRecorder {
     /// Transport-wide sequence number `seq` arrived at `now` (receiver clock). The first
     /// arrival starts the record (a receiver joining a stream does not report what came before).
     pub fn on_packet(&mut self, now: Time, seq: u64) {
+        self.on_packet_with_ecn(now, seq, Ecn::NotEct);
+    }
+
+    /// [`ArrivalRecorder::on_packet`] for a packet that arrived with the ECN codepoint `ecn`
+    /// (the IP header's, as the receiver's socket reports it).
+    pub fn on_packet_with_ecn(&mut self, now: Time, seq: u64, ecn: Ecn) {
         if !self.started {
             self.started = true;
             self.report_from = seq;
@@ -33,13 +43,17 @@ impl ArrivalRecorder {
             return;
         }
         let idx = (seq - self.report_from) as usize;
+        self.ecn_seen |= ecn.is_ecn_capable();
         if idx == self.pending.len() {
             self.pending.push_back(Some(now)); // the usual case: the next number
+            self.pending_ecn.push_back(ecn);
         } else {
             if idx > self.pending.len() {
                 self.pending.resize(idx + 1, None);
+                self.pending_ecn.resize(idx + 1, Ecn::NotEct);
             }
             self.pending[idx] = Some(now);
+            self.pending_ecn[idx] = ecn;
         }
     }
 
@@ -61,11 +75,19 @@ impl ArrivalRecorder {
             return None;
         }
         let receive_times: Vec<Option<Time>> = self.pending.drain(..).collect();
+        let ecn: Vec<Ecn> = if self.ecn_seen {
+            self.pending_ecn.drain(..).collect()
+        } else {
+            self.pending_ecn.clear();
+            Vec::new()
+        };
         let base_seq = self.report_from;
         self.report_from += receive_times.len() as u64;
         Some(TransportFeedback {
             base_seq,
             receive_times,
+            ecn,
+            ecn_echo: false,
         })
     }
 }
@@ -94,6 +116,25 @@ mod tests {
             "a packet already reported lost stays so"
         );
         r.on_packet(Time(1060), 4);
-        assert_eq!(r.build_feedback().unwrap().base_seq, 4);
+        let fb = r.build_feedback().unwrap();
+        assert_eq!(fb.base_seq, 4);
+        assert!(
+            fb.ecn.is_empty(),
+            "no ECN-capable arrival: no codepoints reported"
+        );
+    }
+
+    #[test]
+    fn reports_the_ecn_codepoint_of_each_arrival() {
+        let mut r = ArrivalRecorder::new();
+        r.on_packet_with_ecn(Time(10), 0, Ecn::Ect0);
+        r.on_packet_with_ecn(Time(30), 2, Ecn::Ce);
+        r.on_packet_with_ecn(Time(20), 1, Ecn::Ect0);
+        let fb = r.build_feedback().unwrap();
+        assert_eq!(fb.ecn, vec![Ecn::Ect0, Ecn::Ect0, Ecn::Ce]);
+        r.on_packet_with_ecn(Time(50), 4, Ecn::Ce);
+        let fb = r.build_feedback().unwrap();
+        assert_eq!(fb.receive_times, vec![None, Some(Time(50))]);
+        assert_eq!(fb.ecn, vec![Ecn::NotEct, Ecn::Ce]);
     }
 }

@@ -348,6 +348,10 @@ pub struct FlowSummary {
     /// in by the caller from the flow's segment records ([`crate::dash::qoe::summarize`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dash: Option<crate::dash::qoe::DashSummary>,
+    /// Data packets that reached the receiver CE-marked (flows with `ecn = true` only; absent
+    /// from the JSON of other flows), filled in by the caller that counted them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ce_marked: Option<u64>,
 }
 
 /// Inputs for one flow's summary.
@@ -453,6 +457,7 @@ pub fn summarize_flow(
             .then(|| log.feedback_bytes as f64 / log.feedback_capacity_bytes),
         sqp_frame_delay: Vec::new(),
         dash: None,
+        ce_marked: None,
     }
 }
 

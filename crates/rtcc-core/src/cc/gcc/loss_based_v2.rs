@@ -1054,6 +1054,7 @@ mod tests {
                         in_flight: 0,
                     },
                     receive_time: (!lost).then_some(send_time),
+                    ecn: crate::packet::Ecn::NotEct,
                 });
                 *t_ms += gap_ms;
             }
@@ -1353,15 +1354,18 @@ mod tests {
         let lost = PacketResult {
             sent: sent(1, 0.0),
             receive_time: None,
+            ecn: crate::packet::Ecn::NotEct,
         };
         v2.update(&[lost], 1e6, false);
         let found = PacketResult {
             sent: sent(1, 0.0),
             receive_time: Some(Time::from_millis(20)),
+            ecn: crate::packet::Ecn::NotEct,
         };
         let later = PacketResult {
             sent: sent(2, 300.0),
             receive_time: Some(Time::from_millis(320)),
+            ecn: crate::packet::Ecn::NotEct,
         };
         v2.update(&[found, later], 1e6, false);
         assert_eq!(

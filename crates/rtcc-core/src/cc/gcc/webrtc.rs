@@ -506,6 +506,7 @@ mod tests {
                 .map(|p| PacketResult {
                     sent: *p,
                     receive_time: Some(p.send_time + Duration::from_millis(20)),
+                    ecn: crate::packet::Ecn::NotEct,
                 })
                 .collect(),
             in_flight: 0,

@@ -89,6 +89,7 @@ impl Bench {
                     in_flight: 0,
                 },
                 receive_time: recv,
+                ecn: crate::packet::Ecn::NotEct,
             });
             sizes.push(s);
             self.seq += 1;

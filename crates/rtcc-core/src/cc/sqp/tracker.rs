@@ -139,6 +139,7 @@ mod tests {
                 in_flight: 0,
             },
             receive_time: recv_ms.map(Time::from_millis),
+            ecn: crate::packet::Ecn::NotEct,
         }
     }
 

@@ -57,8 +57,27 @@
 //! - The "bytes left behind" in the MTU guard are counted after the head is removed, as in the
 //!   kernel; [`CodelSource::backlog`] says which backlog (fq_codel can use its whole queue's or
 //!   the flow's).
-//! - No ECN marking and no `ce_threshold`: the simulated packets carry no ECN field, so every
-//!   congestion signal is a drop (as in the seed paper's experiments).
+//!
+//! # ECN (RFC 8289 §5 "ECN marking", RFC 3168; Linux `codel_dequeue()` in `codel_impl.h`)
+//!
+//! With `ecn` on, wherever the control law would drop the head packet and that packet is
+//! ECN-capable (ECT(0), ECT(1), or already CE), CoDel sets CE and **sends it** instead:
+//! - entering the dropping state: the head is marked, the state is entered exactly as after a
+//!   drop (same `count` re-use rule, same `drop_next`), and the marked packet is the one
+//!   dequeued;
+//! - in the dropping state, when `now ≥ drop_next`: `count += 1`, the head is marked,
+//!   `drop_next` moves by `interval/√count` and the dequeue ends there (Linux's `goto end`: one
+//!   mark per dequeue, where drops may come several in a row).
+//!
+//! So an ECT flow gets its signals at the same instants a Not-ECT flow would lose packets
+//! (tested below), and Not-ECT packets are still dropped. Linux's `sch_codel` has `ecn` off by
+//! default (`codel_params_init()`), rtcc too. Tail drops at `limit` are drops, ECT or not.
+//!
+//! `ce_threshold` (Linux ≥ 4.2, `TCA_CODEL_CE_THRESHOLD`; off by default) is independent of
+//! `ecn`: after the control law has run, the packet about to be sent is marked CE if it is
+//! ECN-capable and the last sojourn CoDel measured is **above** the threshold
+//! (`codel_time_after(vars->ldelay, params->ce_threshold)`), a step marking for DCTCP-like
+//! senders that never drops.
 
 use super::{NetPacket, Queue, QueueLimit, Stamped, LINUX_MTU};
 use crate::units::{Duration, Rate, Time};
@@ -74,6 +93,12 @@ pub struct CodelParams {
     pub interval: Duration,
     /// Never drop while the bytes left behind the head are at most this much.
     pub mtu: u32,
+    /// Mark ECN-capable packets CE instead of dropping them (RFC 8289 §5). Default off (Linux
+    /// `sch_codel`'s default; Linux's fq_codel turns it on, rtcc's does not).
+    pub ecn: bool,
+    /// Mark every ECN-capable packet sent after a sojourn above this (Linux `ce_threshold`);
+    /// `None` (default): off.
+    pub ce_threshold: Option<Duration>,
 }
 
 impl Default for CodelParams {
@@ -82,6 +107,8 @@ impl Default for CodelParams {
             target: Duration::from_millis(5),
             interval: Duration::from_millis(100),
             mtu: LINUX_MTU,
+            ecn: false,
+            ce_threshold: None,
         }
     }
 }
@@ -120,6 +147,10 @@ pub struct CodelState {
     drop_next: Time,
     /// Sojourn of the last packet looked at.
     ldelay: Duration,
+    /// Packets marked CE by the control law (`ecn`) and by `ce_threshold` (Linux `ecn_mark`,
+    /// `ce_mark`).
+    ecn_marks: u64,
+    ce_threshold_marks: u64,
 }
 
 impl CodelState {
@@ -141,6 +172,14 @@ impl CodelState {
     /// Sojourn time of the last packet looked at.
     pub fn last_sojourn(&self) -> Duration {
         self.ldelay
+    }
+    /// ECN-capable packets the control law marked instead of dropping.
+    pub fn ecn_marks(&self) -> u64 {
+        self.ecn_marks
+    }
+    /// ECN-capable packets marked for a sojourn above `ce_threshold`.
+    pub fn ce_threshold_marks(&self) -> u64 {
+        self.ce_threshold_marks
     }
     /// Raise `count` (fq_codel does, by the number of packets it drops from a flow when it
     /// overflows, "to increase the signal strength").
@@ -181,8 +220,9 @@ impl CodelState {
     }
 
     /// Dequeue from `src` at `now`: the packet to send, if any; packets CoDel drops go to
-    /// `dropped` (Linux `codel_dequeue()`).
-    pub fn dequeue<P, S: CodelSource<P>>(
+    /// `dropped` (Linux `codel_dequeue()`). With `ecn`, ECN-capable packets are marked where
+    /// others are dropped (see the module documentation).
+    pub fn dequeue<P: NetPacket, S: CodelSource<P>>(
         &mut self,
         p: &CodelParams,
         now: Time,
@@ -203,6 +243,12 @@ impl CodelState {
                 // Drop as many as are due (a large backlog may make several due at once).
                 while self.dropping && now >= self.drop_next {
                     self.count = self.count.wrapping_add(1);
+                    if p.ecn && head.as_mut().is_some_and(|(_, pkt)| pkt.set_ce()) {
+                        // Marked instead of dropped: schedule the next signal and send it.
+                        self.ecn_marks += 1;
+                        self.drop_next = Self::control_law(self.drop_next, p.interval, self.count);
+                        break;
+                    }
                     if let Some((_, pkt)) = head.take() {
                         dropped.push(pkt);
                     }
@@ -215,12 +261,16 @@ impl CodelState {
                 }
             }
         } else if drop {
-            if let Some((_, pkt)) = head.take() {
-                dropped.push(pkt);
+            if p.ecn && head.as_mut().is_some_and(|(_, pkt)| pkt.set_ce()) {
+                self.ecn_marks += 1;
+            } else {
+                if let Some((_, pkt)) = head.take() {
+                    dropped.push(pkt);
+                }
+                head = src.pop();
+                // Looks at the new head only to keep `first_above_time` current.
+                self.should_drop(head.as_ref().map(|h| h.0), src.backlog(), p, now);
             }
-            head = src.pop();
-            // Looks at the new head only to keep `first_above_time` current.
-            self.should_drop(head.as_ref().map(|h| h.0), src.backlog(), p, now);
             self.dropping = true;
             // Re-use the drop rate of the last dropping state if it ended recently.
             let delta = self.count.saturating_sub(self.lastcount);
@@ -232,6 +282,11 @@ impl CodelState {
             };
             self.lastcount = self.count;
             self.drop_next = Self::control_law(now, p.interval, self.count);
+        }
+        if let (Some(threshold), Some((_, pkt))) = (p.ce_threshold, head.as_mut()) {
+            if self.ldelay > threshold && pkt.set_ce() {
+                self.ce_threshold_marks += 1;
+            }
         }
         head.map(|(_, pkt)| pkt)
     }
@@ -320,8 +375,9 @@ impl<P: NetPacket + Send> Queue<P> for Codel<P> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{check_conservation, ops, P};
+    use super::super::tests::{check_conservation, ops, Tp, P};
     use super::*;
+    use crate::packet::Ecn;
     use proptest::prelude::*;
 
     const MS: u64 = 1_000_000;
@@ -585,6 +641,7 @@ mod tests {
             target: Duration::from_millis(1),
             interval: Duration::from_millis(10),
             mtu: 0,
+            ..CodelParams::default()
         };
         let mut c = CodelState::new();
         for k in 0..=11u64 {
@@ -604,13 +661,127 @@ mod tests {
         assert_eq!(c.count(), 10);
     }
 
+    /// The drop-gaps workload (a queue that never drains, one arrival and one departure every
+    /// 100 µs behind 500 prefilled packets) with packets of codepoint `ecn`, through a CoDel
+    /// whose `ecn` switch is `marking`. Returns the instants of the first 12 signals, each a
+    /// drop or a mark, and how many of them were drops.
+    fn signal_instants(ecn: Ecn, marking: bool) -> (Vec<u64>, usize) {
+        let params = CodelParams {
+            ecn: marking,
+            ..CodelParams::default()
+        };
+        let mut q = Codel::<Tp>::new(params, QueueLimit::Packets(1000));
+        let r = Rate(1e9);
+        let pkt = |id: u64| Tp {
+            id,
+            size: 100,
+            flow: 0,
+            ecn,
+        };
+        for i in 0..500 {
+            q.enqueue(Time::ZERO, pkt(i), r).unwrap();
+        }
+        let (mut instants, mut drops) = (Vec::new(), 0);
+        let mut dropped = Vec::new();
+        for k in 0..20_000u64 {
+            let now = Time(k * 100 * US);
+            q.enqueue(now, pkt(500 + k), r).unwrap();
+            let before = dropped.len();
+            let out = q.dequeue(now, &mut dropped).unwrap();
+            let signals = dropped.len() - before + out.ecn.is_ce() as usize;
+            assert!(signals <= 1, "one signal at a time at this rate");
+            if signals == 1 {
+                instants.push(now.0);
+                drops += dropped.len() - before;
+            }
+            if instants.len() == 12 {
+                break;
+            }
+        }
+        (instants, drops)
+    }
+
+    #[test]
+    fn ecn_marks_at_the_instants_it_would_drop() {
+        let (drop_instants, drops) = signal_instants(Ecn::Ect0, false);
+        assert_eq!(drops, 12, "without ecn an ECT packet is dropped");
+        let (mark_instants, drops) = signal_instants(Ecn::Ect0, true);
+        assert_eq!(drops, 0, "with ecn every signal to an ECT flow is a mark");
+        assert_eq!(mark_instants, drop_instants);
+        // ECT(1) is marked like ECT(0) (RFC 3168 §5: routers treat them alike).
+        assert_eq!(signal_instants(Ecn::Ect1, true), (drop_instants.clone(), 0));
+        // Not-ECT packets are dropped whatever the switch says.
+        assert_eq!(signal_instants(Ecn::NotEct, true), (drop_instants, 12));
+    }
+
+    #[test]
+    fn ce_threshold_marks_ect_packets_above_it_and_never_drops() {
+        // Sojourns of 3 ms: below target (no control law), above a 2 ms threshold.
+        let p = CodelParams {
+            ce_threshold: Some(Duration::from_millis(2)),
+            ..CodelParams::default()
+        };
+        let mut c = CodelState::new();
+        let mut dropped = Vec::new();
+        for (k, ecn) in [(0u64, Ecn::Ect0), (1, Ecn::NotEct), (2, Ecn::Ect1)] {
+            let now = T0 + k * MS;
+            let mut src = Fake2 {
+                packets: VecDeque::from([(
+                    Time(now - 3 * MS),
+                    Tp {
+                        id: k,
+                        size: 1000,
+                        flow: 0,
+                        ecn,
+                    },
+                )]),
+            };
+            let out = c.dequeue(&p, Time(now), &mut src, &mut dropped).unwrap();
+            assert_eq!(out.ecn.is_ce(), ecn.is_ecn_capable(), "{ecn:?}");
+        }
+        // At exactly the threshold: not above it, no mark.
+        let mut src = Fake2 {
+            packets: VecDeque::from([(
+                Time(T0),
+                Tp {
+                    id: 9,
+                    size: 1000,
+                    flow: 0,
+                    ecn: Ecn::Ect0,
+                },
+            )]),
+        };
+        let out = c
+            .dequeue(&p, Time(T0 + 2 * MS), &mut src, &mut dropped)
+            .unwrap();
+        assert_eq!(out.ecn, Ecn::Ect0);
+        assert!(dropped.is_empty());
+        assert_eq!((c.ce_threshold_marks(), c.ecn_marks()), (2, 0));
+    }
+
+    /// A source of [`Tp`] packets with chosen enqueue times and nothing behind them.
+    struct Fake2 {
+        packets: VecDeque<(Time, Tp)>,
+    }
+    impl CodelSource<Tp> for Fake2 {
+        fn pop(&mut self) -> Option<(Time, Tp)> {
+            self.packets.pop_front()
+        }
+        fn backlog(&self) -> u64 {
+            0
+        }
+    }
+
     proptest! {
         #[test]
-        fn codel_conserves_packets(ops in ops(), limit in 1u64..80, target_ms in 1u64..10, interval_ms in 5u64..100) {
+        fn codel_conserves_packets(ops in ops(), limit in 1u64..80, target_ms in 1u64..10, interval_ms in 5u64..100,
+                                   ecn in any::<bool>(), ce_threshold_ms in proptest::option::of(0u64..20)) {
             let params = CodelParams {
                 target: Duration::from_millis(target_ms),
                 interval: Duration::from_millis(interval_ms),
                 mtu: LINUX_MTU,
+                ecn,
+                ce_threshold: ce_threshold_ms.map(Duration::from_millis),
             };
             check_conservation(&mut Codel::new(params, QueueLimit::Packets(limit)), &ops)?;
         }

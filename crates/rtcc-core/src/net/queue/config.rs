@@ -24,11 +24,14 @@
 //!
 //! | kind | fields |
 //! |---|---|
-//! | `droptail` | `limit` |
-//! | `codel` | `target`, `interval`, `limit`, `mtu` |
-//! | `pie` | `target`, `tupdate`, `burst`, `alpha`, `beta`, `limit`, `estimator` (`"timestamp"` or `"dq-rate"`), `mtu` |
+//! | `droptail` | `limit`, `mark_threshold` (a limit-like step: ECN marking above it) |
+//! | `codel` | `target`, `interval`, `limit`, `mtu`, `ecn` (true/false), `ce_threshold` |
+//! | `pie` | `target`, `tupdate`, `burst`, `alpha`, `beta`, `limit`, `estimator` (`"timestamp"` or `"dq-rate"`), `mtu`, `ecn` |
 //! | `sfq` | `limit` (packets, or a time converted to 1500-byte packets at the link rate), `depth`, `flows`, `divisor`, `quantum` |
-//! | `fq_codel` | `target`, `interval`, `limit` (as for sfq), `flows`, `quantum`, `drop_batch`, `mtu`, `mtu_guard` (`"qdisc"` or `"flow"`) |
+//! | `fq_codel` | `target`, `interval`, `limit` (as for sfq), `flows`, `quantum`, `drop_batch`, `mtu`, `mtu_guard` (`"qdisc"` or `"flow"`), `ecn`, `ce_threshold` |
+//!
+//! ECN marking (`ecn`, `ce_threshold`, `mark_threshold`) is off unless written, in every preset:
+//! only packets of flows with `ecn = true` can be marked (see `docs/queues.md`).
 //!
 //! `docs/queues.md` documents each discipline, its defaults and the presets.
 
@@ -74,6 +77,8 @@ pub struct DropTailConfig {
     /// `linux`: 1000 packets; `gcc-aqm`: 300 ms at the link's nominal rate, in bytes.
     pub preset: Preset,
     pub limit: Option<QueueLimit>,
+    /// Mark ECN-capable arrivals that take the queue past this (default: never).
+    pub mark_threshold: Option<QueueLimit>,
 }
 
 /// CoDel configuration (unset fields come from the preset).
@@ -84,6 +89,9 @@ pub struct CodelConfig {
     pub interval: Option<Duration>,
     pub limit: Option<QueueLimit>,
     pub mtu: Option<Bytes>,
+    /// Mark instead of dropping ECN-capable packets (default false).
+    pub ecn: Option<bool>,
+    pub ce_threshold: Option<Duration>,
 }
 
 /// PIE configuration.
@@ -98,6 +106,8 @@ pub struct PieConfig {
     pub limit: Option<QueueLimit>,
     pub estimator: Option<PieEstimator>,
     pub mtu: Option<Bytes>,
+    /// Mark instead of dropping ECN-capable packets while p ≤ 10 % (default false).
+    pub ecn: Option<bool>,
 }
 
 /// SFQ configuration.
@@ -125,6 +135,9 @@ pub struct FqCodelConfig {
     pub drop_batch: Option<u32>,
     pub mtu: Option<Bytes>,
     pub mtu_guard: Option<MtuGuard>,
+    /// Mark instead of dropping ECN-capable packets (default false; Linux's default is true).
+    pub ecn: Option<bool>,
+    pub ce_threshold: Option<Duration>,
 }
 
 /// A queue as configured: a kind, a preset and overrides.
@@ -149,6 +162,7 @@ impl From<QueueLimit> for QueueConfig {
         QueueConfig::DropTail(DropTailConfig {
             preset: Preset::Linux,
             limit: Some(limit),
+            mark_threshold: None,
         })
     }
 }
@@ -156,7 +170,10 @@ impl From<QueueLimit> for QueueConfig {
 /// A configuration resolved for a link: every parameter known.
 #[derive(Debug, Clone, PartialEq)]
 pub enum QueueParams {
-    DropTail(QueueLimit),
+    DropTail {
+        limit: QueueLimit,
+        mark_threshold: Option<QueueLimit>,
+    },
     Codel {
         codel: CodelParams,
         limit: QueueLimit,
@@ -265,7 +282,14 @@ impl QueueConfig {
                     }
                     (None, false) => DEFAULT_DROPTAIL_LIMIT,
                 };
-                Ok(QueueParams::DropTail(limit))
+                let mark_threshold = c
+                    .mark_threshold
+                    .map(|t| any_limit(&format!("{kind} mark_threshold"), t))
+                    .transpose()?;
+                Ok(QueueParams::DropTail {
+                    limit,
+                    mark_threshold,
+                })
             }
             QueueConfig::Codel(c) => {
                 let mut codel = CodelParams::default();
@@ -280,6 +304,8 @@ impl QueueConfig {
                 if let Some(m) = c.mtu {
                     codel.mtu = mtu_of(kind, m)?;
                 }
+                codel.ecn = c.ecn.unwrap_or(codel.ecn);
+                codel.ce_threshold = c.ce_threshold.or(codel.ce_threshold);
                 codel.validate().map_err(|e| format!("{kind}: {e}"))?;
                 let limit = any_limit(kind, c.limit.unwrap_or(QueueLimit::Packets(1000)))?;
                 Ok(QueueParams::Codel { codel, limit })
@@ -302,6 +328,7 @@ impl QueueConfig {
                 if let Some(m) = c.mtu {
                     p.mtu = mtu_of(kind, m)?;
                 }
+                p.ecn = c.ecn.unwrap_or(p.ecn);
                 p.validate().map_err(|e| format!("{kind}: {e}"))?;
                 Ok(QueueParams::Pie(p))
             }
@@ -346,6 +373,8 @@ impl QueueConfig {
                 }
                 p.drop_batch = c.drop_batch.unwrap_or(p.drop_batch);
                 p.mtu_guard = c.mtu_guard.unwrap_or(p.mtu_guard);
+                p.codel.ecn = c.ecn.unwrap_or(p.codel.ecn);
+                p.codel.ce_threshold = c.ce_threshold.or(p.codel.ce_threshold);
                 p.validate().map_err(|e| format!("{kind}: {e}"))?;
                 Ok(QueueParams::FqCodel(p))
             }
@@ -362,7 +391,10 @@ impl QueueConfig {
         let kind = self.kind();
         let prefix = |e: String| format!("{kind}: {e}");
         Ok(match self.resolve(link_rate)? {
-            QueueParams::DropTail(limit) => Box::new(DropTail::new(limit)),
+            QueueParams::DropTail {
+                limit,
+                mark_threshold,
+            } => Box::new(DropTail::new(limit).with_mark_threshold(mark_threshold)),
             QueueParams::Codel { codel, limit } => Box::new(Codel::new(codel, limit)),
             QueueParams::Pie(p) => Box::new(Pie::new(p, seed).map_err(prefix)?),
             QueueParams::Sfq(p) => Box::new(Sfq::new(p, seed).map_err(prefix)?),
@@ -378,8 +410,17 @@ impl QueueConfig {
     /// The fields a table of this kind accepts.
     pub fn fields(kind: &str) -> &'static [&'static str] {
         match kind {
-            "droptail" => &["kind", "preset", "limit"],
-            "codel" => &["kind", "preset", "target", "interval", "limit", "mtu"],
+            "droptail" => &["kind", "preset", "limit", "mark_threshold"],
+            "codel" => &[
+                "kind",
+                "preset",
+                "target",
+                "interval",
+                "limit",
+                "mtu",
+                "ecn",
+                "ce_threshold",
+            ],
             "pie" => &[
                 "kind",
                 "preset",
@@ -391,6 +432,7 @@ impl QueueConfig {
                 "limit",
                 "estimator",
                 "mtu",
+                "ecn",
             ],
             "sfq" => &[
                 "kind", "preset", "limit", "depth", "flows", "divisor", "quantum",
@@ -406,6 +448,8 @@ impl QueueConfig {
                 "drop_batch",
                 "mtu",
                 "mtu_guard",
+                "ecn",
+                "ce_threshold",
             ],
             _ => &[],
         }
@@ -460,6 +504,7 @@ impl QueueConfig {
             "droptail" => QueueConfig::DropTail(DropTailConfig {
                 preset,
                 limit: f.limit()?,
+                mark_threshold: f.limit_named("mark_threshold")?,
             }),
             "codel" => QueueConfig::Codel(CodelConfig {
                 preset,
@@ -467,6 +512,8 @@ impl QueueConfig {
                 interval: f.duration("interval")?,
                 limit: f.limit()?,
                 mtu: f.bytes("mtu")?,
+                ecn: f.boolean("ecn")?,
+                ce_threshold: f.duration("ce_threshold")?,
             }),
             "pie" => QueueConfig::Pie(PieConfig {
                 preset,
@@ -484,6 +531,7 @@ impl QueueConfig {
                     ],
                 )?,
                 mtu: f.bytes("mtu")?,
+                ecn: f.boolean("ecn")?,
             }),
             "sfq" => QueueConfig::Sfq(SfqConfig {
                 preset,
@@ -506,6 +554,8 @@ impl QueueConfig {
                     "mtu_guard",
                     &[("qdisc", MtuGuard::Qdisc), ("flow", MtuGuard::Flow)],
                 )?,
+                ecn: f.boolean("ecn")?,
+                ce_threshold: f.duration("ce_threshold")?,
             }),
         };
         config.validate()?;
@@ -634,10 +684,25 @@ impl Fields<'_> {
     }
 
     fn limit(&self) -> Result<Option<QueueLimit>, String> {
+        self.limit_named("limit")
+    }
+
+    fn limit_named(&self, name: &str) -> Result<Option<QueueLimit>, String> {
         let expected = "a limit like \"1000pkts\", \"150KB\", \"300ms\" or \"unlimited\"";
-        self.string("limit", expected)?
-            .map(|s| QueueLimit::parse(s).map_err(|e| self.err("limit", e)))
+        self.string(name, expected)?
+            .map(|s| QueueLimit::parse(s).map_err(|e| self.err(name, e)))
             .transpose()
+    }
+
+    fn boolean(&self, name: &str) -> Result<Option<bool>, String> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Scalar::Bool(b)) => Ok(Some(*b)),
+            Some(v) => Err(self.err(
+                name,
+                format!("expected true or false, found {}", v.describe()),
+            )),
+        }
     }
 
     fn bytes(&self, name: &str) -> Result<Option<Bytes>, String> {
@@ -753,6 +818,7 @@ impl fmt::Display for QueueConfig {
         if let QueueConfig::DropTail(DropTailConfig {
             preset: Preset::Linux,
             limit: Some(l),
+            mark_threshold: None,
         }) = self
         {
             return write!(f, "\"{l}\"");
@@ -768,12 +834,17 @@ impl fmt::Display for QueueConfig {
         };
         let q = |v: &dyn fmt::Display| format!("\"{v}\"");
         match self {
-            QueueConfig::DropTail(c) => s("limit", c.limit.map(|v| q(&v))),
+            QueueConfig::DropTail(c) => {
+                s("limit", c.limit.map(|v| q(&v)));
+                s("mark_threshold", c.mark_threshold.map(|v| q(&v)));
+            }
             QueueConfig::Codel(c) => {
                 s("target", c.target.map(|v| q(&v)));
                 s("interval", c.interval.map(|v| q(&v)));
                 s("limit", c.limit.map(|v| q(&v)));
                 s("mtu", c.mtu.map(|v| q(&v)));
+                s("ecn", c.ecn.map(|v| v.to_string()));
+                s("ce_threshold", c.ce_threshold.map(|v| q(&v)));
             }
             QueueConfig::Pie(c) => {
                 s("target", c.target.map(|v| q(&v)));
@@ -790,6 +861,7 @@ impl fmt::Display for QueueConfig {
                     }),
                 );
                 s("mtu", c.mtu.map(|v| q(&v)));
+                s("ecn", c.ecn.map(|v| v.to_string()));
             }
             QueueConfig::Sfq(c) => {
                 s("limit", c.limit.map(|v| q(&v)));
@@ -813,6 +885,8 @@ impl fmt::Display for QueueConfig {
                         MtuGuard::Flow => "\"flow\"".into(),
                     }),
                 );
+                s("ecn", c.ecn.map(|v| v.to_string()));
+                s("ce_threshold", c.ce_threshold.map(|v| q(&v)));
             }
         }
         write!(f, "{{ {} }}", parts.join(", "))
@@ -859,7 +933,13 @@ mod tests {
         ] {
             let c = toml(s).unwrap();
             assert_eq!(c, QueueConfig::from(l));
-            assert_eq!(c.resolve(Rate(MBPS)).unwrap(), QueueParams::DropTail(l));
+            assert_eq!(
+                c.resolve(Rate(MBPS)).unwrap(),
+                QueueParams::DropTail {
+                    limit: l,
+                    mark_threshold: None
+                }
+            );
             assert_eq!(json(s).unwrap(), c);
         }
         assert!(err("\"120\"").contains("pkts"));
@@ -867,7 +947,10 @@ mod tests {
         assert!(e.contains("\"100pkts\"") && e.contains("fq_codel"), "{e}");
         assert_eq!(
             QueueConfig::default().resolve(Rate(MBPS)).unwrap(),
-            QueueParams::DropTail(QueueLimit::Packets(1000))
+            QueueParams::DropTail {
+                limit: QueueLimit::Packets(1000),
+                mark_threshold: None
+            }
         );
     }
 
@@ -1113,11 +1196,17 @@ mod tests {
         let dt = r#"{ kind = "droptail", preset = "gcc-aqm" }"#;
         assert_eq!(
             resolve(dt, 1.0),
-            QueueParams::DropTail(QueueLimit::Bytes(37_500))
+            QueueParams::DropTail {
+                limit: QueueLimit::Bytes(37_500),
+                mark_threshold: None
+            }
         );
         assert_eq!(
             resolve(dt, 10.0),
-            QueueParams::DropTail(QueueLimit::Bytes(375_000))
+            QueueParams::DropTail {
+                limit: QueueLimit::Bytes(375_000),
+                mark_threshold: None
+            }
         );
         // CoDel: 13 ms at 1 Mbit/s, 5 ms otherwise; interval 100 ms; 1000 packets.
         let codel = r#"{ kind = "codel", preset = "gcc-aqm" }"#;
@@ -1236,6 +1325,7 @@ mod tests {
                 id: 1,
                 size: 1200,
                 flow: 3,
+                ecn: crate::packet::Ecn::Ect0,
             };
             q.enqueue(Time::ZERO, p, Rate(10.0 * MBPS)).unwrap();
             assert_eq!((q.len_packets(), q.len_bytes()), (1, 1200), "{s}");

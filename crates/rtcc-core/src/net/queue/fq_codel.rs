@@ -54,15 +54,25 @@
 //! | `drop_batch` | 64 packets | `q->drop_batch_size = 64` (Linux ≥ 4.7; 1 before) |
 //! | `mtu` | 1514 bytes | `q->cparams.mtu = psched_mtu()` |
 //! | `mtu_guard` | qdisc backlog | see above |
+//! | `ecn` | off (**Linux: on**) | `q->cparams.ecn = true` in `fq_codel_init()`; see ECN below |
+//! | `ce_threshold` | off | `codel_params_init()`: `CODEL_DISABLED_THRESHOLD` |
 //!
 //! # Fidelity notes
 //!
 //! The kernel's keyed flow hash is replaced by a seeded hash of the flow id
-//! (`reciprocal_scale(hash, flows)` picks the queue, as in the kernel). No ECN (the kernel marks
-//! ECN-capable packets by default; simulated packets are not ECN-capable, so every signal is a
-//! drop, as for the seed paper's WebRTC and TCP traffic), no `ce_threshold`, and no
-//! `memory_limit` (32 MB of socket-buffer memory, which the default limit does not reach with
-//! full-size packets).
+//! (`reciprocal_scale(hash, flows)` picks the queue, as in the kernel). No `memory_limit` (32 MB
+//! of socket-buffer memory, which the default limit does not reach with full-size packets).
+//!
+//! # ECN (RFC 8290, RFC 3168; Linux `fq_codel_init()`, `codel_dequeue()`)
+//!
+//! Each flow queue's CoDel marks exactly as [`super::Codel`] does (`ecn`: an ECN-capable head
+//! that the control law would drop is marked CE and sent; `ce_threshold`: every ECN-capable
+//! packet leaving after a sojourn above the threshold is marked). Overflow drops from the fattest
+//! flow (`fq_codel_drop()`) stay drops, ECT or not. **Linux turns `ecn` on by default for
+//! fq_codel** (`q->cparams.ecn = true`; `tc-fq_codel(8)`: `ecn` unless `noecn`); rtcc keeps
+//! it off by default so that results of existing scenarios do not move (`ecn = true` in the
+//! queue table gives Linux's behaviour). Packets of flows that are not ECN-capable, the default,
+//! are dropped either way.
 
 use super::codel::{CodelParams, CodelSource, CodelState};
 use super::{FlowHasher, NetPacket, Queue, Stamped, LINUX_MTU};
@@ -378,6 +388,7 @@ impl<P: NetPacket + Send> Queue<P> for FqCodel<P> {
 mod tests {
     use super::super::tests::{check_conservation, check_drr_byte_fairness, ops, Tp};
     use super::*;
+    use crate::packet::Ecn;
     use crate::units::Duration;
     use proptest::prelude::*;
 
@@ -393,7 +404,12 @@ mod tests {
     }
 
     fn tp(id: u64, size: u32, flow: u32) -> Tp {
-        Tp { id, size, flow }
+        Tp {
+            id,
+            size,
+            flow,
+            ecn: crate::packet::Ecn::NotEct,
+        }
     }
 
     #[test]
@@ -604,6 +620,93 @@ mod tests {
     }
 
     #[test]
+    fn ecn_marks_the_standing_ect_flow_instead_of_dropping_it() {
+        // The bulk-and-sparse workload with two bulk flows, one ECN-capable, one not, each
+        // offered the whole link: CoDel signals both, by marks to the first and drops to the
+        // second.
+        let params = FqCodelParams {
+            codel: CodelParams {
+                ecn: true,
+                ..CodelParams::default()
+            },
+            ..FqCodelParams::linux()
+        };
+        let mut q = FqCodel::new(params, 5).unwrap();
+        let f = distinct_flows(&q, 2);
+        let (ect, not_ect) = (f[0], f[1]);
+        let (mut d, mut id, mut marked) = (Vec::new(), 0, 0);
+        for k in 0..3000u64 {
+            let now = Time(k * MS);
+            for (flow, ecn) in [(ect, Ecn::Ect0), (not_ect, Ecn::NotEct)] {
+                q.enqueue(
+                    now,
+                    Tp {
+                        id,
+                        size: 1000,
+                        flow,
+                        ecn,
+                    },
+                    R,
+                )
+                .unwrap();
+                id += 1;
+            }
+            if let Some(p) = q.dequeue(now, &mut d) {
+                assert!(!p.ecn.is_ce() || p.flow == ect);
+                marked += p.ecn.is_ce() as usize;
+            }
+        }
+        assert!(marked > 100, "{marked}");
+        assert!(
+            d.iter().all(|p| p.flow == not_ect),
+            "the ECT flow loses nothing"
+        );
+        assert!(d.len() > 100, "{}", d.len());
+    }
+
+    #[test]
+    fn ce_threshold_marks_ect_packets_that_waited_longer() {
+        // One flow at a time, packets waiting 0.5 ms or 3 ms against a 1 ms threshold (far
+        // below target: CoDel's control law never acts).
+        let params = FqCodelParams {
+            codel: CodelParams {
+                ce_threshold: Some(Duration::from_millis(1)),
+                ..CodelParams::default()
+            },
+            ..FqCodelParams::linux()
+        };
+        let mut q = FqCodel::new(params, 8).unwrap();
+        let mut d = Vec::new();
+        for (k, (wait_us, ecn, expect_ce)) in [
+            (500, Ecn::Ect0, false),
+            (3000, Ecn::Ect0, true),
+            (3000, Ecn::NotEct, false),
+            (3000, Ecn::Ce, true),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let t = Time(k as u64 * 10 * MS);
+            q.enqueue(
+                t,
+                Tp {
+                    id: k as u64,
+                    size: 1000,
+                    flow: 1,
+                    ecn,
+                },
+                R,
+            )
+            .unwrap();
+            let p = q
+                .dequeue(t + Duration::from_micros(wait_us), &mut d)
+                .unwrap();
+            assert_eq!(p.ecn.is_ce(), expect_ce, "{wait_us} µs, {ecn:?}");
+        }
+        assert!(d.is_empty());
+    }
+
+    #[test]
     fn invalid_params_are_refused() {
         let l = FqCodelParams::linux();
         for bad in [
@@ -633,12 +736,15 @@ mod tests {
         fn fq_codel_conserves_packets(ops in ops(), limit in 1u32..60, flows_log in 0u32..11,
                                       quantum in 256u32..3000, batch in 1u32..70,
                                       target_ms in 1u64..10, interval_ms in 5u64..100,
-                                      per_flow in any::<bool>(), seed in 0u64..100) {
+                                      per_flow in any::<bool>(), seed in 0u64..100,
+                                      ecn in any::<bool>(), ce_threshold_ms in proptest::option::of(0u64..20)) {
             let params = FqCodelParams {
                 codel: CodelParams {
                     target: Duration::from_millis(target_ms),
                     interval: Duration::from_millis(interval_ms),
                     mtu: LINUX_MTU,
+                    ecn,
+                    ce_threshold: ce_threshold_ms.map(Duration::from_millis),
                 },
                 limit,
                 flows: 1 << flows_log,

@@ -18,7 +18,24 @@
 //! [`QueueConfig`] is how a scenario names one, with presets, and builds it for a link.
 //!
 //! Conservation holds for every queue: enqueued = dequeued + refused at enqueue + dropped at
-//! dequeue + handed over by `drain_dropped` + still queued, in packets and in bytes.
+//! dequeue + handed over by `drain_dropped` + still queued, in packets and in bytes. An ECN mark
+//! is not a drop: a marked packet is dequeued like any other, carrying CE.
+//!
+//! # ECN (RFC 3168)
+//!
+//! Every discipline can signal congestion to an ECN-capable transport by *marking* instead of
+//! dropping: a packet whose IP header says ECT(0) or ECT(1) gets the CE codepoint and is sent on
+//! ([`NetPacket::set_ce`], Linux `INET_ECN_set_ce()`); a Not-ECT packet is dropped as before
+//! (RFC 3168 §5: "If the ECT codepoint is not set, the router drops the packet"). Only the
+//! *early* (AQM) signal becomes a mark: a queue that is full still drops, ECT or not (there is no
+//! room to keep a marked packet; Linux's tail drops never look at ECN). Each discipline's switch defaults off in rtcc (see `docs/queues.md`):
+//! - [`Codel`] and [`FqCodel`]: `ecn` marks where the control law drops (Linux `codel_dequeue()`),
+//!   and `ce_threshold` marks every ECT packet whose sojourn exceeds it (Linux's optional
+//!   `ce_threshold`, a step for DCTCP-like senders);
+//! - [`Pie`]: `ecn` marks an early-dropped ECT packet while the drop probability is at most 10 %
+//!   (RFC 8033 §5.1, Linux `pie_qdisc_enqueue()`), and drops above;
+//! - [`DropTail`]: `mark_threshold` marks ECT arrivals that find the queue beyond a step (a
+//!   DCTCP-style K, RFC 8257 §3.1), and drops only when the queue is full.
 
 pub mod codel;
 pub mod config;
@@ -37,6 +54,7 @@ pub use fq_codel::{FqCodel, FqCodelParams, MtuGuard};
 pub use pie::{Pie, PieEstimator, PieParams, PieScaling};
 pub use sfq::{Sfq, SfqParams};
 
+use crate::packet::Ecn;
 use crate::units::{Bytes, Duration, Rate, Time};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
@@ -48,6 +66,16 @@ pub trait NetPacket {
     fn size(&self) -> u32;
     /// Flow the packet belongs to (for per-flow queueing).
     fn flow(&self) -> u32;
+    /// The ECN codepoint of its IP header (RFC 3168 §5). Packets that carry none are Not-ECT.
+    fn ecn(&self) -> Ecn {
+        Ecn::NotEct
+    }
+    /// Mark congestion experienced instead of dropping (Linux `INET_ECN_set_ce()`): `true` if
+    /// the packet is ECN-capable (it now carries CE, or already did), `false` for a Not-ECT
+    /// packet, which the queue must drop. Packet types without an ECN field are never marked.
+    fn set_ce(&mut self) -> bool {
+        false
+    }
 }
 
 /// A queue discipline.
@@ -199,12 +227,13 @@ pub(crate) mod tests {
         }
     }
 
-    /// A packet with an identity, for conservation checks.
+    /// A packet with an identity and an ECN codepoint, for conservation and marking checks.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Tp {
         pub id: u64,
         pub size: u32,
         pub flow: u32,
+        pub ecn: Ecn,
     }
     impl NetPacket for Tp {
         fn size(&self) -> u32 {
@@ -212,6 +241,22 @@ pub(crate) mod tests {
         }
         fn flow(&self) -> u32 {
             self.flow
+        }
+        fn ecn(&self) -> Ecn {
+            self.ecn
+        }
+        fn set_ce(&mut self) -> bool {
+            self.ecn.set_ce()
+        }
+    }
+
+    /// The codepoint the conservation workloads give a flow: even flows are ECN-capable
+    /// (ECT(0)), odd ones are not, so a marking queue sees both.
+    pub fn ecn_of_flow(flow: u32) -> Ecn {
+        if flow.is_multiple_of(2) {
+            Ecn::Ect0
+        } else {
+            Ecn::NotEct
         }
     }
 
@@ -234,7 +279,18 @@ pub(crate) mod tests {
         for _ in 0..steps {
             for (k, (flow, size)) in [(a, sizes.0), (b, sizes.1)].into_iter().enumerate() {
                 while queued[k] < depth {
-                    q.enqueue(Time::ZERO, Tp { id, size, flow }, rate).unwrap();
+                    let ecn = Ecn::NotEct;
+                    q.enqueue(
+                        Time::ZERO,
+                        Tp {
+                            id,
+                            size,
+                            flow,
+                            ecn,
+                        },
+                        rate,
+                    )
+                    .unwrap();
                     id += 1;
                     queued[k] += 1;
                 }
@@ -291,7 +347,9 @@ pub(crate) mod tests {
     }
 
     /// Drive `q` with `ops` and check that every packet is accounted for exactly once, in
-    /// packets and bytes, after every step and once the queue is drained.
+    /// packets and bytes, after every step and once the queue is drained; and that only
+    /// ECN-capable packets (even flows, [`ecn_of_flow`]) ever come out CE-marked, and only
+    /// served ones (a mark is not a drop).
     pub fn check_conservation(q: &mut dyn Queue<Tp>, ops: &[Op]) -> Result<(), TestCaseError> {
         let rate = Rate(2e6);
         let mut now = Time::ZERO;
@@ -318,6 +376,7 @@ pub(crate) mod tests {
                         id: next_id,
                         size: op.size,
                         flow: op.flow,
+                        ecn: ecn_of_flow(op.flow),
                     };
                     next_id += 1;
                     in_pkts += 1;
@@ -351,6 +410,13 @@ pub(crate) mod tests {
         let mut ids: Vec<u64> = out.iter().map(|p| p.id).collect();
         ids.sort_unstable();
         prop_assert_eq!(ids, (0..next_id).collect::<Vec<_>>());
+        for p in &out {
+            prop_assert!(
+                p.ecn != Ecn::Ce || ecn_of_flow(p.flow).is_ecn_capable(),
+                "a Not-ECT packet came out marked: {:?}",
+                p
+            );
+        }
         Ok(())
     }
 

@@ -65,6 +65,7 @@
 //! | `decay` | 1/64 | 0.02 | same functions |
 //! | `derandomize` | on | off | `accu_prob` in `pie_drop_early()` (5.x) |
 //! | `mtu` | 1514 bytes | same | `psched_mtu()` |
+//! | `ecn` | off | same | `pie_params_init()`: `params->ecn = false` |
 //! | first update | 500 ms after time zero | same | `mod_timer(..., jiffies + HZ / 2)` in `pie_init()` |
 //!
 //! # Fidelity notes
@@ -75,7 +76,22 @@
 //! - The update timer is simulated exactly but lazily: before handling an event at `now`, every
 //!   update due at or before `now` runs on the backlog the queue held then (it cannot have changed
 //!   between events). Updates are at `500 ms + k·tupdate` on the caller's clock.
-//! - No ECN marking and no byte mode (both off by default in Linux).
+//! - No byte mode (off by default in Linux).
+//!
+//! # ECN (RFC 8033 §5.1; Linux `pie_qdisc_enqueue()`)
+//!
+//! With `ecn` on (off by default, as in Linux), an arrival that `drop_early` picks is **marked**
+//! CE and enqueued instead of dropped if it is ECN-capable and the drop probability is at most
+//! 10 % (`q->vars.prob <= MAX_PROB / 10`); above 10 %, or for a Not-ECT packet, it is dropped.
+//! RFC 8033 §5.1: past that probability the queue is likely overloaded by flows that do not
+//! respond, and marking would let it grow. So at `p ≤ 10 %` the share of ECT arrivals marked is
+//! the share a Not-ECT flow would lose, at the same arrivals (the random draws are the same), and
+//! above 10 % ECT packets are dropped like any other. Tail drops at `limit` stay drops.
+//!
+//! De-randomization detail, as in Linux: the accumulated probability `accu_prob` is reset when a
+//! random draw picks a packet (in `pie_drop_early()`) and on every drop, but not when a packet
+//! picked because `accu_prob ≥ 8.5` is marked; such a sum keeps forcing marks until the next
+//! drop (or until `p` is 0). It takes about 77 draws in a row without a pick at `p = 10 %`.
 
 use super::{NetPacket, Queue, QueueLimit, Stamped, LINUX_MTU};
 use crate::units::{Duration, Rate, Time};
@@ -128,7 +144,13 @@ pub struct PieParams {
     pub mtu: u32,
     /// Time of the first update on the caller's clock.
     pub first_update: Duration,
+    /// Mark ECN-capable arrivals instead of dropping them early while `p ≤ 10 %`.
+    pub ecn: bool,
 }
+
+/// Highest drop probability at which PIE marks ECN-capable packets instead of dropping them
+/// (RFC 8033 §5.1; Linux `MAX_PROB / 10`).
+pub const PIE_MARK_MAX_PROB: f64 = 0.1;
 
 impl Default for PieParams {
     fn default() -> Self {
@@ -153,6 +175,7 @@ impl PieParams {
             derandomize: true,
             mtu: LINUX_MTU,
             first_update: Duration::from_millis(500),
+            ecn: false,
         }
     }
 
@@ -373,6 +396,8 @@ pub struct Pie<P> {
     bytes: u64,
     next_update: Time,
     rng: ChaCha8Rng,
+    /// ECN-capable arrivals marked instead of dropped (Linux `ecn_mark`).
+    ecn_marks: u64,
 }
 
 impl<P> Pie<P> {
@@ -386,6 +411,7 @@ impl<P> Pie<P> {
             bytes: 0,
             next_update: Time::ZERO + params.first_update,
             rng: ChaCha8Rng::seed_from_u64(seed),
+            ecn_marks: 0,
         })
     }
 
@@ -403,6 +429,10 @@ impl<P> Pie<P> {
     /// Burst allowance left.
     pub fn burst_allowance(&self) -> Duration {
         self.vars.burst_time
+    }
+    /// ECN-capable arrivals marked CE instead of dropped.
+    pub fn ecn_marks(&self) -> u64 {
+        self.ecn_marks
     }
     /// Measured drain rate in bytes per second (dequeue-rate estimator; 0 until measured).
     pub fn dq_rate(&self) -> f64 {
@@ -458,7 +488,12 @@ impl<P> Pie<P> {
             }
         }
         let prob = self.vars.prob;
-        self.uniform() < prob
+        let picked = self.uniform() < prob;
+        if picked && self.params.derandomize {
+            // Linux resets the sum here, so a pick that becomes a mark restarts it too.
+            self.vars.accu_prob = 0.0;
+        }
+        picked
     }
 }
 
@@ -469,9 +504,19 @@ impl<P: NetPacket + Send> Queue<P> for Pie<P> {
             .params
             .limit
             .admits(self.packets.len(), self.bytes, pkt.size(), link_rate);
-        if !fits || self.drop_early(self.bytes) {
+        let mut pkt = pkt;
+        if !fits {
             self.vars.accu_prob = 0.0;
             return Err(pkt);
+        }
+        if self.drop_early(self.bytes) {
+            // RFC 8033 §5.1: mark an ECN-capable packet while p ≤ 10 %, otherwise drop.
+            let mark = self.params.ecn && self.vars.prob <= PIE_MARK_MAX_PROB && pkt.set_ce();
+            if !mark {
+                self.vars.accu_prob = 0.0;
+                return Err(pkt);
+            }
+            self.ecn_marks += 1;
         }
         self.bytes += pkt.size() as u64;
         self.packets.push_back(Stamped { at: now, pkt });
@@ -498,8 +543,9 @@ impl<P: NetPacket + Send> Queue<P> for Pie<P> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{check_conservation, ops, P};
+    use super::super::tests::{check_conservation, ops, Tp, P};
     use super::*;
+    use crate::packet::Ecn;
     use proptest::prelude::*;
 
     const MS: u64 = 1_000_000;
@@ -701,8 +747,8 @@ mod tests {
     }
 
     /// A PIE whose updates never come (first update far away) with a forced state.
-    fn forced(params: PieParams, prob: f64, qdelay_ms: u64) -> Pie<P> {
-        let mut q = Pie::<P>::new(
+    fn forced<Q>(params: PieParams, prob: f64, qdelay_ms: u64) -> Pie<Q> {
+        let mut q = Pie::<Q>::new(
             PieParams {
                 first_update: Duration::from_secs_f64(1e6),
                 limit: QueueLimit::Unlimited,
@@ -758,6 +804,92 @@ mod tests {
                 "p = {prob}: {drops}"
             );
         }
+    }
+
+    /// `n` arrivals of codepoint `ecn` into a forced PIE (probability `prob`, delay 50 ms, never
+    /// updated) with its `ecn` switch `marking`: the indices of the arrivals dropped and of
+    /// those marked.
+    fn early_signals(
+        params: PieParams,
+        prob: f64,
+        ecn: Ecn,
+        marking: bool,
+        n: u64,
+    ) -> (Vec<u64>, Vec<u64>) {
+        let mut q = forced(
+            PieParams {
+                ecn: marking,
+                ..params
+            },
+            prob,
+            50,
+        );
+        let (mut drops, mut marks) = (Vec::new(), Vec::new());
+        for id in 0..n {
+            let p = Tp {
+                id,
+                size: 1500,
+                flow: 0,
+                ecn,
+            };
+            if q.enqueue(Time::ZERO, p, Rate(1e6)).is_err() {
+                drops.push(id);
+            }
+        }
+        let mut d = Vec::new();
+        while let Some(p) = q.dequeue(Time::ZERO, &mut d) {
+            if p.ecn.is_ce() {
+                marks.push(p.id);
+            }
+        }
+        assert_eq!(q.ecn_marks() as usize, marks.len());
+        (drops, marks)
+    }
+
+    #[test]
+    fn marks_ect_packets_with_probability_p_up_to_10_percent_and_drops_above() {
+        let n = 20_000u64;
+        for prob in [0.02, 0.05, 0.1, 0.15, 0.3] {
+            // 3.16 (no de-randomization): every arrival past the guards is picked with
+            // probability p. The picks of an ECT flow are marks up to 10 % and drops above.
+            let (drops, marks) = early_signals(PieParams::linux_3_16(), prob, Ecn::Ect0, true, n);
+            let (signals, other) = if prob <= PIE_MARK_MAX_PROB {
+                (marks.len(), drops.len())
+            } else {
+                (drops.len(), marks.len())
+            };
+            assert_eq!(other, 0, "p = {prob}");
+            let sd = (n as f64 * prob * (1.0 - prob)).sqrt();
+            assert!(
+                (signals as f64 - n as f64 * prob).abs() < 5.0 * sd,
+                "p = {prob}: {signals} of {n}"
+            );
+            // The same arrivals as a Not-ECT flow loses (the same random draws).
+            let (not_ect_drops, none) =
+                early_signals(PieParams::linux_3_16(), prob, Ecn::NotEct, true, n);
+            assert!(none.is_empty());
+            let picked = if prob <= PIE_MARK_MAX_PROB {
+                &marks
+            } else {
+                &drops
+            };
+            assert_eq!(picked, &not_ect_drops, "p = {prob}");
+        }
+    }
+
+    #[test]
+    fn derandomized_marks_replace_drops_one_for_one() {
+        // Today's Linux at p = 5 %: the marks of an ECT flow fall on the arrivals a Not-ECT
+        // flow loses, spaced by the accumulated probability as drops are.
+        let n = 20_000;
+        let (drops, marks) = early_signals(PieParams::linux(), 0.05, Ecn::Ect0, true, n);
+        assert!(drops.is_empty());
+        let (not_ect_drops, _) = early_signals(PieParams::linux(), 0.05, Ecn::NotEct, true, n);
+        assert_eq!(marks, not_ect_drops);
+        // Without the switch an ECT flow is dropped like any other.
+        let (ect_drops, none) = early_signals(PieParams::linux(), 0.05, Ecn::Ect0, false, n);
+        assert!(none.is_empty());
+        assert_eq!(ect_drops, not_ect_drops);
     }
 
     #[test]
@@ -854,13 +986,15 @@ mod tests {
 
     proptest! {
         #[test]
-        fn pie_conserves_packets(ops in ops(), limit in 1u64..200, old in any::<bool>(), seed in 0u64..1000) {
+        fn pie_conserves_packets(ops in ops(), limit in 1u64..200, old in any::<bool>(), seed in 0u64..1000,
+                                 ecn in any::<bool>()) {
             let base = if old { PieParams::linux_3_16() } else { PieParams::linux() };
             let params = PieParams {
                 limit: QueueLimit::Packets(limit),
                 max_burst: Duration::from_millis(20),
                 first_update: Duration::ZERO,
                 dq_threshold: 3000,
+                ecn,
                 ..base
             };
             check_conservation(&mut Pie::new(params, seed).unwrap(), &ops)?;

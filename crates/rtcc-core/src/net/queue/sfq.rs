@@ -348,7 +348,12 @@ mod tests {
     }
 
     fn tp(id: u64, size: u32, flow: u32) -> Tp {
-        Tp { id, size, flow }
+        Tp {
+            id,
+            size,
+            flow,
+            ecn: crate::packet::Ecn::NotEct,
+        }
     }
 
     fn serve_all(q: &mut Sfq<Tp>) -> Vec<Tp> {
