@@ -17,6 +17,7 @@ charts say so and the PNGs below them show the same runs.
 
 from __future__ import annotations
 
+import html
 import json
 import math
 from functools import lru_cache
@@ -177,7 +178,7 @@ def charts_html(charts: list[dict]) -> str:
     if not charts:
         return ""
     script, style = _library()
-    blocks = [f'<div class="rtcc-chart"><p class="rtcc-fallback meta">{_escape(c["title"])}: '
+    blocks = [f'<div class="rtcc-chart"><p class="rtcc-fallback meta">{html.escape(str(c["title"]))}: '
               "an interactive chart, which needs JavaScript; the PNG plots below show the same data.</p>"
               f'<script type="application/json">{_json_in_html(c)}</script></div>' for c in charts]
     return "\n".join([
@@ -188,9 +189,3 @@ def charts_html(charts: list[dict]) -> str:
         f"<script>/* uPlot {UPLOT_VERSION} (MIT), data/vendor/uplot */\n{script}</script>",
         f"<script>{_START}</script>",
     ])
-
-
-def _escape(text: str) -> str:
-    import html
-
-    return html.escape(str(text))

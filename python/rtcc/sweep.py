@@ -476,6 +476,24 @@ def check_engine(backend: str, jobs: int | None) -> None:
         raise ValueError(f"jobs: expected a positive integer, got {jobs!r}")
 
 
+def default_jobs() -> int:
+    """Worker processes when none are asked for: one per CPU this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def parallel_map(fn: Callable, items, jobs: int | None = None) -> list:
+    """``[fn(x) for x in items]`` in ``jobs`` spawned worker processes (default one per CPU; in
+    this process with one job or one item), workers quiet on Ctrl-C and dying with this process
+    as a sweep's do. ``fn`` must be a module-level function of an importable module."""
+    items = list(items)
+    jobs = jobs or default_jobs()
+    if jobs <= 1 or len(items) <= 1:
+        return [fn(x) for x in items]
+    with ProcessPoolExecutor(max_workers=min(jobs, len(items)), mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_quiet_worker, initargs=(os.getpid(),)) as pool:
+        return list(pool.map(fn, items))
+
+
 def execute(tasks: list[tuple], jobs: int | None = None, progress: Callable[[int, int], None] | None = None,
             backend: str = "local", address: str | None = None) -> tuple[list, list[int] | None]:
     """Run tasks (see :func:`_run_task`) on the engine of sweeps, comparisons and the demo: a
@@ -489,9 +507,7 @@ def execute(tasks: list[tuple], jobs: int | None = None, progress: Callable[[int
         from .ray_backend import execute as execute_on_ray
 
         return execute_on_ray(tasks, address, progress)
-    if jobs is None:
-        jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return _execute(tasks, jobs, progress)
+    return _execute(tasks, jobs or default_jobs(), progress)
 
 
 def _run_task(task: tuple) -> tuple[bool, str]:

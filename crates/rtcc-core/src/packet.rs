@@ -77,6 +77,14 @@ pub enum Ecn {
 }
 
 impl Ecn {
+    /// What an RFC 3168 sender puts on its data: ECT(0) when the flow uses ECN, else Not-ECT.
+    pub fn sent(ecn_capable: bool) -> Ecn {
+        if ecn_capable {
+            Ecn::Ect0
+        } else {
+            Ecn::NotEct
+        }
+    }
     /// The codepoint of the two low bits of `bits` (how the wire carries it, e.g. RFC 8888's
     /// per-packet ECN field).
     pub fn from_bits(bits: u8) -> Ecn {

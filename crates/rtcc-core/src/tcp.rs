@@ -179,18 +179,10 @@ impl BulkSender {
         self.ecn = on;
     }
 
-    pub fn ecn(&self) -> bool {
-        self.ecn
-    }
-
     /// The ECN codepoint for a segment this sender released: ECT(0) for new data of an ECN
     /// flow; Not-ECT for retransmissions (RFC 3168 §6.1.5) and for flows without ECN.
     pub fn ecn_codepoint(&self, pkt: &SentPacket) -> Ecn {
-        if self.ecn && pkt.kind == PacketKind::Media {
-            Ecn::Ect0
-        } else {
-            Ecn::NotEct
-        }
+        Ecn::sent(self.ecn && pkt.kind == PacketKind::Media)
     }
 
     /// Whether the segment last released carries the CWR flag (RFC 3168 §6.1.2: the first new

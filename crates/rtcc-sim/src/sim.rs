@@ -74,9 +74,6 @@ impl NetPacket for SimPacket {
     fn flow(&self) -> u32 {
         self.flow
     }
-    fn ecn(&self) -> Ecn {
-        self.ecn
-    }
     fn set_ce(&mut self) -> bool {
         self.ecn.set_ce()
     }

@@ -190,18 +190,9 @@ class Context:
     def map(self, fn: Callable, items: Iterable) -> list:
         """``[fn(x) for x in items]`` in ``jobs`` spawned worker processes (in this process with
         one job). ``fn`` must be a module-level function of an importable module."""
-        items = list(items)
-        jobs = self.jobs or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-        if jobs <= 1 or len(items) <= 1:
-            return [fn(x) for x in items]
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+        from ..sweep import parallel_map
 
-        from ..sweep import _quiet_worker  # Ctrl-C is the parent's to handle; workers die with it
-
-        with ProcessPoolExecutor(max_workers=min(jobs, len(items)), mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=_quiet_worker, initargs=(os.getpid(),)) as pool:
-            return list(pool.map(fn, items))
+        return parallel_map(fn, items, self.jobs)
 
 
 def _number(value) -> float | None:
@@ -317,7 +308,9 @@ def run(paper: str, out_dir: str | os.PathLike, quick: bool = False, force: bool
     with atomic_dir(out_dir, force=force) as tmp:
         ctx = Context(paper, tmp, quick=quick, jobs=jobs, traces=Path(traces) if traces is not None else None)
         module.reproduce(ctx)
-        used = jobs or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+        from ..sweep import default_jobs
+
+        used = jobs or default_jobs()
         meta = {"paper": paper, "title": module.TITLE, "docs": module.DOCS, "set": "quick" if quick else "full",
                 "rtcc_version": __version__, "elapsed_s": round(time.monotonic() - start, 1), "jobs": used,
                 "plan": module.plan(quick), "notes": ctx.notes}

@@ -1210,30 +1210,39 @@ mod tests {
         assert!(!c.drain_needed(&p, ms(1100)));
     }
 
+    /// Frame `n` of a 30 frame/s stream of 1000-byte frames.
+    fn frame_at_30fps(n: u64) -> FrameInfo {
+        FrameInfo {
+            frame: n,
+            capture_time: ms(33 * n),
+            size: 1000,
+            target: Rate::from_mbps(1.0),
+            packets: 1,
+            keyframe: false,
+        }
+    }
+
+    /// The receiver's acknowledgement of frame `n` (`lost`: a late one of a frame given up on).
+    fn frame_ack(n: u64, lost: bool) -> FrameAck {
+        FrameAck {
+            frame: n,
+            first_receive_time: ms(0),
+            last_receive_time: ms(0),
+            complete_time: ms(0),
+            size: 1000,
+            lost,
+        }
+    }
+
     #[test]
     fn a_lost_frame_is_declared_while_later_acknowledgements_keep_coming() {
         // 30 frame/s, every frame acknowledged 40 ms after capture except frame 3.
         let mut m = Meter::new(Duration::from_millis(100), Duration::from_millis(100));
         let mut lost_at = None;
         for n in 0..60u64 {
-            m.on_frame_encoded(&FrameInfo {
-                frame: n,
-                capture_time: ms(33 * n),
-                size: 1000,
-                target: Rate::from_mbps(1.0),
-                packets: 1,
-                keyframe: false,
-            });
+            m.on_frame_encoded(&frame_at_30fps(n));
             if n != 3 {
-                let ack = FrameAck {
-                    frame: n,
-                    first_receive_time: ms(0),
-                    last_receive_time: ms(0),
-                    complete_time: ms(0),
-                    size: 1000,
-                    lost: false,
-                };
-                m.on_frame_ack(ms(33 * n + 40), &ack);
+                m.on_frame_ack(ms(33 * n + 40), &frame_ack(n, false));
             }
             if n % 3 == 2 {
                 let p = m.close(ms(33 * n + 41), Duration::from_millis(100));
@@ -1305,27 +1314,11 @@ mod tests {
     #[test]
     fn an_unacknowledged_frame_counts_as_lost_after_the_timeout() {
         let mut m = Meter::new(Duration::from_millis(100), Duration::from_millis(100));
-        let frame = |n: u64| FrameInfo {
-            frame: n,
-            capture_time: ms(33 * n),
-            size: 1000,
-            target: Rate::from_mbps(1.0),
-            packets: 1,
-            keyframe: false,
-        };
-        let ack = |n: u64| FrameAck {
-            frame: n,
-            first_receive_time: ms(0),
-            last_receive_time: ms(0),
-            complete_time: ms(0),
-            size: 1000,
-            lost: false,
-        };
         for n in 0..3 {
-            m.on_frame_encoded(&frame(n));
+            m.on_frame_encoded(&frame_at_30fps(n));
         }
-        m.on_frame_ack(ms(40), &ack(0));
-        m.on_frame_ack(ms(110), &ack(2)); // frame 1 never comes
+        m.on_frame_ack(ms(40), &frame_ack(0, false));
+        m.on_frame_ack(ms(110), &frame_ack(2, false)); // frame 1 never comes
         let p = m.close(ms(200), Duration::from_millis(100));
         assert_eq!(
             (p.frames, p.lost_frames),
@@ -1344,27 +1337,12 @@ mod tests {
     fn a_late_acknowledgement_flagged_lost_counts_the_frame_lost_at_its_arrival() {
         let mut m = Meter::new(Duration::from_millis(100), Duration::from_millis(100));
         for n in 0..3 {
-            m.on_frame_encoded(&FrameInfo {
-                frame: n,
-                capture_time: ms(33 * n),
-                size: 1000,
-                target: Rate::from_mbps(1.0),
-                packets: 1,
-                keyframe: false,
-            });
+            m.on_frame_encoded(&frame_at_30fps(n));
         }
-        let ack = |n: u64, lost: bool| FrameAck {
-            frame: n,
-            first_receive_time: ms(0),
-            last_receive_time: ms(0),
-            complete_time: ms(0),
-            size: 1000,
-            lost,
-        };
-        m.on_frame_ack(ms(40), &ack(0, false));
+        m.on_frame_ack(ms(40), &frame_ack(0, false));
         // The display receiver sends frame 1's late acknowledgement right after frame 2's.
-        m.on_frame_ack(ms(150), &ack(2, false));
-        m.on_frame_ack(ms(150), &ack(1, true));
+        m.on_frame_ack(ms(150), &frame_ack(2, false));
+        m.on_frame_ack(ms(150), &frame_ack(1, true));
         let p = m.close(ms(160), Duration::from_millis(100));
         assert_eq!(
             (p.frames, p.lost_frames),

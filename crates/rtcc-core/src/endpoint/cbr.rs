@@ -35,7 +35,7 @@ impl CbrSendEndpoint {
     /// Send every datagram ECT(0) (an ECN-capable flow; it does not react to marks: CBR has no
     /// feedback). Default Not-ECT.
     pub fn set_ecn(&mut self, on: bool) {
-        self.ecn = if on { Ecn::Ect0 } else { Ecn::NotEct };
+        self.ecn = Ecn::sent(on);
     }
 }
 

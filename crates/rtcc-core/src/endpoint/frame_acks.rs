@@ -219,6 +219,10 @@ mod tests {
         }
     }
 
+    fn displayed(frame: u64, at: u64) -> FrameEvent {
+        FrameEvent::Displayed { frame, at: ms(at) }
+    }
+
     fn display() -> FrameAcker {
         FrameAcker::new(
             FrameAckConfig {
@@ -240,13 +244,7 @@ mod tests {
     fn complete_mode_acknowledges_at_completion_and_never_late() {
         let mut a = FrameAcker::new(FrameAckConfig::default(), 1, 2);
         a.on_event(ms(10), &complete(0, 5, 10));
-        a.on_event(
-            ms(10),
-            &FrameEvent::Displayed {
-                frame: 0,
-                at: ms(10),
-            },
-        );
+        a.on_event(ms(10), &displayed(0, 10));
         a.on_event(ms(50), &FrameEvent::Abandoned { frame: 1 });
         assert_eq!(polled(&mut a, 50), vec![(0, false)]);
         assert_eq!(a.poll_timeout(), None);
@@ -257,13 +255,7 @@ mod tests {
         let mut a = display();
         a.on_event(ms(10), &complete(0, 5, 10));
         assert_eq!(polled(&mut a, 10), vec![], "complete, not shown yet");
-        a.on_event(
-            ms(20),
-            &FrameEvent::Displayed {
-                frame: 0,
-                at: ms(60),
-            },
-        );
+        a.on_event(ms(20), &displayed(0, 60));
         assert_eq!(
             a.poll_timeout(),
             Some(ms(60)),
@@ -277,32 +269,14 @@ mod tests {
     fn a_frame_given_up_on_is_acknowledged_lost_after_the_next_frame() {
         let mut a = display();
         a.on_event(ms(10), &complete(0, 5, 10));
-        a.on_event(
-            ms(10),
-            &FrameEvent::Displayed {
-                frame: 0,
-                at: ms(10),
-            },
-        );
+        a.on_event(ms(10), &displayed(0, 10));
         // Frame 1 was never complete; frame 2 is, and waits behind it until it is abandoned.
         a.on_event(ms(80), &complete(2, 75, 80));
         a.on_event(ms(200), &FrameEvent::Abandoned { frame: 1 });
         // Frame 3 completed 150 ms after its first packet: past the presentation timeout.
-        a.on_event(
-            ms(200),
-            &FrameEvent::Displayed {
-                frame: 2,
-                at: ms(200),
-            },
-        );
+        a.on_event(ms(200), &displayed(2, 200));
         a.on_event(ms(260), &complete(3, 110, 260));
-        a.on_event(
-            ms(260),
-            &FrameEvent::Displayed {
-                frame: 3,
-                at: ms(260),
-            },
-        );
+        a.on_event(ms(260), &displayed(3, 260));
         assert_eq!(polled(&mut a, 260), vec![(0, false), (2, false), (1, true)]);
         a.on_event(ms(270), &complete(4, 265, 270));
         a.on_event(ms(270), &FrameEvent::Undecodable { frame: 4 });

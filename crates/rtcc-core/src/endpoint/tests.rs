@@ -278,35 +278,45 @@ fn without_nack_a_lost_packet_costs_a_keyframe_request() {
     assert_eq!(keyframes, 2, "the first frame and the requested one");
 }
 
+/// A hand-made media packet of SSRC 7: packet `index` of `count` of frame `frame` (33 ms apart at
+/// 90 kHz), RTP and transport-wide sequence number `seq`; a delta frame predicts from the one
+/// before.
+pub(super) fn media_packet(
+    seq: u16,
+    frame: u16,
+    index: u16,
+    count: u16,
+    keyframe: bool,
+) -> Vec<u8> {
+    let mut b = Vec::new();
+    RtpHeader {
+        marker: index + 1 == count,
+        payload_type: PT_MEDIA,
+        sequence: seq,
+        timestamp: frame as u32 * 3000,
+        ssrc: 7,
+        transport_seq: Some(seq),
+        abs_send_time: None,
+        frame: Some(FrameDescriptor {
+            keyframe,
+            frame_id: frame,
+            index,
+            count,
+            reference_delta: u16::from(!keyframe),
+        }),
+    }
+    .encode(&mut b);
+    b
+}
+
 #[test]
 fn the_receiver_assembles_frames_from_the_packets_alone() {
     // Hand-made packets, no sender: frame 0 (a keyframe, 2 packets) arrives out of order,
     // frame 1 (1 packet) predicts from it.
     let mut rx = VideoRecvEndpoint::new(Time::ZERO, 7, policy(false), Recovery::default());
-    let packet = |seq: u16, frame: u16, index: u16, count: u16, keyframe: bool| {
-        let mut b = Vec::new();
-        RtpHeader {
-            marker: index + 1 == count,
-            payload_type: PT_MEDIA,
-            sequence: seq,
-            timestamp: frame as u32 * 3000,
-            ssrc: 7,
-            transport_seq: Some(seq),
-            abs_send_time: None,
-            frame: Some(FrameDescriptor {
-                keyframe,
-                frame_id: frame,
-                index,
-                count,
-                reference_delta: if keyframe { 0 } else { 1 },
-            }),
-        }
-        .encode(&mut b);
-        b
-    };
-    rx.handle_datagram(Time::from_millis(20), &packet(1, 0, 1, 2, true), 1240);
-    rx.handle_datagram(Time::from_millis(21), &packet(0, 0, 0, 2, true), 1240);
-    rx.handle_datagram(Time::from_millis(54), &packet(2, 1, 0, 1, false), 800);
+    rx.handle_datagram(Time::from_millis(20), &media_packet(1, 0, 1, 2, true), 1240);
+    rx.handle_datagram(Time::from_millis(21), &media_packet(0, 0, 0, 2, true), 1240);
+    rx.handle_datagram(Time::from_millis(54), &media_packet(2, 1, 0, 1, false), 800);
     let mut events = Vec::new();
     while let Some(EndpointEvent::Frame(e)) = rx.poll_event() {
         events.push(e);

@@ -567,27 +567,10 @@ mod tests {
         }
     }
 
-    /// Packet `index` of `count` of frame `frame` (33 ms apart), RTP sequence number `seq`.
+    /// Packet `index` of `count` of frame `frame` (33 ms apart; frame 0 the keyframe), RTP
+    /// sequence number `seq`.
     fn media(seq: u16, frame: u16, index: u16, count: u16) -> Vec<u8> {
-        let mut b = Vec::new();
-        RtpHeader {
-            marker: index + 1 == count,
-            payload_type: PT_MEDIA,
-            sequence: seq,
-            timestamp: frame as u32 * 3000,
-            ssrc: 7,
-            transport_seq: Some(seq),
-            abs_send_time: None,
-            frame: Some(FrameDescriptor {
-                keyframe: frame == 0,
-                frame_id: frame,
-                index,
-                count,
-                reference_delta: u16::from(frame > 0),
-            }),
-        }
-        .encode(&mut b);
-        b
+        crate::endpoint::tests::media_packet(seq, frame, index, count, frame == 0)
     }
 
     /// A frame acknowledgement as sent: (ms sent, frame id, lost).

@@ -109,8 +109,8 @@ pub struct VideoSendEndpoint {
     malformed: u64,
     /// libwebrtc's retransmission rate limit.
     budget: RetransmissionBudget,
-    /// RTP over ECN (RFC 6679): every RTP packet is sent ECT(0).
-    ecn: bool,
+    /// The codepoint of every RTP packet: ECT(0) with RTP over ECN (RFC 6679), else Not-ECT.
+    ecn: Ecn,
     /// ECN codepoints an RFC 8888 report gave, by transport-wide sequence number from
     /// `ecn_report_base`, until the transport-wide feedback of the same compound joins them.
     ecn_report: Vec<Ecn>,
@@ -149,7 +149,7 @@ impl VideoSendEndpoint {
             events: VecDeque::new(),
             malformed: 0,
             budget: RetransmissionBudget::default(),
-            ecn: false,
+            ecn: Ecn::NotEct,
             ecn_report: Vec::new(),
             ecn_report_base: 0,
         }
@@ -308,7 +308,7 @@ impl VideoSendEndpoint {
 
     /// Send RTP ECT(0) (RFC 6679) and read the receiver's ECN reports. Default off.
     pub fn set_ecn(&mut self, on: bool) {
-        self.ecn = on;
+        self.ecn = Ecn::sent(on);
     }
 
     /// The codepoints of the last RFC 8888 report for `len` packets from `base` (Not-ECT for
@@ -487,7 +487,7 @@ impl Endpoint for VideoSendEndpoint {
             kind: pkt.kind,
             seq: Some(pkt.seq),
             frame: pkt.frame,
-            ecn: if self.ecn { Ecn::Ect0 } else { Ecn::NotEct },
+            ecn: self.ecn,
         })
     }
 

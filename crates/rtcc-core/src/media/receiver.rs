@@ -13,7 +13,9 @@ use std::collections::VecDeque;
 pub struct ArrivalRecorder {
     /// Receive times from `report_from` on (None = not (yet) received).
     pending: VecDeque<Option<Time>>,
-    /// The ECN codepoint of each entry of `pending` (Not-ECT where nothing arrived).
+    /// The ECN codepoint of each entry of `pending` (Not-ECT where nothing arrived), kept only
+    /// once an ECN-capable packet has arrived: until then it stays empty and reports carry no
+    /// codepoints, so a flow without ECN pays nothing per packet.
     pending_ecn: VecDeque<Ecn>,
     /// Some packet arrived ECN-capable: reports carry the codepoints (RFC 8888 style).
     ecn_seen: bool,
@@ -43,16 +45,17 @@ impl ArrivalRecorder {
             return;
         }
         let idx = (seq - self.report_from) as usize;
-        self.ecn_seen |= ecn.is_ecn_capable();
         if idx == self.pending.len() {
             self.pending.push_back(Some(now)); // the usual case: the next number
-            self.pending_ecn.push_back(ecn);
         } else {
             if idx > self.pending.len() {
                 self.pending.resize(idx + 1, None);
-                self.pending_ecn.resize(idx + 1, Ecn::NotEct);
             }
             self.pending[idx] = Some(now);
+        }
+        self.ecn_seen |= ecn.is_ecn_capable();
+        if self.ecn_seen {
+            self.pending_ecn.resize(self.pending.len(), Ecn::NotEct);
             self.pending_ecn[idx] = ecn;
         }
     }
@@ -75,12 +78,7 @@ impl ArrivalRecorder {
             return None;
         }
         let receive_times: Vec<Option<Time>> = self.pending.drain(..).collect();
-        let ecn: Vec<Ecn> = if self.ecn_seen {
-            self.pending_ecn.drain(..).collect()
-        } else {
-            self.pending_ecn.clear();
-            Vec::new()
-        };
+        let ecn: Vec<Ecn> = self.pending_ecn.drain(..).collect();
         let base_seq = self.report_from;
         self.report_from += receive_times.len() as u64;
         Some(TransportFeedback {

@@ -54,7 +54,6 @@ pub use fq_codel::{FqCodel, FqCodelParams, MtuGuard};
 pub use pie::{Pie, PieEstimator, PieParams, PieScaling};
 pub use sfq::{Sfq, SfqParams};
 
-use crate::packet::Ecn;
 use crate::units::{Bytes, Duration, Rate, Time};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
@@ -66,10 +65,6 @@ pub trait NetPacket {
     fn size(&self) -> u32;
     /// Flow the packet belongs to (for per-flow queueing).
     fn flow(&self) -> u32;
-    /// The ECN codepoint of its IP header (RFC 3168 §5). Packets that carry none are Not-ECT.
-    fn ecn(&self) -> Ecn {
-        Ecn::NotEct
-    }
     /// Mark congestion experienced instead of dropping (Linux `INET_ECN_set_ce()`): `true` if
     /// the packet is ECN-capable (it now carries CE, or already did), `false` for a Not-ECT
     /// packet, which the queue must drop. Packet types without an ECN field are never marked.
@@ -214,6 +209,7 @@ impl FlowHasher {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::packet::Ecn;
     use proptest::prelude::*;
 
     #[derive(Debug, Clone, Copy, PartialEq)]
@@ -241,9 +237,6 @@ pub(crate) mod tests {
         }
         fn flow(&self) -> u32 {
             self.flow
-        }
-        fn ecn(&self) -> Ecn {
-            self.ecn
         }
         fn set_ce(&mut self) -> bool {
             self.ecn.set_ce()

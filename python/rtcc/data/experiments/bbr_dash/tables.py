@@ -31,8 +31,6 @@ import argparse
 import csv
 import io
 import math
-import multiprocessing
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -42,7 +40,7 @@ import polars as pl
 
 import rtcc
 from rtcc.atomic import OutputError, atomic_dir, check_dest
-from rtcc.sweep import Sweep
+from rtcc.sweep import Sweep, parallel_map
 
 HERE = Path(__file__).resolve().parent
 FILES = ("e0_sanity", "e1_fix", "e2_burst", "e3_buffer", "e6_http1", "e7_abr", "e8_wan", "e9_no_regression")
@@ -182,17 +180,9 @@ def run_cell(item: tuple[str, str, int]) -> dict:
 
 def run_all(items: list[tuple[str, str, int]], jobs: int | None = None) -> pl.DataFrame:
     """Every run's row, in ``jobs`` spawned worker processes (default: every CPU)."""
-    jobs = jobs or len(os.sched_getaffinity(0))
-    if jobs <= 1:
-        rows = [run_cell(x) for x in items]
-    else:
-        from rtcc.reproduce.bbr_dash import run_cell as task  # importable in a worker, whoever loaded this file
-        from rtcc.sweep import _quiet_worker
+    from rtcc.reproduce.bbr_dash import run_cell as task  # importable in a worker, whoever loaded this file
 
-        with multiprocessing.get_context("spawn").Pool(jobs, initializer=_quiet_worker,
-                                                       initargs=(os.getpid(),)) as pool:
-            rows = pool.map(task, items, chunksize=1)
-    return pl.DataFrame(rows, infer_schema_length=None)
+    return pl.DataFrame(parallel_map(task, items, jobs), infer_schema_length=None)
 
 
 # -- selecting runs ------------------------------------------------------------------------------
