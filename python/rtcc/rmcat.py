@@ -115,7 +115,7 @@ MAX_STEPS = 50  # a capacity log with more changes than this is a trace, not a s
 @dataclass(frozen=True)
 class Outcome:
     passed: bool
-    value: float | None  # the measured number behind the verdict (None: not measurable)
+    value: float | None  # the measured number behind the verdict (None: not measurable; inf: never)
     shown: str  # the value as the table shows it, with where it was measured
 
 
@@ -245,7 +245,7 @@ def ramps_up(within_s: float, low: float, source: str) -> Rule:
         if not where:
             return Outcome(True, None, "no segment long enough")
         shown = "never" if math.isinf(worst) else f"{worst:g} s"
-        return Outcome(worst <= within_s, worst if math.isfinite(worst) else None, f"{shown} ({where})")
+        return Outcome(worst <= within_s, worst, f"{shown} ({where})")  # inf: never
 
     return Rule("ramps-up",
                 f"after each capacity change the video flows on the link reach {low:.0%} of "
@@ -407,7 +407,7 @@ def converges_to_share(within_s: float, band: float, smooth_s: int, source: str)
         if took is None:
             return Outcome(False, None, "no competition to measure")
         if math.isinf(took):
-            return Outcome(False, None, "never")
+            return Outcome(False, math.inf, "never")
         return Outcome(took <= within_s, took, f"{took:g} s after the last (re)join")
 
     return Rule("converges",
@@ -720,8 +720,10 @@ def _judged(item: tuple[str, str, int, str], result: tuple[list[Outcome], dict])
 
 
 def _fmt(value: float | None, digits: int) -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
+    if math.isinf(value):
+        return "never"
     text = f"{value:.{digits}f}"
     return text[1:] if text.startswith("-") and float(text) == 0 else text
 
