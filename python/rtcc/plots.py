@@ -324,9 +324,11 @@ def rmcat_case_plot(views: dict, path: Path, title: str) -> Path:
                 left.fill_between(x, y, label="capacity (forward)", **CAPACITY_STYLE)
                 left.step(x, y, where="post", color="0.45", linewidth=0.8)
             else:
-                left.step(x, y, where="post", color="0.3", linewidth=0.9, linestyle=style, label="capacity (reverse)")
+                left.step(x, y, where="post", color="0.3", linewidth=0.9, linestyle=style,
+                          label="capacity (reverse)")
         for flow, color in zip(view.flows, _colors(len(view.flows))):
-            name = f"{flow.name}" + (" (reverse)" if flow.link == "reverse" else "") + ("" if flow.video else f" ({flow.kind})")
+            name = flow.name + (" (reverse)" if flow.link == "reverse" else "")
+            name += "" if flow.video else f" ({flow.kind})"
             mask = np.zeros(len(flow.rate_bps), dtype=bool)
             for start, stop in flow.periods:
                 mask[int(start):int(np.ceil(stop)) + 1] = True

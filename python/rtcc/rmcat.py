@@ -30,7 +30,10 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["CASES", "Case", "Rule", "Outcome", "FlowView", "RunView", "case_files", "select_cases",
            "view_of_run", "judge", "run_suite", "DEFAULT_CONTROLLERS"]
@@ -68,14 +71,7 @@ class FlowView:
 
     def active_windows(self) -> "np.ndarray":
         """Boolean mask of the 1 s windows wholly inside one of the flow's active periods."""
-        import numpy as np
-
-        n = len(self.rate_bps)
-        mask = np.zeros(n, dtype=bool)
-        for start, stop in self.periods:
-            first, last = math.ceil(start / WINDOW_S - 1e-9), math.floor(stop / WINDOW_S + 1e-9)
-            mask[max(0, first):min(n, last)] = True
-        return mask
+        return _window_mask(len(self.rate_bps), self.periods)
 
 
 @dataclass
@@ -497,7 +493,8 @@ CASES: dict[str, Case] = {c.id: c for c in [
     Case("5.1", "Variable available capacity, single flow", "RFC 8867 §5.1",
          tuple(_variable("RFC 8867 §5.1") + _basic("RFC 8867 §5.1"))),
     Case("5.2", "Variable available capacity, multiple flows", "RFC 8867 §5.2",
-         tuple(_variable("RFC 8867 §5.2") + [fair_share(JAIN_MIN, SETTLE_S, "RFC 8867 §5.2; RFC 8868 §3 (Jain's index)")]
+         tuple(_variable("RFC 8867 §5.2")
+               + [fair_share(JAIN_MIN, SETTLE_S, "RFC 8867 §5.2; RFC 8868 §3 (Jain's index)")]
                + _basic("RFC 8867 §5.2"))),
     Case("5.3", "Congested feedback link, media both ways", "RFC 8867 §5.3",
          tuple(_variable("RFC 8867 §5.3") + _basic("RFC 8867 §5.3"))),
@@ -833,8 +830,8 @@ def _index_html(folder: Path, rows: list[dict], judged: list[Judged], cases: lis
             cells = []
             for label in controllers:
                 runs = [j for j in judged if j.case == case_id and j.controller == label]
-                shown = "<br>".join(f"{'✓' if j.outcomes[k][1].passed else '✗'} s{j.seed}: {e(j.outcomes[k][1].shown)}"
-                                    for j in runs)
+                shown = "<br>".join(f"{'✓' if o.passed else '✗'} s{j.seed}: {e(o.shown)}"
+                                    for j in runs for o in [j.outcomes[k][1]])
                 cells.append(f"<td>{shown}</td>")
             body.append(f"<tr><td>{e(rule.name)}</td><td>{e(rule.text)}</td><td>{e(rule.source)}</td>"
                         + "".join(cells) + "</tr>")
