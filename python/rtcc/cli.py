@@ -1,4 +1,4 @@
-"""The ``rtcc`` command line: run, compare, sweep, demo, reproduce, controllers, validate, bench, trace.
+"""The ``rtcc`` command line: run, compare, sweep, demo, reproduce, rmcat, controllers, validate, bench, trace.
 
 Every command that writes a folder writes it atomically and refuses to replace a non-empty
 one without ``--force``. User errors (bad scenario, unknown controller, existing output, ...)
@@ -242,6 +242,40 @@ def _is_sweep_file(path) -> bool:
     return "sweep" in data or "scenario" in data
 
 
+def cmd_rmcat(args) -> int:
+    from .registry import ControllerSpec
+    from .rmcat import run_suite, select_cases, text_table
+
+    try:
+        cases = select_cases(args.cases)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    specs = None
+    if args.controller:
+        specs = [ControllerSpec.parse(c) for c in args.controller]
+        for spec in specs:
+            spec.check()
+    if args.seeds is not None and args.seeds < 1:
+        raise UsageError(f"--seeds: expected a positive number of seeds, got {args.seeds}")
+    seeds = args.seeds if args.seeds is not None else (1 if args.quick else 3)
+    engine = _engine(args)
+    check_dest(args.output, args.force)
+    command = "rtcc rmcat " + " ".join(_rmcat_argv(args))
+    rows = run_suite(args.output, specs, cases, list(range(1, seeds + 1)), force=args.force, progress=True,
+                     plots=not args.no_plots, command=command.strip(), **engine)
+    print(text_table(rows), end="")
+    print(f"wrote {args.output}")
+    return 0
+
+
+def _rmcat_argv(args) -> list[str]:
+    """The options that decide the table, as written on the command line (shown in the report)."""
+    out = [f"-c {c}" for c in args.controller or []]
+    out += [f"--cases {args.cases}"] * bool(args.cases) + ["--quick"] * args.quick
+    out += [f"--seeds {args.seeds}"] * (args.seeds is not None)
+    return out
+
+
 def cmd_validate(args) -> int:
     from .scenario import Scenario
     from .sweep import Sweep
@@ -425,6 +459,20 @@ def build_parser() -> argparse.ArgumentParser:
                    "../shared/traces/mahimahi next to the source checkout)")
     p.add_argument("--force", action="store_true", help="replace DIR if it exists")
     p.set_defaults(func=cmd_reproduce)
+
+    p = sub.add_parser("rmcat", help="the RMCAT suite: RFC 8867's test cases, judged by explicit rules, "
+                       "for several controllers and seeds (docs/rmcat.md)")
+    p.add_argument("-c", "--controller", action="append", metavar="SPEC",
+                   help=f"{SPEC_HELP}; repeat for more (default: gcc, sqp, vidaptive and c3g, those registered)")
+    p.add_argument("--cases", metavar="LIST", help="case ids separated by commas, e.g. 5.1,5.3 (default: all)")
+    p.add_argument("--seeds", type=int, metavar="N", help="run seeds 1..N (default: 3; 1 with --quick)")
+    p.add_argument("--quick", action="store_true", help="one seed instead of three (for CI); the cases are unchanged")
+    p.add_argument("-o", "--output", default="reports/rmcat", metavar="DIR",
+                   help="report folder (default: reports/rmcat): table.md, table.csv, rules.csv, index.html, runs/")
+    p.add_argument("--no-plots", action="store_true", help="skip the per-case plots")
+    p.add_argument("--force", action="store_true", help="replace DIR if it exists")
+    _engine_options(p)
+    p.set_defaults(func=cmd_rmcat)
 
     p = sub.add_parser("controllers", help="list registered controllers and their parameters")
     p.set_defaults(func=cmd_controllers)

@@ -18,7 +18,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from . import series
 
-__all__ = ["run_plots", "compare_plots"]
+__all__ = ["run_plots", "compare_plots", "rmcat_case_plot"]
 
 RUN_BIN_S = 0.2
 COMPARE_BIN_S = 0.5
@@ -299,3 +299,56 @@ def compare_plots(results: dict, folder: Path, title: str = "") -> list[Path]:
         ax.legend(loc="lower right", fontsize="small")
     paths.append(_save(fig, folder / "frame_delay_cdf.png"))
     return paths
+
+
+# -- RMCAT suite -----------------------------------------------------------------------------
+
+
+def rmcat_case_plot(views: dict, path: Path, title: str) -> Path:
+    """One RMCAT case (``rtcc rmcat``): a row per controller (label -> ``rtcc.rmcat.RunView``), on
+    the left each flow's received rate in 1 s windows against its link's capacity (the forward
+    link shaded, a reverse link dashed), on the right each flow's queuing delay at its bottleneck
+    (packets by arrival at the queue). What RFC 8867 §5 asks to be plotted per case."""
+    rows = max(1, len(views))
+    fig = Figure(figsize=(12, 2.6 * rows + 0.6), layout="constrained")
+    axes = fig.subplots(rows, 2, sharex=True, squeeze=False)
+    for (label, view), (left, right) in zip(views.items(), axes):
+        t = np.arange(len(view.flows[0].rate_bps))
+        for link, style in (("forward", None), ("reverse", "--")):
+            cap = view.capacity_bps.get(link)
+            if cap is None or (link == "reverse" and not any(f.link == "reverse" for f in view.flows)):
+                continue
+            x = np.arange(len(cap) + 1)
+            y = np.append(cap, cap[-1]) / 1e6
+            if style is None:
+                left.fill_between(x, y, label="capacity (forward)", **CAPACITY_STYLE)
+                left.step(x, y, where="post", color="0.45", linewidth=0.8)
+            else:
+                left.step(x, y, where="post", color="0.3", linewidth=0.9, linestyle=style,
+                          label="capacity (reverse)")
+        for flow, color in zip(view.flows, _colors(len(view.flows))):
+            name = flow.name + (" (reverse)" if flow.link == "reverse" else "")
+            name += "" if flow.video else f" ({flow.kind})"
+            mask = np.zeros(len(flow.rate_bps), dtype=bool)
+            for start, stop in flow.periods:
+                mask[int(start):int(np.ceil(stop)) + 1] = True
+            left.plot(t + 0.5, np.where(mask, flow.rate_bps / 1e6, np.nan), color=color, linewidth=1.0, label=name)
+            if len(flow.queue_ms):  # the largest sojourn per 100 ms of arrivals: every spike stays visible
+                bins = (flow.queue_t * 10).astype(np.int64)
+                peak = np.full(int(bins.max()) + 1, np.nan)
+                np.fmax.at(peak, bins, flow.queue_ms)
+                right.plot(np.arange(len(peak)) / 10, peak, color=color, linewidth=0.7, label=name)
+        left.set_ylabel("Mbit/s")
+        left.set_ylim(bottom=0)
+        left.set_title(f"{label}: received rate (1 s windows) and capacity", fontsize="small", loc="left")
+        right.set_ylabel("ms")
+        right.set_ylim(bottom=0)
+        right.set_title(f"{label}: queuing delay at the bottleneck", fontsize="small", loc="left")
+        for ax in (left, right):
+            ax.grid(True, alpha=0.3)
+            ax.set_xlim(0, view.duration_s)
+        left.legend(loc="upper right", fontsize="x-small", ncol=2)
+    for ax in axes[-1]:
+        ax.set_xlabel("time (s)")
+    fig.suptitle(title)
+    return _save(fig, path)

@@ -1,0 +1,928 @@
+"""``rtcc rmcat``: the IETF's RMCAT evaluation suite, RFC 8867's test cases judged by explicit rules
+built from RFC 8868's criteria, for several controllers and seeds, in one command.
+
+How it works. Each case is a scenario file in ``experiments/rmcat/`` named ``<id>-<title>.toml``
+(``5.1-variable-capacity-single-flow.toml``) whose header cites the RFC section behind every number;
+its video flows name a placeholder controller that is replaced by the controller under test, as
+``rtcc compare`` does (cross traffic such as §5.6's TCP flow is kept). :data:`CASES` lists, per case
+id, the rules that judge a run of it. A rule is a small named function of a :class:`RunView` (the
+run's summary plus, per flow, its received rate in 1 s windows and its packets' queuing delays, and
+the capacity of each link) that returns an :class:`Outcome`: passed or not, the measured value and
+how it reads. The RFCs state criteria without thresholds (RFC 8867 §5: "converge", "fair share",
+"not starve"; RFC 8868 §3: rate, queuing delay, loss, fairness, convergence); each rule's threshold
+sits next to the text it comes from and is explained in docs/rmcat.md.
+
+Adding a case is one scenario file plus one :data:`CASES` entry (its rules); nothing else changes.
+
+:func:`run_suite` runs every (case, controller, seed) through the engine of sweeps and comparisons
+(:func:`rtcc.sweep.execute`: worker processes or Ray), judges each run, and writes the report
+folder atomically: ``table.md``, ``table.csv`` (one row per case and controller), ``rules.csv``
+(one row per case, controller, seed and rule), ``index.html`` with per-case plots, and the run
+folders (``runs/<case>/<controller>/seed<k>``). The same arguments give the same tables.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["CASES", "Case", "Rule", "Outcome", "FlowView", "RunView", "case_files", "select_cases",
+           "view_of_run", "judge", "run_suite", "DEFAULT_CONTROLLERS"]
+
+# The controllers run when none are named; those not registered in this build are left out.
+DEFAULT_CONTROLLERS = ("gcc", "sqp", "vidaptive", "c3g")
+DEFAULT_SEEDS = 3
+WINDOW_S = 1.0  # the rate windows, as `convergence_s` and `below_min_share` use (docs/metrics.md)
+
+
+# -- what rules see ------------------------------------------------------------------------------
+
+
+@dataclass
+class FlowView:
+    """One flow of a run as the rules see it. ``rate_bps[i]`` is the bit rate it received in the
+    window ``[i, i+1)`` s (arrival time, every packet of the flow); ``queue_t``/``queue_ms`` are
+    each of its packets' arrival at the bottleneck (s) and sojourn there (ms), for the packets
+    that left it; ``periods`` are its active ``[start, stop)`` intervals (s)."""
+
+    name: str
+    kind: str
+    link: str  # "forward" or "reverse": the link its data crosses
+    periods: list[tuple[float, float]]
+    min_bps: float | None
+    max_bps: float | None
+    summary: dict
+    rate_bps: "np.ndarray"
+    queue_t: "np.ndarray"
+    queue_ms: "np.ndarray"
+
+    @property
+    def video(self) -> bool:
+        return self.kind == "video"
+
+    def active_windows(self) -> "np.ndarray":
+        """Boolean mask of the 1 s windows wholly inside one of the flow's active periods."""
+        return _window_mask(len(self.rate_bps), self.periods)
+
+
+@dataclass
+class RunView:
+    """A run as the rules see it: its duration, flows, and each link's capacity in the same 1 s
+    windows (``capacity_bps[link]``, None for an unlimited link) with its segments of constant
+    capacity (``segments[link]``: ``(start, stop, mean bps)``; a trace link, whose rate changes
+    all the time, is cut into :data:`TRACE_SEGMENT_S` pieces)."""
+
+    duration_s: float
+    flows: list[FlowView]
+    capacity_bps: dict[str, "np.ndarray | None"]
+    segments: dict[str, list[tuple[float, float, float]]]
+    summary: dict = field(default_factory=dict)
+
+    def video_on(self, link: str) -> list[FlowView]:
+        return [f for f in self.flows if f.video and f.link == link]
+
+    def links(self) -> list[str]:
+        """The links that carry video, forward first."""
+        return [link for link in ("forward", "reverse") if self.video_on(link)]
+
+    def events(self, link: str) -> list[float]:
+        """Times at which the competition on ``link`` changes: a video flow starts or resumes."""
+        return sorted({start for f in self.video_on(link) for start, _ in f.periods})
+
+    def decreases(self, link: str) -> list[float]:
+        """Times at which the link's capacity steps down."""
+        segs = self.segments.get(link) or []
+        return [b[0] for a, b in zip(segs, segs[1:]) if b[2] < a[2]]
+
+
+TRACE_SEGMENT_S = 10.0  # judgement call: a trace link is judged in 10 s pieces (its mean over each)
+MAX_STEPS = 50  # a capacity log with more changes than this is a trace, not a schedule
+
+
+@dataclass(frozen=True)
+class Outcome:
+    passed: bool
+    value: float | None  # the measured number behind the verdict (None: not measurable; inf: never)
+    shown: str  # the value as the table shows it, with where it was measured
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A named pass/fail criterion: ``check(view) -> Outcome``; ``text`` states what passes (with
+    the threshold) and ``source`` the RFC text it comes from."""
+
+    name: str
+    text: str
+    source: str
+    check: Callable[[RunView], Outcome]
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+def jain(values) -> float | None:
+    """Jain's fairness index (Σx)² / (n·Σx²): 1 when all equal, 1/n when one takes everything."""
+    xs = [float(x) for x in values]
+    if len(xs) < 2 or not any(xs):
+        return None
+    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
+
+
+def _intersect(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    out = []
+    for s1, e1 in a:
+        for s2, e2 in b:
+            s, e = max(s1, s2), min(e1, e2)
+            if e > s:
+                out.append((s, e))
+    return sorted(out)
+
+
+def shared_periods(flows: list[FlowView], settle_s: float) -> list[tuple[float, float]]:
+    """When every one of ``flows`` is active, less the first ``settle_s`` of each such interval."""
+    periods = flows[0].periods
+    for f in flows[1:]:
+        periods = _intersect(periods, f.periods)
+    return [(s + settle_s, e) for s, e in periods if e - s > settle_s]
+
+
+def _window_mask(n: int, periods: list[tuple[float, float]]):
+    import numpy as np
+
+    mask = np.zeros(n, dtype=bool)
+    for start, stop in periods:
+        first, last = math.ceil(start / WINDOW_S - 1e-9), math.floor(stop / WINDOW_S + 1e-9)
+        mask[max(0, first):min(n, last)] = True
+    return mask
+
+
+def _reachable(view: RunView, link: str, lo: float, hi: float) -> float | None:
+    """What the link's video flows can carry together in ``[lo, hi)``: the link's mean capacity
+    there, or the sum of the maximum rates of the flows active there if that is less."""
+    cap = view.capacity_bps.get(link)
+    if cap is None:
+        return None
+    i, j = int(lo // WINDOW_S), int(math.ceil(hi / WINDOW_S))
+    capacity = float(cap[i:j].mean())
+    maxima = [f.max_bps for f in view.video_on(link) if any(s < hi and e > lo for s, e in f.periods)]
+    if maxima and all(m is not None for m in maxima):
+        return min(capacity, sum(maxima))
+    return capacity
+
+
+def _total_rate(view: RunView, link: str):
+    flows = view.video_on(link)
+    return sum(f.rate_bps for f in flows)
+
+
+def _fmt_s(t: float) -> str:
+    return f"{t:g} s"
+
+
+# -- rules ---------------------------------------------------------------------------------------
+
+
+def rate_follows_capacity(low: float, source: str) -> Rule:
+    """Each capacity segment's second half: the link's video flows together receive at least
+    ``low`` × what they can reach (the capacity, or their summed maximum rates if less)."""
+
+    def check(view: RunView) -> Outcome:
+        worst, where = math.inf, ""
+        for link in view.links():
+            total = _total_rate(view, link)
+            for start, stop, _ in view.segments.get(link) or []:
+                lo, hi = (start + stop) / 2, stop
+                if hi - lo < 2 * WINDOW_S:
+                    continue
+                reach = _reachable(view, link, lo, hi)
+                if not reach:
+                    continue
+                i, j = int(math.ceil(lo / WINDOW_S)), int(hi // WINDOW_S)
+                got = float(total[i:j].mean()) / reach
+                if got < worst:
+                    worst, where = got, f"{link} {start:g}–{stop:g} s"
+        if not math.isfinite(worst):
+            return Outcome(False, None, "no segment to measure")
+        return Outcome(worst >= low, worst, f"{worst:.2f} of reachable ({where})")
+
+    return Rule("rate-follows-capacity",
+                f"in the second half of every constant-capacity segment, the video flows on the link "
+                f"receive ≥ {low:.0%} of min(capacity, Σ max_bitrate)", source, check)
+
+
+def ramps_up(within_s: float, low: float, source: str) -> Rule:
+    """After each capacity segment starts (and at the run's start), the link's video flows reach
+    ``low`` × the reachable rate (1 s windows) within ``within_s``."""
+
+    def check(view: RunView) -> Outcome:
+        worst, where = 0.0, ""
+        for link in view.links():
+            total = _total_rate(view, link)
+            for start, stop, _ in view.segments.get(link) or []:
+                if stop - start < 2 * within_s:
+                    continue  # too short to tell (a trace piece, a brief step)
+                reach = _reachable(view, link, start, stop)
+                if not reach:
+                    continue
+                i0, i1 = int(start // WINDOW_S), int(stop // WINDOW_S)
+                hit = next((i for i in range(i0, i1) if total[i] >= low * reach), None)
+                took = (hit + 1) * WINDOW_S - start if hit is not None else math.inf
+                if took > worst:
+                    worst, where = took, f"{link} step at {start:g} s"
+        if not where:
+            return Outcome(True, None, "no segment long enough")
+        shown = "never" if math.isinf(worst) else f"{worst:g} s"
+        return Outcome(worst <= within_s, worst, f"{shown} ({where})")  # inf: never
+
+    return Rule("ramps-up",
+                f"after each capacity change the video flows on the link reach {low:.0%} of "
+                f"min(capacity, Σ max_bitrate) in a 1 s window within {within_s:g} s", source, check)
+
+
+def queuing_delay_bounded(p95_ms: float, grace_s: float, source: str) -> Rule:
+    """P95 of the video packets' queuing delay at their bottleneck, leaving out the packets that
+    arrived within ``grace_s`` after a capacity decrease on their link (the queue built at the old
+    rate drains then whatever the controller does)."""
+
+    def check(view: RunView) -> Outcome:
+        import numpy as np
+
+        kept = []
+        for f in view.flows:
+            if not f.video or not len(f.queue_ms):
+                continue
+            keep = np.ones(len(f.queue_t), dtype=bool)
+            for t in view.decreases(f.link):
+                keep &= ~((f.queue_t >= t) & (f.queue_t < t + grace_s))
+            kept.append(f.queue_ms[keep])
+        values = np.concatenate(kept) if kept else np.array([])
+        if not len(values):
+            return Outcome(False, None, "no packet")
+        p95 = float(np.percentile(values, 95))
+        return Outcome(p95 <= p95_ms, p95, f"{p95:.0f} ms")
+
+    return Rule("queuing-delay",
+                f"P95 queuing delay of the video packets ≤ {p95_ms:g} ms, leaving out the {grace_s:g} s "
+                "after each capacity decrease", source, check)
+
+
+def loss_bounded(max_rate: float, source: str) -> Rule:
+    """The worst video flow's packet loss rate (summary ``loss_rate``)."""
+
+    def check(view: RunView) -> Outcome:
+        rates = [(f.summary.get("loss_rate") or 0.0, f.name) for f in view.flows if f.video]
+        worst, name = max(rates)
+        return Outcome(worst <= max_rate, worst, f"{worst:.2%} ({name})")
+
+    return Rule("loss", f"every video flow loses ≤ {max_rate:.0%} of its packets", source, check)
+
+
+def signals_bounded(max_rate: float, source: str) -> Rule:
+    """With ECN a marking queue sets CE where it would have dropped (RFC 3168 §5: the same
+    congestion signal), so a controller that responds to marks as to losses keeps lost + CE-marked
+    packets to the share it keeps losses to without ECN. Summary ``packets_lost`` and ``ce_marked``."""
+
+    def check(view: RunView) -> Outcome:
+        shares = []
+        for f in view.flows:
+            if f.video:
+                sent = f.summary.get("packets_sent") or 0
+                signals = (f.summary.get("packets_lost") or 0) + (f.summary.get("ce_marked") or 0)
+                shares.append((signals / sent if sent else 0.0, f.name))
+        worst, name = max(shares)
+        return Outcome(worst <= max_rate, worst, f"{worst:.2%} lost or CE-marked ({name})")
+
+    return Rule("loss-or-ce", f"every video flow has ≤ {max_rate:.0%} of its packets lost or CE-marked", source, check)
+
+
+def starved_share(flow: FlowView) -> float | None:
+    """Share of the flow's 1 s windows, while it is active, received below its ``min_bitrate``.
+    Without pauses this is the summary's ``below_min_share``; with an ``active`` schedule the
+    summary counts the off periods as below, so it is computed here from the active windows."""
+    if len(flow.periods) <= 1 and flow.summary.get("below_min_share") is not None:
+        return float(flow.summary["below_min_share"])
+    if flow.min_bps is None:
+        return None
+    mask = flow.active_windows()
+    if not mask.any():
+        return None
+    return float((flow.rate_bps[mask] < flow.min_bps).mean())
+
+
+def no_starvation(max_share: float, source: str) -> Rule:
+    """No video flow spends more than ``max_share`` of its active 1 s windows below its minimum."""
+
+    def check(view: RunView) -> Outcome:
+        shares = [(starved_share(f), f.name) for f in view.flows if f.video]
+        shares = [(s, n) for s, n in shares if s is not None]
+        if not shares:
+            return Outcome(False, None, "not measurable")
+        worst, name = max(shares)
+        return Outcome(worst <= max_share, worst, f"{worst:.0%} of windows ({name})")
+
+    return Rule("no-starvation",
+                f"every video flow receives at least its min_bitrate in ≥ {1 - max_share:.0%} of its "
+                "active 1 s windows (below_min_share)", source, check)
+
+
+def fair_share(min_index: float, settle_s: float, source: str) -> Rule:
+    """Jain's index over the video flows' mean rates while all of them are active, leaving out the
+    first ``settle_s`` after the last of them (re)joins."""
+
+    def check(view: RunView) -> Outcome:
+        index, where = fairness(view, settle_s)
+        if index is None:
+            return Outcome(False, None, "no shared period")
+        return Outcome(index >= min_index, index, f"Jain {index:.2f} ({where})")
+
+    return Rule("fairness",
+                f"Jain's index of the video flows' mean rates ≥ {min_index:g} while all are active, "
+                f"from {settle_s:g} s after the last (re)join", source, check)
+
+
+def fairness(view: RunView, settle_s: float) -> tuple[float | None, str]:
+    """Jain's index over the video flows' mean rates in their shared period (see :func:`fair_share`),
+    on the link that carries the most video flows."""
+    flows = max((view.video_on(link) for link in view.links()), key=len, default=[])
+    if len(flows) < 2:
+        return None, ""
+    periods = shared_periods(flows, settle_s)
+    mask = _window_mask(len(flows[0].rate_bps), periods)
+    if not mask.any():
+        return None, ""
+    where = ", ".join(f"{s:g}–{e:g} s" for s, e in periods)
+    return jain(float(f.rate_bps[mask].mean()) for f in flows), where
+
+
+def share_against_cross_traffic(min_fraction: float, source: str) -> Rule:
+    """Each video flow's mean rate while it is active is at least ``min_fraction`` of its fair
+    share of the link: capacity / (number of flows on the link), capped at its ``max_bitrate``."""
+
+    def check(view: RunView) -> Outcome:
+        worst, where = math.inf, ""
+        for f in view.flows:
+            if not f.video:
+                continue
+            others = [g for g in view.flows if g.link == f.link]
+            mask = f.active_windows()
+            cap = view.capacity_bps.get(f.link)
+            if cap is None or not mask.any():
+                continue
+            fair = float(cap[mask].mean()) / len(others)
+            if f.max_bps is not None:
+                fair = min(fair, f.max_bps)
+            got = float(f.rate_bps[mask].mean()) / fair
+            if got < worst:
+                worst, where = got, f.name
+        if not math.isfinite(worst):
+            return Outcome(False, None, "not measurable")
+        return Outcome(worst >= min_fraction, worst, f"{worst:.2f} of fair share ({where})")
+
+    return Rule("share",
+                f"each video flow's mean rate ≥ {min_fraction:.0%} of its fair share (capacity / flows "
+                "on the link, at most its max_bitrate)", source, check)
+
+
+def converges_to_share(within_s: float, band: float, smooth_s: int, source: str) -> Rule:
+    """After the last time a video flow starts or resumes on the link that carries the most of
+    them, the time until every one of those flows is within ±``band`` of its fair share (the
+    reachable rate, capacity or Σ max_bitrate, split equally) in the same window, rates taken
+    as ``smooth_s``-second trailing means of the 1 s windows."""
+
+    def check(view: RunView) -> Outcome:
+        took, _ = share_convergence(view, band, smooth_s)
+        if took is None:
+            return Outcome(False, None, "no competition to measure")
+        if math.isinf(took):
+            return Outcome(False, math.inf, "never")
+        return Outcome(took <= within_s, took, f"{took:g} s after the last (re)join")
+
+    return Rule("converges",
+                f"within {within_s:g} s of the last flow's (re)join every video flow's rate ({smooth_s} s mean) is "
+                f"within ±{band:.0%} of its fair share", source, check)
+
+
+def share_convergence(view: RunView, band: float, smooth_s: int) -> tuple[float | None, float]:
+    """(seconds from the last (re)join to the first window where every flow is near its fair share,
+    or inf if never; None without two flows to compare), and the last (re)join time."""
+    import numpy as np
+
+    links = sorted(view.links(), key=lambda link: -len(view.video_on(link)))
+    if not links or len(view.video_on(links[0])) < 2:
+        return None, 0.0
+    link = links[0]
+    flows = view.video_on(link)
+    last = max(view.events(link))
+    ends = [stop for f in flows for start, stop in f.periods if start <= last < stop]
+    if len(ends) < len(flows):
+        return None, last  # not every flow is active after the last join
+    end = min(ends)
+    share = _reachable(view, link, last, end) / len(flows)
+    kernel = np.ones(smooth_s) / smooth_s
+    smoothed = [np.convolve(f.rate_bps, kernel)[:len(f.rate_bps)] for f in flows]
+    first, stop = int(math.ceil(last / WINDOW_S)) + smooth_s - 1, int(end // WINDOW_S)
+    for i in range(first, stop):
+        if all(abs(r[i] - min(share, f.max_bps or math.inf)) <= band * min(share, f.max_bps or math.inf)
+               for r, f in zip(smoothed, flows)):
+            return (i + 1) * WINDOW_S - last, last
+    return math.inf, last
+
+
+# -- cases ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str  # "5.1": the RFC section (RFC 8867 unless said otherwise)
+    title: str
+    section: str  # the citation shown in reports
+    rules: tuple[Rule, ...]
+    note: str = ""  # what the case leaves out or approximates
+
+
+# Thresholds, shared by the cases (docs/rmcat.md gives the reasoning for each):
+RATE_LOW = 0.7  # a working controller uses most of what it may; 70 % leaves room for probing dips
+RAMP_S = 10.0  # half of RFC 8867's shortest capacity step (20 s, §5.1/§5.3)
+DELAY_P95_MS = 100.0  # ITU-T G.114's 150 ms one-way budget less the cases' 50 ms propagation delay
+DROP_GRACE_S = 5.0  # time allowed to drain the queue built at the old rate after a capacity drop
+LOSS_MAX = 0.02  # every case's path has no random loss (RFC 8867 §4): loss is self-inflicted
+STARVED_MAX = 0.1  # at most 10 % of 1 s windows under the media minimum
+JAIN_MIN = 0.9  # e.g. two flows at 1 : 0.5 of each other score 0.9
+SETTLE_S = 10.0  # fairness is measured from 10 s after the last join
+CONVERGE_S = 20.0  # the flows reach their fair share within 20 s of the last join (one §5.4 stagger)
+CONVERGE_BAND = 0.2  # "reaching the fair share": within ±20 % of it
+SMOOTH_S = 3  # judged on 3 s means, so that one frame-size wobble does not decide it
+TCP_SHARE_MIN = 0.5  # §5.6: the media flow keeps at least half its fair share next to TCP
+
+
+def _basic(section: str) -> list[Rule]:
+    """What every media case asks (RFC 8868 §3's flow metrics): delay, loss, no starvation."""
+    return [
+        queuing_delay_bounded(DELAY_P95_MS, DROP_GRACE_S, f"{section}; RFC 8868 §3 (queuing delay)"),
+        loss_bounded(LOSS_MAX, f"{section}; RFC 8868 §3 (packet loss)"),
+        no_starvation(STARVED_MAX, f"{section}; RFC 8868 §4 media range (minimum rate)"),
+    ]
+
+
+def _variable(section: str) -> list[Rule]:
+    return [
+        rate_follows_capacity(RATE_LOW, f"{section} expected behaviour: converge to the bottleneck capacity"),
+        ramps_up(RAMP_S, RATE_LOW, f"{section}; RFC 8868 §3 (convergence time)"),
+    ]
+
+
+def _sharing(section: str) -> list[Rule]:
+    return [
+        rate_follows_capacity(RATE_LOW, f"{section}; RFC 8868 §3 (bandwidth utilization)"),
+        fair_share(JAIN_MIN, SETTLE_S, f"{section} expected behaviour: fair share; RFC 8868 §3 (Jain's index)"),
+        converges_to_share(CONVERGE_S, CONVERGE_BAND, SMOOTH_S, f"{section} expected behaviour: converge to a "
+                           "fair share; RFC 8868 §3 (convergence time)"),
+    ]
+
+
+CASES: dict[str, Case] = {c.id: c for c in [
+    Case("5.1", "Variable available capacity, single flow", "RFC 8867 §5.1",
+         tuple(_variable("RFC 8867 §5.1") + _basic("RFC 8867 §5.1"))),
+    Case("5.2", "Variable available capacity, multiple flows", "RFC 8867 §5.2",
+         tuple(_variable("RFC 8867 §5.2")
+               + [fair_share(JAIN_MIN, SETTLE_S, "RFC 8867 §5.2; RFC 8868 §3 (Jain's index)")]
+               + _basic("RFC 8867 §5.2"))),
+    Case("5.3", "Congested feedback link, media both ways", "RFC 8867 §5.3",
+         tuple(_variable("RFC 8867 §5.3") + _basic("RFC 8867 §5.3"))),
+    Case("5.4", "Competing media flows, same controller", "RFC 8867 §5.4",
+         tuple(_sharing("RFC 8867 §5.4") + _basic("RFC 8867 §5.4"))),
+    Case("5.5", "Round-trip time fairness", "RFC 8867 §5.5",
+         tuple(_sharing("RFC 8867 §5.5") + _basic("RFC 8867 §5.5"))),
+    Case("5.6", "Media flow against a long TCP flow", "RFC 8867 §5.6",
+         (no_starvation(STARVED_MAX, "RFC 8867 §5.6 expected behaviour: the media flow is not starved"),
+          share_against_cross_traffic(TCP_SHARE_MIN, "RFC 8867 §5.6; RFC 8868 §3 (fairness)")),
+         note="TCP keeps the drop-tail queue full, so delay and loss are TCP's and are not judged."),
+    Case("5.8", "Media pause and resume", "RFC 8867 §5.8",
+         tuple(_sharing("RFC 8867 §5.8") + _basic("RFC 8867 §5.8"))),
+    Case("6.2", "ECN: CoDel marking, ECN-capable flow", "RFC 8867 §6.2",
+         tuple(_variable("RFC 8867 §6.2 (on §5.1's setup)") + _basic("RFC 8867 §6.2")
+               + [signals_bounded(LOSS_MAX, "RFC 8867 §6.2 expected behaviour: react to CE marks; RFC 3168 §5")]),
+         note="No rtcc controller reacts to CE marks yet, so only loss-or-ce can tell this case from §5.1."),
+    Case("8869", "Cellular link (LTE-like trace, an approximation)", "RFC 8869 §4 (approximated)",
+         (rate_follows_capacity(RATE_LOW, "RFC 8869 §4 (approximated); RFC 8868 §3 (utilization)"),
+          *_basic("RFC 8869 §4 (approximated)")),
+         note="A trace-driven link, not RFC 8869's simulated LTE network; judged in 10 s pieces."),
+]}
+
+
+def case_dir() -> Path:
+    from .demo import experiments_dir
+
+    return experiments_dir() / "rmcat"
+
+
+def case_files() -> dict[str, Path]:
+    """Case id -> its scenario file (``<id>-<title>.toml`` in ``experiments/rmcat``)."""
+    folder = case_dir()
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder}: the RMCAT case files are missing (rtcc/data/experiments/rmcat)")
+    return {p.name.split("-", 1)[0]: p for p in sorted(folder.glob("*.toml"))}
+
+
+def _case_key(case_id: str) -> tuple:
+    return tuple(int(x) for x in case_id.split("."))
+
+
+def select_cases(text: str | None) -> list[str]:
+    """Case ids from ``--cases`` text (``"5.1,5.3"``; None: all), checked against the files and
+    rules; ValueError naming the valid ids otherwise."""
+    files = case_files()
+    valid = sorted(set(files) & set(CASES), key=_case_key)
+    if text is None:
+        return valid
+    wanted = [c.strip() for c in text.split(",") if c.strip()]
+    if not wanted:
+        raise ValueError(f"--cases: expected case ids separated by commas; cases: {', '.join(valid)}")
+    unknown = [c for c in wanted if c not in valid]
+    if unknown:
+        raise ValueError(f"--cases: unknown case {', '.join(map(repr, unknown))}; cases: {', '.join(valid)}")
+    return sorted(dict.fromkeys(wanted), key=_case_key)
+
+
+# -- building views ------------------------------------------------------------------------------
+
+
+def _link_capacity(scenario: dict, link: str, capacity_log, duration_s: float):
+    """The link's capacity in 1 s windows and its constant-capacity segments, or (None, [])."""
+    import numpy as np
+
+    from . import _core
+
+    n = max(1, int(math.ceil(duration_s / WINDOW_S - 1e-9)))
+    t = np.arange(n) * WINDOW_S
+    spec = (scenario.get("path") or {}).get(link)
+    if link == "forward":
+        times = capacity_log["time_ns"].to_numpy() / 1e9
+        bps = capacity_log["bps"].to_numpy()
+        if not len(bps):
+            return None, []
+        per_window = np.array([bps[(times >= a) & (times < a + WINDOW_S)].mean()
+                               if ((times >= a) & (times < a + WINDOW_S)).any() else bps[-1] for a in t])
+        changes = [0] + [i for i in range(1, len(bps)) if bps[i] != bps[i - 1]]
+        if len(changes) > MAX_STEPS:  # a trace: fixed pieces
+            edges = list(np.arange(0.0, duration_s, TRACE_SEGMENT_S)) + [duration_s]
+        else:
+            edges = [float(times[i]) for i in changes] + [duration_s]
+        segments = []
+        for a, b in zip(edges, edges[1:]):
+            sel = (t >= a - 1e-9) & (t < b - 1e-9)
+            segments.append((float(a), float(b), float(per_window[sel].mean()) if sel.any() else float(bps[-1])))
+        return per_window, segments
+    if not spec or "capacity" not in spec and "schedule" not in spec:
+        return None, []  # an unlimited reverse link
+    if "capacity" in spec:
+        steps = [(0.0, _core.parse_rate(spec["capacity"]))]
+    elif isinstance(spec["schedule"], list):
+        steps = [(_core.parse_duration(a), _core.parse_rate(b)) for a, b in spec["schedule"]]
+    else:
+        raise ValueError(f"path.{link}: the RMCAT suite reads a reverse link's capacity from `capacity` or "
+                         "an inline `schedule`")
+    per_window = np.array([next(r for s, r in reversed(steps) if s <= a + 1e-9) for a in t])
+    edges = [s for s, _ in steps] + [duration_s]
+    return per_window, [(a, b, r) for (a, r), b in zip(steps, edges[1:]) if b > a]
+
+
+def view_of_run(folder: str | os.PathLike) -> RunView:
+    """The :class:`RunView` of a run folder (``summary.json``, ``scenario.json`` and the logs)."""
+    import numpy as np
+    import polars as pl
+
+    from . import _core
+
+    folder = Path(folder)
+    summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    scenario = json.loads((folder / "scenario.json").read_text(encoding="utf-8"))
+    duration = float(summary["duration_s"])
+    n = max(1, int(math.ceil(duration / WINDOW_S - 1e-9)))
+    packets = pl.read_parquet(folder / "packets.parquet",
+                              columns=["flow", "size", "enqueue_ns", "depart_ns", "recv_ns"])
+    capacity_log = pl.read_parquet(folder / "capacity.parquet")
+    capacity, segments = {}, {}
+    for link in ("forward", "reverse"):
+        capacity[link], segments[link] = _link_capacity(scenario, link, capacity_log, duration)
+    flows = []
+    for i, (spec, fs) in enumerate(zip(scenario["flows"], summary["flows"])):
+        own = packets.filter(pl.col("flow") == i)
+        got = own.filter(pl.col("recv_ns") >= 0)
+        idx = (got["recv_ns"].to_numpy() // int(WINDOW_S * 1e9)).astype(np.int64)
+        keep = idx < n
+        rate = np.bincount(idx[keep], weights=got["size"].to_numpy()[keep].astype(np.float64) * 8,
+                           minlength=n) / WINDOW_S
+        left = own.filter(pl.col("depart_ns") >= 0)
+        queue_t = left["enqueue_ns"].to_numpy() / 1e9
+        queue_ms = (left["depart_ns"].to_numpy() - left["enqueue_ns"].to_numpy()) / 1e6
+        if "active" in spec:
+            periods = [(_core.parse_duration(a), _core.parse_duration(b)) for a, b in spec["active"]]
+        else:
+            periods = [(float(fs["start_s"]), float(fs["stop_s"]))]
+        rate_of = lambda key: _core.parse_rate(spec[key]) if key in spec else None  # noqa: E731
+        flows.append(FlowView(fs["name"], spec.get("kind", "video"), "reverse" if spec.get("direction") == "reverse"
+                              else "forward", periods, rate_of("min_bitrate"), rate_of("max_bitrate"), fs, rate,
+                              queue_t, queue_ms))
+    return RunView(duration, flows, capacity, segments, summary)
+
+
+# -- judging -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Judged:
+    """One run judged: each rule's outcome and the key figures of the table."""
+
+    case: str
+    controller: str
+    seed: int
+    outcomes: list[tuple[Rule, Outcome]]
+    figures: dict[str, float | None]
+
+    @property
+    def passed(self) -> bool:
+        return all(o.passed for _, o in self.outcomes)
+
+
+FIGURES = [  # key, header, digits
+    ("rate_over_capacity", "rate / capacity", 2),
+    ("queuing_p95_ms", "queue P95 ms", 0),
+    ("loss_pct", "loss %", 2),
+    ("jain", "Jain", 2),
+    ("convergence_s", "convergence s", 1),
+]
+
+
+def figures(view: RunView, outcomes: list[tuple[Rule, Outcome]]) -> dict[str, float | None]:
+    """The table's key figures of one run: the video flows' received rate over the capacity of
+    their links (while any is active), their pooled P95 queuing delay and loss, Jain's index in the
+    shared period, and the convergence time the case's rules measured (ramp-up or settling)."""
+    import numpy as np
+
+    got = cap = 0.0
+    for link in view.links():
+        capacity = view.capacity_bps.get(link)
+        if capacity is None:
+            continue
+        flows = view.video_on(link)
+        active = np.zeros(len(capacity), dtype=bool)
+        for f in flows:
+            active |= f.active_windows()
+        got += float(sum(f.rate_bps for f in flows)[active].sum())
+        cap += float(capacity[active].sum())
+    delays = [f.queue_ms for f in view.flows if f.video and len(f.queue_ms)]
+    sent = sum(f.summary.get("packets_sent") or 0 for f in view.flows if f.video)
+    lost = sum(f.summary.get("packets_lost") or 0 for f in view.flows if f.video)
+    index, _ = fairness(view, SETTLE_S)
+    conv = [o.value for r, o in outcomes if r.name in ("ramps-up", "converges") and o.value is not None]
+    return {
+        "rate_over_capacity": got / cap if cap else None,
+        "queuing_p95_ms": float(np.percentile(np.concatenate(delays), 95)) if delays else None,
+        "loss_pct": 100.0 * lost / sent if sent else None,
+        "jain": index,
+        "convergence_s": max(conv) if conv else None,
+    }
+
+
+def judge(case: Case, view: RunView, controller: str = "", seed: int = 0) -> Judged:
+    outcomes = [(rule, rule.check(view)) for rule in case.rules]
+    return Judged(case.id, controller, seed, outcomes, figures(view, outcomes))
+
+
+def _judge_folder(item: tuple[str, str, int, str]) -> tuple[list[Outcome], dict]:
+    """A worker's part: the outcomes (in rule order) and figures of one run folder (rules hold
+    functions, which do not cross processes; :func:`_judged` puts them back)."""
+    case_id, controller, seed, folder = item
+    j = judge(CASES[case_id], view_of_run(folder), controller, seed)
+    return [o for _, o in j.outcomes], j.figures
+
+
+def _judged(item: tuple[str, str, int, str], result: tuple[list[Outcome], dict]) -> Judged:
+    case_id, controller, seed, _ = item
+    outcomes, figs = result
+    return Judged(case_id, controller, seed, list(zip(CASES[case_id].rules, outcomes)), figs)
+
+
+# -- tables --------------------------------------------------------------------------------------
+
+
+def _fmt(value: float | None, digits: int) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if math.isinf(value):
+        return "never"
+    text = f"{value:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def summarize(judged: list[Judged], cases: list[str], controllers: list[str]) -> list[dict]:
+    """One row per case and controller: verdict (pass when every seed passes every rule), seeds
+    passing, the failing rules with their worst measured value, and the key figures' means."""
+    rows = []
+    for case_id in cases:
+        for label in controllers:
+            runs = [j for j in judged if j.case == case_id and j.controller == label]
+            failing: dict[str, tuple[Outcome, int]] = {}
+            for j in runs:
+                for rule, outcome in j.outcomes:
+                    if not outcome.passed and rule.name not in failing:
+                        failing[rule.name] = (outcome, j.seed)
+            row = {"case": case_id, "controller": label,
+                   "verdict": "pass" if runs and all(j.passed for j in runs) else "fail",
+                   "seeds_passing": sum(j.passed for j in runs), "seeds": len(runs),
+                   "failing": "; ".join(f"{name}: {o.shown}, seed {seed}" for name, (o, seed) in failing.items())}
+            for key, _, _ in FIGURES:
+                values = [j.figures[key] for j in runs if j.figures[key] is not None]
+                row[key] = sum(values) / len(values) if values else None
+            rows.append(row)
+    return rows
+
+
+def markdown(rows: list[dict]) -> str:
+    headers = ["case", "controller", "verdict", "seeds passing"] + [h for _, h, _ in FIGURES] + ["failing rules"]
+    out = ["| " + " | ".join(headers) + " |",
+           "|:---|:---|:---|---:|" + "---:|" * len(FIGURES) + ":---|"]
+    for r in rows:
+        cells = [r["case"], r["controller"], r["verdict"].upper() if r["verdict"] == "fail" else r["verdict"],
+                 f"{r['seeds_passing']}/{r['seeds']}"]
+        cells += [_fmt(r[k], d) for k, _, d in FIGURES] + [r["failing"] or "–"]
+        out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def table_csv(rows: list[dict]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    keys = ["case", "controller", "verdict", "seeds_passing", "seeds"] + [k for k, _, _ in FIGURES] + ["failing"]
+    w.writerow(keys)
+    for r in rows:
+        w.writerow(["" if r[k] is None else repr(r[k]) if isinstance(r[k], float) else r[k] for k in keys])
+    return buf.getvalue()
+
+
+def rules_csv(judged: list[Judged]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["case", "controller", "seed", "rule", "passed", "value", "shown"])
+    for j in judged:
+        for rule, o in j.outcomes:
+            w.writerow([j.case, j.controller, j.seed, rule.name, str(o.passed).lower(),
+                        "" if o.value is None else repr(float(o.value)), o.shown])
+    return buf.getvalue()
+
+
+def text_table(rows: list[dict]) -> str:
+    headers = ["case", "controller", "verdict", "seeds"] + [h for _, h, _ in FIGURES]
+    body = [[r["case"], r["controller"], r["verdict"], f"{r['seeds_passing']}/{r['seeds']}"]
+            + [_fmt(r[k], d) for k, _, d in FIGURES] for r in rows]
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(headers)]
+    line = lambda cells: "  ".join(c.ljust(w) if i < 3 else c.rjust(w)  # noqa: E731
+                                   for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+    out = [line(headers), line(["-" * w for w in widths])] + [line(b) for b in body]
+    failing = [f"  {r['case']} {r['controller']}: {r['failing']}" for r in rows if r["failing"]]
+    return "\n".join(out + (["failing rules (first seed that failed each):"] + failing if failing else [])) + "\n"
+
+
+# -- the report ----------------------------------------------------------------------------------
+
+
+def _index_html(folder: Path, rows: list[dict], judged: list[Judged], cases: list[str], controllers: list[str],
+                seeds: list[int], plots: dict[str, str], command: str) -> None:
+    import html
+
+    from .report import write_page
+
+    e = lambda x: html.escape(str(x), quote=True)  # noqa: E731
+    headers = ["case", "controller", "verdict", "seeds passing"] + [h for _, h, _ in FIGURES] + ["failing rules"]
+    body = [f'<p class="meta">{e(command)}: {len(cases)} cases × {len(controllers)} controllers × seeds '
+            f'{", ".join(map(str, seeds))}. A case passes for a controller when every seed passes every rule '
+            '(docs/rmcat.md). Tables: <a href="table.md">table.md</a>, <a href="table.csv">table.csv</a>, '
+            '<a href="rules.csv">rules.csv</a>.</p>',
+            "<table>", "<tr>" + "".join(f"<th>{e(h)}</th>" for h in headers) + "</tr>"]
+    for r in rows:
+        colour = "#e6f4e6" if r["verdict"] == "pass" else "#fbe3e3"
+        cells = [f'<td><a href="#case-{e(r["case"])}">{e(r["case"])}</a></td>', f"<td>{e(r['controller'])}</td>",
+                 f'<td style="background:{colour}">{e(r["verdict"])}</td>',
+                 f'<td class="num">{r["seeds_passing"]}/{r["seeds"]}</td>']
+        cells += [f'<td class="num">{e(_fmt(r[k], d))}</td>' for k, _, d in FIGURES]
+        cells.append(f"<td>{e(r['failing'] or '–')}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    body.append("</table>")
+    files = case_files()
+    for case_id in cases:
+        case = CASES[case_id]
+        body.append(f'<h2 id="case-{e(case_id)}">{e(case.section)}: {e(case.title)}</h2>')
+        body.append(f'<p class="meta">scenario {e(files[case_id].name)}' + (f"; {e(case.note)}" if case.note else "")
+                    + "</p>")
+        body.append("<table><tr><th>rule</th><th>passes when</th><th>from</th>"
+                    + "".join(f"<th>{e(c)}</th>" for c in controllers) + "</tr>")
+        for k, rule in enumerate(case.rules):
+            cells = []
+            for label in controllers:
+                runs = [j for j in judged if j.case == case_id and j.controller == label]
+                shown = "<br>".join(f"{'✓' if o.passed else '✗'} s{j.seed}: {e(o.shown)}"
+                                    for j in runs for o in [j.outcomes[k][1]])
+                cells.append(f"<td>{shown}</td>")
+            body.append(f"<tr><td>{e(rule.name)}</td><td>{e(rule.text)}</td><td>{e(rule.source)}</td>"
+                        + "".join(cells) + "</tr>")
+        body.append("</table>")
+        if case_id in plots:
+            body.append(f'<p><img src="{e(plots[case_id])}" alt="case {e(case_id)}"></p>')
+    write_page(folder / "index.html", "rtcc rmcat: RFC 8867 test cases", "\n".join(body))
+
+
+def run_suite(out_dir: str | os.PathLike, controllers: list | None = None, cases: list[str] | None = None,
+              seeds: list[int] | None = None, force: bool = False, jobs: int | None = None,
+              backend: str = "local", address: str | None = None, progress: bool = False,
+              plots: bool = True, command: str = "rtcc rmcat") -> list[dict]:
+    """Run the suite and write the report folder ``out_dir`` atomically; return the table rows.
+
+    ``controllers``: ControllerSpecs (default: :data:`DEFAULT_CONTROLLERS` that are registered);
+    ``cases``: case ids (default: all); ``seeds``: default 1..3."""
+    from ._core import ScenarioError
+    from .atomic import atomic_dir, check_dest
+    from .compare import _unique, folder_name
+    from .progress import RunsProgress
+    from .registry import PYTHON_CONTROLLERS, ControllerSpec, controllers as registered
+    from .scenario import Scenario
+    from .sweep import execute, parallel_map
+
+    registry = registered()
+    if controllers is None:
+        names = {c["name"] for c in registry}
+        controllers = [ControllerSpec.make(n) for n in DEFAULT_CONTROLLERS if n in names]
+    specs = _unique(controllers)
+    for spec in specs:
+        spec.check(registry)
+    cases = select_cases(None) if cases is None else cases
+    seeds = list(range(1, DEFAULT_SEEDS + 1)) if seeds is None else list(seeds)
+    files = case_files()
+    check_dest(out_dir, force)
+    tasks, keys = [], []
+    for case_id in cases:
+        base = Scenario.from_file(files[case_id])
+        for spec in specs:
+            variant = base.with_controller(spec)
+            variant.validate()
+            for seed in seeds:
+                rel = f"runs/{case_id}/{folder_name(spec.label)}/seed{seed}"
+                keys.append((case_id, spec.label, seed, rel))
+                tasks.append((variant.to_dict(), variant.base_dir, seed, rel, False, False))
+    if any(s.name in PYTHON_CONTROLLERS for s in specs):
+        if backend != "local":
+            raise ValueError("a controller registered from Python runs only in this process, not on Ray")
+        jobs = 1
+    labels = [s.label for s in specs]
+    with atomic_dir(out_dir, force=force) as tmp:
+        tasks = [t[:3] + (str(tmp / t[3]),) + t[4:] for t in tasks]
+        show = RunsProgress("rmcat", len(tasks)) if progress and tasks else None
+        try:
+            outputs, died = execute(tasks, jobs, show, backend, address)
+        finally:
+            if show:
+                show.close()
+        if died is not None:
+            raise ScenarioError("a worker process died (killed, or an abort in the core) while running "
+                                + ", ".join(f"case {keys[i][0]} / {keys[i][1]} / seed {keys[i][2]}" for i in died))
+        for key, output in zip(keys, outputs):
+            if output is None or output[0]:
+                raise ScenarioError(f"case {key[0]} / {key[1]} / seed {key[2]}: "
+                                    f"{output[1] if output else 'not run (an earlier run failed)'}")
+        items = [(c, label, seed, str(tmp / rel)) for c, label, seed, rel in keys]
+        judged = [_judged(item, result) for item, result in
+                  zip(items, parallel_map(_judge_folder, items, jobs if backend == "local" else None))]
+        rows = summarize(judged, cases, labels)
+        (tmp / "table.md").write_text(f"# rtcc rmcat\n\n`{command}`\n\n" + markdown(rows), encoding="utf-8")
+        (tmp / "table.csv").write_text(table_csv(rows), encoding="utf-8")
+        (tmp / "rules.csv").write_text(rules_csv(judged), encoding="utf-8")
+        images = {}
+        if plots:
+            images = _draw(tmp, keys, cases, labels, seeds[0])
+        _index_html(tmp, rows, judged, cases, labels, seeds, images, command)
+    return rows
+
+
+def _draw(folder: Path, keys: list, cases: list[str], labels: list[str], seed: int) -> dict[str, str]:
+    """One figure per case: per-flow rate against capacity and queuing delay over time, one row
+    per controller, the first seed's run."""
+    from .plots import rmcat_case_plot
+
+    (folder / "plots").mkdir(exist_ok=True)
+    out = {}
+    for case_id in cases:
+        views = {label: view_of_run(folder / rel) for c, label, s, rel in keys if c == case_id and s == seed}
+        path = folder / "plots" / f"case-{case_id}.png"
+        rmcat_case_plot({label: views[label] for label in labels if label in views}, path,
+                        f"{CASES[case_id].section}: {CASES[case_id].title} (seed {seed})")
+        out[case_id] = path.relative_to(folder).as_posix()
+    return out

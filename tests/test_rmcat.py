@@ -1,0 +1,266 @@
+"""``rtcc rmcat``: the rules on synthetic runs (each one passing and failing), the case files, and
+the command (report files, verdicts, determinism, bad arguments)."""
+
+import csv
+import math
+import tomllib
+
+import numpy as np
+import pytest
+
+from rtcc import rmcat
+from rtcc.cli import main
+from rtcc.rmcat import CASES, FlowView, RunView
+from rtcc.scenario import Scenario
+
+SRC = "test"
+
+
+def flow(name="f", rate=1e6, periods=None, kind="video", link="forward", summary=None, queue=None,
+         min_bps=150e3, max_bps=1.5e6, n=100):
+    """A synthetic flow: ``rate`` is a constant (bit/s) or an array of 1 s windows; ``queue`` a
+    list of (arrival s, sojourn ms) packets."""
+    rate = np.full(n, float(rate)) if np.isscalar(rate) else np.asarray(rate, dtype=float)
+    queue = queue or [(0.5, 10.0)]
+    return FlowView(name, kind, link, periods or [(0.0, float(len(rate)))], min_bps, max_bps, summary or {},
+                    rate, np.array([q[0] for q in queue]), np.array([q[1] for q in queue]))
+
+
+def view(flows, steps=((0.0, 1e6),), duration=100.0):
+    """A run over a forward link whose capacity steps at the given times."""
+    n = int(duration)
+    t = np.arange(n)
+    cap = np.array([next(r for s, r in reversed(steps) if s <= x) for x in t], dtype=float)
+    edges = [s for s, _ in steps] + [duration]
+    return RunView(duration, flows, {"forward": cap, "reverse": None},
+                   {"forward": [(a, b, r) for (a, r), b in zip(steps, edges[1:])], "reverse": []})
+
+
+STEPS = ((0.0, 1e6), (40.0, 2.5e6), (60.0, 0.6e6), (80.0, 1e6))
+
+
+def following(shape=1.0, flows=1):
+    """What one of ``flows`` flows gets at ``shape`` × min(capacity, flows × 1.5 Mbit/s) / flows of
+    STEPS, from the first window."""
+    cap = view([], STEPS).capacity_bps["forward"]
+    return shape * np.minimum(cap, flows * 1.5e6) / flows
+
+
+# -- rules: one pass and one fail each -----------------------------------------------------------
+
+
+def test_rate_follows_capacity():
+    rule = rmcat.rate_follows_capacity(0.7, SRC)
+    assert rule.check(view([flow(rate=following(0.9))], STEPS)).passed
+    out = rule.check(view([flow(rate=following(0.6))], STEPS))
+    assert not out.passed and out.value == pytest.approx(0.6)
+    # Two flows are judged together against min(capacity, 2 × 1.5 Mbit/s).
+    assert rule.check(view([flow("a", following(0.8, 2)), flow("b", following(0.8, 2))], STEPS)).passed
+    out = rule.check(view([flow("a", following(0.6, 2)), flow("b", following(0.6, 2))], STEPS))
+    assert not out.passed and out.value == pytest.approx(0.6)
+
+
+def test_rate_follows_capacity_judges_the_second_half_of_each_step():
+    rate = following(0.9)
+    rate[60:70] = 0.0  # the first half of the 0.6 Mbit/s step: not judged
+    assert rmcat.rate_follows_capacity(0.7, SRC).check(view([flow(rate=rate)], STEPS)).passed
+    rate[70:80] = 0.0
+    out = rmcat.rate_follows_capacity(0.7, SRC).check(view([flow(rate=rate)], STEPS))
+    assert not out.passed and "60–80 s" in out.shown
+
+
+def test_ramps_up():
+    rule = rmcat.ramps_up(10.0, 0.7, SRC)
+    rate = following(0.9)
+    rate[40:45] = 0.9e6  # 5 s at the old rate after the step up
+    out = rule.check(view([flow(rate=rate)], STEPS))
+    assert out.passed and out.value == 6.0
+    rate[40:52] = 0.9e6  # 12 s
+    out = rule.check(view([flow(rate=rate)], STEPS))
+    assert not out.passed and out.value == 13.0 and "40 s" in out.shown
+    out = rule.check(view([flow(rate=following(0.5))], STEPS))
+    assert not out.passed and math.isinf(out.value) and out.shown.startswith("never")
+
+
+def test_queuing_delay_leaves_out_the_grace_after_a_drop():
+    rule = rmcat.queuing_delay_bounded(100.0, 5.0, SRC)
+    calm = [(t / 10, 20.0) for t in range(1000)]
+    assert rule.check(view([flow(rate=following(), queue=calm)], STEPS)).passed
+    spike_after_drop = [(t, 300.0 if 60 <= t < 65 else d) for t, d in calm]  # 5 % of packets
+    assert rule.check(view([flow(rate=following(), queue=spike_after_drop)], STEPS)).passed
+    spike_elsewhere = [(t, 300.0 if 20 <= t < 30 else d) for t, d in calm]  # 10 %, no drop there
+    out = rule.check(view([flow(rate=following(), queue=spike_elsewhere)], STEPS))
+    assert not out.passed and out.value == pytest.approx(300.0)
+
+
+def test_loss_bounded():
+    rule = rmcat.loss_bounded(0.02, SRC)
+    assert rule.check(view([flow(summary={"loss_rate": 0.01})])).passed
+    out = rule.check(view([flow("a", summary={"loss_rate": 0.01}), flow("b", summary={"loss_rate": 0.05})]))
+    assert not out.passed and out.value == 0.05 and "(b)" in out.shown
+
+
+def test_signals_bounded_counts_ce_marks_as_losses():
+    rule = rmcat.signals_bounded(0.02, SRC)
+    assert rule.check(view([flow(summary={"packets_sent": 1000, "packets_lost": 5, "ce_marked": 10})])).passed
+    out = rule.check(view([flow(summary={"packets_sent": 1000, "packets_lost": 5, "ce_marked": 20})]))
+    assert not out.passed and out.value == pytest.approx(0.025)
+
+
+def test_no_starvation():
+    rule = rmcat.no_starvation(0.1, SRC)
+    assert rule.check(view([flow(rate=1e6, summary={"below_min_share": 0.05})])).passed
+    assert not rule.check(view([flow(rate=1e6, summary={"below_min_share": 0.3})])).passed
+
+
+def test_no_starvation_leaves_out_a_pause():
+    """With an `active` schedule the summary counts the off windows as below; the rule does not."""
+    rate = np.full(100, 500e3)
+    rate[40:60] = 0.0
+    paused = flow(rate=rate, periods=[(0.0, 40.0), (60.0, 100.0)], summary={"below_min_share": 0.2})
+    assert rmcat.starved_share(paused) == 0.0
+    assert rmcat.no_starvation(0.1, SRC).check(view([paused])).passed
+    rate[60:80] = 100e3  # starved for half of its second period
+    out = rmcat.no_starvation(0.1, SRC).check(view([flow(rate=rate, periods=paused.periods)]))
+    assert not out.passed and out.value == pytest.approx(20 / 80)
+
+
+def test_jain():
+    assert rmcat.jain([1, 1, 1]) == pytest.approx(1.0)
+    assert rmcat.jain([1, 0, 0]) == pytest.approx(1 / 3)
+    assert rmcat.jain([1.0, 0.5]) == pytest.approx(0.9)
+    assert rmcat.jain([1.0]) is None
+
+
+def test_fair_share_measures_the_shared_period_after_settling():
+    rule = rmcat.fair_share(0.9, 10.0, SRC)
+    first = np.full(100, 1e6)
+    late = np.full(100, 1e6)
+    late[:20] = 0.0
+    late[20:30] = 0.1e6  # still ramping in the first 10 s after joining: not judged
+    flows = [flow("a", first), flow("b", late, periods=[(20.0, 100.0)])]
+    out = rule.check(view(flows, ((0.0, 3e6),)))
+    assert out.passed and out.value == pytest.approx(1.0) and "30–100 s" in out.shown
+    late[30:] = 0.3e6
+    out = rule.check(view([flows[0], flow("b", late, periods=[(20.0, 100.0)])], ((0.0, 3e6),)))
+    assert not out.passed and out.value == pytest.approx(rmcat.jain([1.0, 0.3]))
+
+
+def test_share_against_cross_traffic():
+    rule = rmcat.share_against_cross_traffic(0.5, SRC)
+    tcp = flow("tcp", 1.4e6, kind="tcp", min_bps=None, max_bps=None)
+    out = rule.check(view([flow("video", 0.6e6), tcp], ((0.0, 2e6),)))
+    assert out.passed and out.value == pytest.approx(0.6)
+    out = rule.check(view([flow("video", 0.3e6), tcp], ((0.0, 2e6),)))
+    assert not out.passed and out.value == pytest.approx(0.3)
+
+
+def test_converges_to_share():
+    rule = rmcat.converges_to_share(20.0, 0.2, 3, SRC)
+    a, b = np.full(100, 1.5e6), np.zeros(100)
+    a[40:] = 1.0e6
+    b[40:55] = 0.1e6
+    b[55:] = 1.0e6  # 2 Mbit/s link, fair share 1 Mbit/s each from 55 s: 3 s means reach it at 57 s
+    flows = [flow("a", a), flow("b", b, periods=[(40.0, 100.0)])]
+    out = rule.check(view(flows, ((0.0, 2e6),)))
+    assert out.passed and out.value == 18.0
+    b[55:] = 0.5e6  # never within ±20 %
+    out = rule.check(view([flows[0], flow("b", b, periods=[(40.0, 100.0)])], ((0.0, 2e6),)))
+    assert not out.passed and out.shown == "never"
+
+
+# -- case files ----------------------------------------------------------------------------------
+
+
+def test_every_case_file_has_rules_and_every_rule_entry_a_file():
+    files = rmcat.case_files()
+    assert set(files) == set(CASES)
+    assert rmcat.select_cases(None) == ["5.1", "5.2", "5.3", "5.4", "5.5", "5.6", "5.8", "6.2", "8869"]
+
+
+@pytest.mark.parametrize("case_id", sorted(CASES))
+def test_case_file_validates_and_cites_its_section(case_id):
+    path = rmcat.case_files()[case_id]
+    Scenario.from_file(path).validate()
+    text = path.read_text(encoding="utf-8")
+    header = "".join(line for line in text.splitlines(keepends=True) if line.startswith("#"))
+    section = CASES[case_id].section.split(" (")[0]  # "RFC 8867 §5.1"
+    assert section in header
+    assert header.count("RFC 886") >= 5  # a citation per number
+    data = tomllib.loads(text)
+    video = [f for f in data["flows"] if f.get("kind", "video") == "video"]
+    assert video
+    for f in video:  # RFC 8868's media range on every media flow
+        assert (f["min_bitrate"], f["start_bitrate"], f["max_bitrate"]) == ("150kbps", "150kbps", "1.5Mbps")
+
+
+def test_cellular_case_says_it_is_an_approximation():
+    header = rmcat.case_files()["8869"].read_text(encoding="utf-8")
+    assert "APPROXIMATED" in header and "NOT the RFC's setup" in header
+
+
+# -- the command ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    """`rtcc rmcat --quick` on two cases, written twice."""
+    base = tmp_path_factory.mktemp("rmcat")
+    argv = ["rmcat", "--quick", "-c", "gcc", "--cases", "5.1,5.4", "-j", "2"]
+    assert main(argv + ["-o", str(base / "a")]) == 0
+    assert main(argv + ["-o", str(base / "b"), "--no-plots"]) == 0
+    return base
+
+
+def test_quick_writes_the_report(quick):
+    out = quick / "a"
+    for name in ("table.md", "table.csv", "rules.csv", "index.html", "plots/case-5.1.png", "plots/case-5.4.png"):
+        assert (out / name).is_file(), name
+    rows = list(csv.DictReader((out / "table.csv").open()))
+    assert [(r["case"], r["controller"]) for r in rows] == [("5.1", "gcc"), ("5.4", "gcc")]
+    for r in rows:
+        assert r["verdict"] in ("pass", "fail")
+        assert r["seeds"] == "1" and 0 <= int(r["seeds_passing"]) <= 1
+        assert (r["verdict"] == "pass") == (r["failing"] == "")
+        assert 0 < float(r["rate_over_capacity"]) <= 1.0
+    rules = list(csv.DictReader((out / "rules.csv").open()))
+    assert {r["rule"] for r in rules if r["case"] == "5.1"} == {r.name for r in CASES["5.1"].rules}
+    page = (out / "index.html").read_text()
+    assert "RFC 8867 §5.4" in page and "case-5.1.png" in page
+    assert (out / "runs/5.1/gcc/seed1/summary.json").is_file()
+
+
+def test_same_arguments_give_the_same_tables(quick):
+    for name in ("table.md", "table.csv", "rules.csv"):
+        assert (quick / "a" / name).read_bytes() == (quick / "b" / name).read_bytes(), name
+
+
+def test_view_of_a_run_agrees_with_its_summary(quick):
+    view = rmcat.view_of_run(quick / "a/runs/5.1/gcc/seed1")
+    f = view.flows[0]
+    assert rmcat.starved_share(f) == f.summary["below_min_share"]
+    assert f.rate_bps.sum() == pytest.approx(f.summary["throughput_bps"] * view.duration_s, rel=0.01)
+    assert [s[:2] for s in view.segments["forward"]] == [(0, 40), (40, 60), (60, 80), (80, 100)]
+    assert math.isclose(np.percentile(f.queue_ms, 95), f.summary["queuing_delay_ms"]["p95"], rel_tol=1e-6)
+
+
+def error_of(capsys, argv) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err
+
+
+def test_bad_arguments(tmp_path, capsys):
+    out = str(tmp_path / "r")
+    err = error_of(capsys, ["rmcat", "-c", "gcx", "-o", out])
+    assert "'gcx' is not registered" in err and "gcc" in err and "sqp" in err
+    err = error_of(capsys, ["rmcat", "--cases", "5.1,5.9", "-o", out])
+    assert "unknown case '5.9'" in err and "5.1, 5.2, 5.3" in err
+    assert "--cases" in error_of(capsys, ["rmcat", "--cases", ",", "-o", out])
+    assert "--seeds" in error_of(capsys, ["rmcat", "--seeds", "0", "-o", out])
+    assert "--jobs" in error_of(capsys, ["rmcat", "-j", "0", "-o", out])
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "x").write_text("keep")
+    assert "--force" in error_of(capsys, ["rmcat", "--cases", "5.1", "-c", "gcc", "-o", out])
+    assert (tmp_path / "r" / "x").read_text() == "keep"
