@@ -14,7 +14,8 @@ use rtcc_core::media::degradation::Preference;
 use rtcc_core::media::encoder::EncoderConfig;
 use rtcc_core::media::range::{MediaRange, DEFAULT_MIN_BITRATE, DEFAULT_MIN_FPS};
 use rtcc_core::media::source::JitterModel;
-use rtcc_core::net::impair::{ImpairmentConfig, LossModel};
+use rtcc_core::net::impair::{ImpairmentConfig, Jitter, LossModel};
+use rtcc_core::net::pdv::PdvConfig;
 use rtcc_core::net::{Capacity, MahimahiTrace, QueueConfig, Schedule};
 use rtcc_core::tcp::App;
 use rtcc_core::{Bytes, Duration, Rate, Time};
@@ -68,8 +69,9 @@ pub struct LinkSpec {
     pub queue: Option<QueueConfig>,
     /// Packet loss: a probability or `{ model = "gilbert-elliott", p, r, ... }`.
     pub loss: Option<serde_json::Value>,
-    /// Extra delay per packet, uniform in `[0, jitter)`, never reordering.
-    pub jitter: Option<Duration>,
+    /// Extra delay per packet: uniform in `[0, jitter)` never reordering (`"5ms"`), or RFC 8868's
+    /// bounded PDV (`{ model = "nr-rbpdv", std = "5ms", n_std = 3 }`), read in [`resolve_link`].
+    pub jitter: Option<serde_json::Value>,
     /// Release departures in batches at the end of each interval.
     pub aggregation: Option<Duration>,
 }
@@ -1365,6 +1367,24 @@ fn resolve_link(
         None => LossModel::None,
         Some(v) => LossModel::from_value(v).map_err(|e| (at("loss"), e))?,
     };
+    let jitter = match &spec.jitter {
+        None => Jitter::default(),
+        Some(serde_json::Value::String(d)) => {
+            Jitter::Uniform(Duration::parse(d).map_err(|e| (at("jitter"), e.to_string()))?)
+        }
+        Some(v) => {
+            // NR-RBPDV's serial(n) defaults to the link's own (mean) rate.
+            let link_rate = Some(nominal_rate).filter(|r| r.bps().is_finite());
+            Jitter::Pdv(PdvConfig::from_value(v, link_rate).map_err(|(sub, m)| {
+                let field = if sub.is_empty() {
+                    at("jitter")
+                } else {
+                    at(&format!("jitter.{sub}"))
+                };
+                (field, m)
+            })?)
+        }
+    };
     Ok(LinkConfig {
         capacity,
         delay: spec.delay.or(default_delay).unwrap_or(Duration::ZERO),
@@ -1372,7 +1392,7 @@ fn resolve_link(
         nominal_rate,
         impairments: ImpairmentConfig {
             loss,
-            jitter: spec.jitter.unwrap_or(Duration::ZERO),
+            jitter,
             aggregation: spec.aggregation.filter(|d| d.0 > 0),
         },
     })

@@ -560,7 +560,12 @@ impl Simulation {
     ) -> SimOutput {
         self.streaming = sink.is_some();
         self.push(Time::from_millis(1000), Event::Progress);
-        while let Some(Entry { time, event, .. }) = self.heap.pop() {
+        while let Some(Entry {
+            time,
+            event,
+            seq: event_seq,
+        }) = self.heap.pop()
+        {
             if time > self.end {
                 break;
             }
@@ -579,6 +584,12 @@ impl Simulation {
                 Event::Link(dir) => self.on_link_event(dir, time),
                 Event::Deliver(line) => {
                     let line = &mut self.delay_lines[line as usize];
+                    if line
+                        .front()
+                        .is_none_or(|&(t, q, _)| (t, q) != (time, event_seq))
+                    {
+                        continue; // stale: a reordered packet took the head (RBPDV)
+                    }
                     let (_, _, p) = line.pop_front().expect("a delivery event has its packet");
                     if let Some(&(next, seq, _)) = line.front() {
                         self.push_with_seq(next, seq, event);
@@ -842,16 +853,19 @@ impl Simulation {
     fn schedule_delivery(&mut self, at: Time, p: SimPacket, dir: Dir) {
         let index = 2 * p.flow as usize + dir as usize;
         let line = &mut self.delay_lines[index];
-        // Links send in order, impairments never reorder and a flow's delay is constant.
-        debug_assert!(
-            line.back().is_none_or(|&(last, ..)| last <= at),
-            "a delay line must stay in arrival order"
-        );
         let seq = self.next_seq;
         self.next_seq += 1;
-        let was_empty = line.is_empty();
-        line.push_back((at, seq, p));
-        if was_empty {
+        // Links send in order and a flow's delay is constant: only RFC 8868's RBPDV jitter
+        // sends a packet ahead of one that left the link before it. It goes in its place (after
+        // any due at the same instant), and if that is the head it gets its own event; the old
+        // head's event then finds another packet at the head and is skipped as stale.
+        let place = if line.back().is_none_or(|&(last, ..)| last <= at) {
+            line.len()
+        } else {
+            line.partition_point(|&(t, ..)| t <= at)
+        };
+        line.insert(place, (at, seq, p));
+        if place == 0 {
             self.push_with_seq(at, seq, Event::Deliver(index as u32));
         }
     }
@@ -868,7 +882,7 @@ impl Simulation {
             let extra = fl.logs.config.extra_delay;
             // Loss, jitter and aggregation happen after the link (None: lost on the link).
             let released = match &mut self.impairments[dir as usize] {
-                Some(imp) => imp.on_departure(t),
+                Some(imp) => imp.on_departure(t, p.flow, p.size),
                 None => Some(t),
             };
             if p.log != NOT_LOGGED {
