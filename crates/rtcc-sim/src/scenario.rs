@@ -1892,7 +1892,7 @@ params = { rate = "5Mbps" }
         );
         assert_eq!(e.field, "flows[1].controller");
         let e = error_of(&(OK.to_string() + "[[flows]]\nkind = \"quic\"\n"));
-        assert!(e.message.contains("video, cbr, tcp, dash"), "{e}");
+        assert!(e.message.contains("video, cbr, audio, tcp, dash"), "{e}");
         let e = error_of(&OK.replace("[[flows]]", "[[flows]]\nrate = \"1Mbps\""));
         assert_eq!(e.field, "flows[0].rate");
         let e = error_of(&OK.replace("controller = \"fixed\"", ""));
@@ -2046,6 +2046,208 @@ params = { rate = "5Mbps" }
             e.field == "flows[1].abr" && e.message.contains("only dash flows"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn audio_flows_get_opus_like_defaults_and_bad_values_name_their_field() {
+        let audio = |extra: &str| OK.to_string() + "[[flows]]\nkind = \"audio\"\n" + extra;
+        let s = parse(&audio("")).unwrap();
+        let kind = s.flows[1].kind;
+        assert_eq!(
+            kind,
+            FlowKind::Audio {
+                rate: Rate(32_000.0),
+                ptime: Duration::from_millis(20),
+                overhead: Bytes(40)
+            }
+        );
+        assert_eq!(kind.audio_packet(), Some((Duration::from_millis(20), 120)));
+        assert_eq!(
+            (kind.name(), s.flows[1].controller.as_str()),
+            ("audio", "cbr")
+        );
+        let s = parse(&audio("active = [[\"0s\", \"2s\"], [\"5s\", \"8s\"]]\n")).unwrap();
+        assert_eq!(s.flows[1].active.len(), 2, "audio pauses like cbr");
+        for (extra, field, says) in [
+            (
+                "ptime = \"0ms\"",
+                "flows[1].ptime",
+                "between 1ms and 1000ms",
+            ),
+            ("rate = \"0bps\"", "flows[1].rate", "positive"),
+            (
+                "rate = \"1Mbps\"\nptime = \"100ms\"",
+                "flows[1].rate",
+                "over 1500B",
+            ),
+            (
+                "rate = \"100bps\"\nptime = \"10ms\"",
+                "flows[1].rate",
+                "less than one byte",
+            ),
+            (
+                "packet_size = \"100B\"",
+                "flows[1].packet_size",
+                "only cbr and tcp and dash",
+            ),
+            ("controller = \"gcc\"", "flows[1].controller", "only video"),
+        ] {
+            let e = error_of(&audio(extra));
+            assert!(
+                e.field == field && e.message.contains(says),
+                "{extra}: expected an error at {field} saying {says:?}, got {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn short_tcp_flows_get_rfc_8868_defaults_and_bad_values_name_their_field() {
+        use rtcc_core::short_tcp::ShortFlowConfig;
+        let short = |app: &str| {
+            OK.to_string()
+                + "[[flows]]\nkind = \"tcp\"\ncontroller = \"reno\"\napp = { model = \"short\""
+                + app
+                + " }\n"
+        };
+        let s = parse(&short("")).unwrap();
+        assert_eq!(
+            s.flows[1].kind,
+            FlowKind::ShortTcp {
+                config: ShortFlowConfig::default(),
+                delayed_ack: false,
+                mss: Bytes(1500)
+            }
+        );
+        assert_eq!(
+            (
+                ShortFlowConfig::default().min_size,
+                ShortFlowConfig::default().max_size
+            ),
+            (30_000, 50_000)
+        );
+        assert_eq!(s.flows[1].kind.name(), "tcp");
+        let s = parse(&short(
+            ", min_size = \"10KB\", max_size = \"20KB\", mean_idle = \"2s\", initial = \"off\"",
+        ))
+        .unwrap();
+        assert_eq!(
+            s.flows[1].kind,
+            FlowKind::ShortTcp {
+                config: ShortFlowConfig {
+                    min_size: 10_000,
+                    max_size: 20_000,
+                    mean_idle: Duration::from_secs_f64(2.0),
+                    starts_on: false
+                },
+                delayed_ack: false,
+                mss: Bytes(1500)
+            }
+        );
+        for (app, field, says) in [
+            (", initial = \"idle\"", "flows[1].app.initial", "valid: on"),
+            (
+                ", min_size = \"50KB\", max_size = \"40KB\"",
+                "flows[1].app.max_size",
+                "below min_size",
+            ),
+            (
+                ", mean_idle = \"0s\"",
+                "flows[1].app.mean_idle",
+                "longer than 0s",
+            ),
+            (
+                ", min_size = \"0B\"",
+                "flows[1].app.min_size",
+                "more than 0B",
+            ),
+            (", size = \"1MB\"", "flows[1].app.size", "takes min_size"),
+        ] {
+            let e = error_of(&short(app));
+            assert!(
+                e.field == field && e.message.contains(says),
+                "{app}: expected an error at {field} saying {says:?}, got {e}"
+            );
+        }
+        let e = error_of(&(short("") + "slow_start_after_idle = true\n"));
+        assert!(
+            e.field == "flows[1].slow_start_after_idle" && e.message.contains("fresh connection"),
+            "{e}"
+        );
+        let e = error_of(&(short("") + "active = [[\"0s\", \"1s\"]]\n"));
+        assert_eq!(e.field, "flows[1].active");
+    }
+
+    #[test]
+    fn jitter_is_a_duration_or_an_rfc_8868_pdv_table() {
+        use rtcc_core::net::impair::Jitter;
+        use rtcc_core::net::pdv::{PdvConfig, PdvModel};
+        let with = |j: &str| {
+            OK.replace(
+                "queue = \"100ms\"",
+                &format!("queue = \"100ms\"\njitter = {j}"),
+            )
+        };
+        assert_eq!(
+            parse(&with("\"5ms\"")).unwrap().forward.impairments.jitter,
+            Jitter::Uniform(Duration::from_millis(5))
+        );
+        assert_eq!(
+            parse(&with("{ model = \"nr-rbpdv\" }"))
+                .unwrap()
+                .forward
+                .impairments
+                .jitter,
+            Jitter::Pdv(PdvConfig {
+                model: PdvModel::NrRbpdv,
+                std: Duration::from_millis(5),
+                n_std: 3.0,
+                serial_rate: Some(Rate(10e6)),
+            }),
+            "RFC 8868 5.2.3's std and N_STD; serial(n) at the link's rate"
+        );
+        let j = parse(&with("{ model = \"rbpdv\", std = \"2ms\", n_std = 2.5 }"))
+            .unwrap()
+            .forward
+            .impairments
+            .jitter;
+        assert!(
+            matches!(j, Jitter::Pdv(p) if p.model == PdvModel::Rbpdv && p.std == Duration::from_millis(2) && p.n_std == 2.5)
+        );
+        for (j, field, says) in [
+            (
+                "{ model = \"gauss\" }",
+                "path.forward.jitter.model",
+                "nr-rbpdv",
+            ),
+            (
+                "{ model = \"rbpdv\", sigma = \"5ms\" }",
+                "path.forward.jitter.sigma",
+                "std, n_std",
+            ),
+            (
+                "{ model = \"rbpdv\", serial_rate = \"1Mbps\" }",
+                "path.forward.jitter.serial_rate",
+                "no-reordering",
+            ),
+            (
+                "{ model = \"nr-rbpdv\", std = \"0ms\" }",
+                "path.forward.jitter.std",
+                "longer than 0ms",
+            ),
+            (
+                "{ model = \"nr-rbpdv\", n_std = 0 }",
+                "path.forward.jitter.n_std",
+                "(0, 10]",
+            ),
+            ("\"5\"", "path.forward.jitter", "unit"),
+            ("5", "path.forward.jitter", "a duration"),
+        ] {
+            let e = error_of(&with(j));
+            assert!(
+                e.field == field && e.message.contains(says),
+                "{j}: expected an error at {field} saying {says:?}, got {e}"
+            );
+        }
     }
 
     #[test]
