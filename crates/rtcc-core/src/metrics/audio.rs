@@ -70,7 +70,7 @@ mod tests {
         // The fourth packet arrives 16 ms late: |D| = 16 then 16 again (the next one is on
         // time, so its spacing is 16 ms short); J = 1, then 1 + 15/16.
         let mut late = steady.clone();
-        late[3].0 = late[3].0 + crate::units::Duration::from_millis(16);
+        late[3].0 += crate::units::Duration::from_millis(16);
         let j = interarrival_jitter(&late);
         assert_eq!(&j[..4], &[0.0, 0.0, 1.0, 1.0 + 15.0 / 16.0]);
         assert!(

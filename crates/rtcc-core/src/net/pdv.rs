@@ -139,7 +139,7 @@ impl PdvConfig {
             }
             Some(s) => {
                 let r = Rate::parse(s).map_err(|e| ("serial_rate".to_string(), e.to_string()))?;
-                if !(r.bps() > 0.0) {
+                if r.bps().is_nan() || r.bps() <= 0.0 {
                     return Err(("serial_rate".into(), "must be a positive rate".into()));
                 }
                 Some(r)
