@@ -11,6 +11,7 @@
 //! - [`media`]: frame source, encoders, packetizer, pacer, sender and receiver.
 //! - [`tcp`]: a TCP-like bulk sender around a window-based controller (cross traffic, and the
 //!   request/response connections of DASH).
+//! - [`short_tcp`]: the file sizes and idle times of RFC 8867 §5.7's short TCP flows.
 //! - [`dash`]: a DASH video player with dash.js's and Pensieve's ABR rules, and its QoE.
 //! - [`metrics`]: pure functions from logs to the metrics every comparison reports.
 
@@ -22,6 +23,7 @@ pub mod metrics;
 pub mod net;
 pub mod packet;
 pub mod rto;
+pub mod short_tcp;
 pub mod tcp;
 pub mod units;
 pub mod wire;

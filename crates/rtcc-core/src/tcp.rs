@@ -197,6 +197,29 @@ impl BulkSender {
         self.slow_start_after_idle = on;
     }
 
+    /// Start a new finite transfer of `bytes` bytes on the wire at `now` as a fresh connection
+    /// (short TCP flows, [`crate::endpoint::short_tcp`]): `controller` replaces the old one
+    /// (slow start from its initial window), the RTO timer starts over (1 s before the first
+    /// RTT sample), and nothing of the old connection is left to retransmit. The packet
+    /// numbering continues, as the flow's receiver numbers arrivals per flow; segments still
+    /// unreported from before stay outstanding and are matched as they are reported.
+    pub fn new_transfer(&mut self, now: Time, bytes: u64, controller: Box<dyn Controller>) {
+        self.controller = controller;
+        self.app = App::Finite { bytes };
+        self.unsent = bytes;
+        self.acked = 0;
+        self.completed_at = None;
+        self.retransmit.clear();
+        self.rto = RtoTimer::default();
+        self.last_data_send = None;
+        self.next_release = now;
+        self.pacing_wake = None;
+        self.app_wake = Some(now);
+        self.cwr_pending = false;
+        self.last_cwr = false;
+        self.cwr_until = None;
+    }
+
     /// Queue a response of `bytes` bytes (the responses application), identified by `id` in the
     /// [`DataSegment`]s that carry it. It is sent after the responses queued before it.
     pub fn queue_response(&mut self, id: u64, bytes: u64) {

@@ -317,6 +317,7 @@ pub fn assemble(sc: &Scenario, flow: usize, logs: &LiveLogs) -> Result<RunResult
         packets,
         frames,
         segments: Vec::new(),
+        downloads: Vec::new(),
         feedback_packets: 0,
         feedback_bytes: 0,
         malformed: 0,

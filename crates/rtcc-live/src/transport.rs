@@ -472,8 +472,8 @@ impl Driver {
                         )?;
                     }
                 }
-                // Live runs carry video flows only (DASH flows are refused before they start).
-                EndpointEvent::Segment(_) => {}
+                // Live runs carry video flows only (other kinds are refused before they start).
+                EndpointEvent::Segment(_) | EndpointEvent::Download(_) => {}
             }
         }
         Ok(())

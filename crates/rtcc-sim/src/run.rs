@@ -152,7 +152,9 @@ pub fn summarize(sc: &Scenario, flows: &mut [FlowLogs], streamed: bool) -> Summa
     for f in flows.iter_mut() {
         if !streamed {
             let (start, stop) = (f.config.start, f.config.stop);
-            f.stats = PacketStats::of(&f.packets, start, stop, sc.flow_span(), end);
+            f.stats = PacketStats::new(start, stop, sc.flow_span(), end)
+                .keeping_transits(f.config.kind.audio_packet().is_some());
+            f.stats.add_all(&f.packets);
             f.stats.sort_delays();
         }
         let data = back(!f.config.reverse);
@@ -189,6 +191,9 @@ pub fn summarize(sc: &Scenario, flows: &mut [FlowLogs], streamed: bool) -> Summa
             ));
         }
         summary.ce_marked = f.config.ecn.then_some(f.ce_marked);
+        summary.audio = f.stats.transits.as_deref().map(metrics::audio::summarize);
+        summary.short_tcp = matches!(f.config.kind, FlowKind::ShortTcp { .. })
+            .then(|| metrics::downloads::summarize(&f.downloads));
         f.stats.release_per_packet();
         flow_summaries.push(summary);
     }

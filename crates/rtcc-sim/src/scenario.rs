@@ -14,8 +14,10 @@ use rtcc_core::media::degradation::Preference;
 use rtcc_core::media::encoder::EncoderConfig;
 use rtcc_core::media::range::{MediaRange, DEFAULT_MIN_BITRATE, DEFAULT_MIN_FPS};
 use rtcc_core::media::source::JitterModel;
-use rtcc_core::net::impair::{ImpairmentConfig, LossModel};
+use rtcc_core::net::impair::{ImpairmentConfig, Jitter, LossModel};
+use rtcc_core::net::pdv::PdvConfig;
 use rtcc_core::net::{Capacity, MahimahiTrace, QueueConfig, Schedule};
+use rtcc_core::short_tcp::ShortFlowConfig;
 use rtcc_core::tcp::App;
 use rtcc_core::{Bytes, Duration, Rate, Time};
 use serde::Deserialize;
@@ -68,8 +70,9 @@ pub struct LinkSpec {
     pub queue: Option<QueueConfig>,
     /// Packet loss: a probability or `{ model = "gilbert-elliott", p, r, ... }`.
     pub loss: Option<serde_json::Value>,
-    /// Extra delay per packet, uniform in `[0, jitter)`, never reordering.
-    pub jitter: Option<Duration>,
+    /// Extra delay per packet: uniform in `[0, jitter)` never reordering (`"5ms"`), or RFC 8868's
+    /// bounded PDV (`{ model = "nr-rbpdv", std = "5ms", n_std = 3 }`), read in [`resolve_link`].
+    pub jitter: Option<serde_json::Value>,
     /// Release departures in batches at the end of each interval.
     pub aggregation: Option<Duration>,
 }
@@ -96,14 +99,17 @@ pub const DEFAULT_TBF_OVERHEAD: u64 = 14;
 #[serde(deny_unknown_fields)]
 pub struct FlowSpec {
     pub name: Option<String>,
-    /// `"video"` (default) or `"cbr"` (constant-rate UDP-like cross traffic).
+    /// `"video"` (default), `"cbr"` (constant-rate UDP-like cross traffic), `"audio"`
+    /// (constant-rate RTP audio), `"tcp"` or `"dash"`.
     pub kind: Option<String>,
     pub controller: Option<String>,
-    /// Sending rate of a `cbr` flow.
+    /// Sending rate of a `cbr` flow, payload rate of an `audio` flow.
     pub rate: Option<Rate>,
+    /// `audio`: media per packet (default 20ms).
+    pub ptime: Option<Duration>,
     /// Packet size of a `cbr` flow, segment size of a `tcp` flow.
     pub packet_size: Option<Bytes>,
-    /// Application of a `tcp` flow: `{ model = "bulk" | "onoff" | "finite", ... }`.
+    /// Application of a `tcp` flow: `{ model = "bulk" | "onoff" | "finite" | "short", ... }`.
     pub app: Option<serde_json::Value>,
     /// A `tcp` receiver acknowledges every second segment (or after 40 ms) instead of each.
     pub delayed_ack: Option<bool>,
@@ -261,19 +267,51 @@ pub enum FlowKind {
         mss: Bytes,
         slow_start_after_idle: bool,
     },
+    /// A short TCP flow (RFC 8867 §5.7, `app = { model = "short" }`): downloads of random
+    /// sizes, each on a fresh connection, interleaved with random idle periods.
+    ShortTcp {
+        config: ShortFlowConfig,
+        delayed_ack: bool,
+        mss: Bytes,
+    },
+    /// Constant-rate RTP audio, not rate-adapted: one packet of `rate · ptime` payload bytes plus
+    /// `overhead` bytes of RTP/UDP/IP headers every `ptime`.
+    Audio {
+        rate: Rate,
+        ptime: Duration,
+        overhead: Bytes,
+    },
     /// A DASH session: a server sending video segments over TCP connections to a player that
     /// requests them ([`FlowConfig::dash`] has its settings).
     Dash,
 }
 
 impl FlowKind {
-    /// `"video"`, `"cbr"`, `"tcp"` or `"dash"`, as written in a scenario.
+    /// `"video"`, `"cbr"`, `"audio"`, `"tcp"` or `"dash"`, as written in a scenario.
     pub fn name(&self) -> &'static str {
         match self {
             FlowKind::Video => "video",
             FlowKind::Cbr { .. } => "cbr",
-            FlowKind::Tcp { .. } => "tcp",
+            FlowKind::Audio { .. } => "audio",
+            FlowKind::Tcp { .. } | FlowKind::ShortTcp { .. } => "tcp",
             FlowKind::Dash => "dash",
+        }
+    }
+
+    /// A flow without a controller (constant rate): `cbr` and `audio`.
+    pub fn is_unadapted(&self) -> bool {
+        matches!(self, FlowKind::Cbr { .. } | FlowKind::Audio { .. })
+    }
+
+    /// An `audio` flow's packet: its interval and its size on the wire.
+    pub fn audio_packet(&self) -> Option<(Duration, u64)> {
+        match *self {
+            FlowKind::Audio {
+                rate,
+                ptime,
+                overhead,
+            } => Some((ptime, audio_payload(rate, ptime) + overhead.0)),
+            _ => None,
         }
     }
 }
@@ -376,6 +414,10 @@ impl Scenario {
                 let (own_bytes, packet) = match f.kind {
                     FlowKind::Cbr { rate, packet_size } => {
                         (rate.bps() / 8.0 * secs, packet_size.0.max(1) as f64)
+                    }
+                    FlowKind::Audio { .. } => {
+                        let (ptime, size) = f.kind.audio_packet().expect("an audio flow");
+                        (size as f64 * secs / ptime.as_secs_f64(), size as f64)
                     }
                     _ => (f64::INFINITY, 1200.0),
                 };
@@ -616,7 +658,11 @@ impl Scenario {
                 })?,
             };
             let payload = f.payload.unwrap_or(DEFAULT_PAYLOAD);
-            let overhead = f.overhead.unwrap_or(Bytes(0));
+            // An audio flow's overhead is its own (checked in resolve_kind), not video's.
+            let overhead = match kind {
+                FlowKind::Audio { .. } => Bytes(0),
+                _ => f.overhead.unwrap_or(Bytes(0)),
+            };
             if payload.0 == 0 || payload.0 + overhead.0 > MAX_PACKET {
                 return Err(err(
                     &at("payload"),
@@ -631,7 +677,8 @@ impl Scenario {
                 ));
             }
             let controller = match (kind, &f.controller) {
-                (FlowKind::Cbr { .. }, _) => "cbr".to_string(),
+                // Neither has a controller: "cbr" says so (an audio flow is constant-rate too).
+                (FlowKind::Cbr { .. } | FlowKind::Audio { .. }, _) => "cbr".to_string(),
                 (_, Some(c)) => c.clone(),
                 (_, None) => {
                     return Err(err(
@@ -644,13 +691,16 @@ impl Scenario {
                 }
             };
             let preferred = match kind {
-                FlowKind::Video | FlowKind::Tcp { .. } | FlowKind::Dash => {
+                FlowKind::Video
+                | FlowKind::Tcp { .. }
+                | FlowKind::ShortTcp { .. }
+                | FlowKind::Dash => {
                     registry
                         .lookup(&controller)
                         .map_err(|e| err(&at("controller"), e.to_string()))?
                         .feedback
                 }
-                FlowKind::Cbr { .. } => FeedbackPolicy::default(),
+                FlowKind::Cbr { .. } | FlowKind::Audio { .. } => FeedbackPolicy::default(),
             };
             let feedback = f.feedback.unwrap_or(preferred);
             if feedback.interval.is_none() && !feedback.per_frame {
@@ -719,16 +769,18 @@ impl Scenario {
                     .resolve(&at("frame_ack"))
                     .map_err(|(field, m)| err(&field, m))?,
             };
-            if f.active.is_some() && matches!(kind, FlowKind::Tcp { .. }) {
+            if f.active.is_some()
+                && matches!(kind, FlowKind::Tcp { .. } | FlowKind::ShortTcp { .. })
+            {
                 return Err(err(
                     &at("active"),
-                    "a TCP flow pauses through its application: app = { model = \"onoff\", on = \"2s\", off = \"3s\" }; active schedules are for video and cbr flows".into(),
+                    "a TCP flow pauses through its application: app = { model = \"onoff\", on = \"2s\", off = \"3s\" }; active schedules are for video, cbr and audio flows".into(),
                 ));
             }
             if f.active.is_some() && kind == FlowKind::Dash {
                 return Err(err(
                     &at("active"),
-                    "a DASH session runs from start to stop (its player pauses by itself); active schedules are for video and cbr flows".into(),
+                    "a DASH session runs from start to stop (its player pauses by itself); active schedules are for video, cbr and audio flows".into(),
                 ));
             }
             let media = MediaRange {
@@ -785,7 +837,7 @@ impl Scenario {
                 ecn,
             };
             // Build the controller once now so that bad parameters fail before the run.
-            if !matches!(kind, FlowKind::Cbr { .. }) {
+            if !kind.is_unadapted() {
                 registry
                     .create(
                         &flow.controller,
@@ -858,6 +910,7 @@ const KIND_FIELDS: &[(&str, &[&str])] = &[
         ],
     ),
     ("cbr", &["rate", "packet_size", "ecn"]),
+    ("audio", &["rate", "ptime", "overhead", "ecn"]),
     (
         "tcp",
         &[
@@ -896,7 +949,7 @@ fn resolve_kind(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> Result<FlowKind, (
     let Some((_, own)) = KIND_FIELDS.iter().find(|(k, _)| *k == kind) else {
         return Err((
             at("kind"),
-            format!("unknown flow kind {kind:?}; valid kinds: video, cbr, tcp, dash"),
+            format!("unknown flow kind {kind:?}; valid kinds: video, cbr, audio, tcp, dash"),
         ));
     };
     let given = [
@@ -919,6 +972,7 @@ fn resolve_kind(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> Result<FlowKind, (
         ("degradation", f.degradation.is_some()),
         ("pushback", f.pushback.is_some()),
         ("rate", f.rate.is_some()),
+        ("ptime", f.ptime.is_some()),
         ("packet_size", f.packet_size.is_some()),
         ("app", f.app.is_some()),
         ("delayed_ack", f.delayed_ack.is_some()),
@@ -983,17 +1037,103 @@ fn resolve_kind(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> Result<FlowKind, (
             }
             Ok(FlowKind::Cbr { rate, packet_size })
         }
+        "audio" => resolve_audio(f, at),
         "dash" => {
             packet_size(MAX_PACKET)?;
             Ok(FlowKind::Dash)
         }
-        _ => Ok(FlowKind::Tcp {
-            app: resolve_app(f.app.as_ref()).map_err(|m| (at("app"), m))?,
-            delayed_ack: f.delayed_ack.unwrap_or(false),
-            mss: packet_size(MAX_PACKET)?,
-            slow_start_after_idle: f.slow_start_after_idle.unwrap_or(false),
-        }),
+        _ => {
+            let delayed_ack = f.delayed_ack.unwrap_or(false);
+            let mss = packet_size(MAX_PACKET)?;
+            match resolve_app(f.app.as_ref()).map_err(|(sub, m)| {
+                let field = if sub.is_empty() {
+                    at("app")
+                } else {
+                    at(&format!("app.{sub}"))
+                };
+                (field, m)
+            })? {
+                TcpApp::Sender(app) => Ok(FlowKind::Tcp {
+                    app,
+                    delayed_ack,
+                    mss,
+                    slow_start_after_idle: f.slow_start_after_idle.unwrap_or(false),
+                }),
+                TcpApp::Short(config) => {
+                    if f.slow_start_after_idle.is_some() {
+                        return Err((
+                            at("slow_start_after_idle"),
+                            "a short flow opens a fresh connection for each download (slow start from the initial window); remove this field".into(),
+                        ));
+                    }
+                    if mss.0 <= rtcc_core::tcp::TCP_IP_HEADER as u64 {
+                        return Err((
+                            at("packet_size"),
+                            format!(
+                                "{mss} leaves no room for data after 52 bytes of TCP/IP headers"
+                            ),
+                        ));
+                    }
+                    Ok(FlowKind::ShortTcp {
+                        config,
+                        delayed_ack,
+                        mss,
+                    })
+                }
+            }
+        }
     }
+}
+
+/// An Opus-like default: 32 kbit/s of payload (RFC 7587 §3.1.1 puts fullband speech at
+/// 28–40 kbit/s) in 20 ms packets (Opus's and WebRTC's default frame).
+pub const DEFAULT_AUDIO_RATE_BPS: f64 = 32_000.0;
+pub const DEFAULT_PTIME: Duration = Duration(20_000_000);
+/// RTP (12), UDP (8) and IPv4 (20) headers of an audio packet.
+pub const DEFAULT_AUDIO_OVERHEAD: Bytes = Bytes(40);
+
+/// Payload bytes per audio packet: `rate · ptime / 8`, rounded to whole bytes.
+fn audio_payload(rate: Rate, ptime: Duration) -> u64 {
+    (rate.bps() * ptime.as_secs_f64() / 8.0).round() as u64
+}
+
+/// An `audio` flow: `rate` of payload in one packet per `ptime`, plus `overhead` bytes.
+fn resolve_audio(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> Result<FlowKind, (String, String)> {
+    let rate = f.rate.unwrap_or(Rate(DEFAULT_AUDIO_RATE_BPS));
+    if !(rate.bps() > 0.0 && rate.bps().is_finite()) {
+        return Err((
+            at("rate"),
+            format!("{rate} must be a positive payload rate, e.g. \"32kbps\""),
+        ));
+    }
+    let ptime = f.ptime.unwrap_or(DEFAULT_PTIME);
+    if ptime < Duration::from_millis(1) || ptime > Duration::from_millis(1000) {
+        return Err((
+            at("ptime"),
+            format!(
+                "{ptime} is not a packet time between 1ms and 1000ms (audio codecs use 10-120ms)"
+            ),
+        ));
+    }
+    let overhead = f.overhead.unwrap_or(DEFAULT_AUDIO_OVERHEAD);
+    let payload = audio_payload(rate, ptime);
+    if payload == 0 {
+        return Err((
+            at("rate"),
+            format!("{rate} carries less than one byte per {ptime} packet"),
+        ));
+    }
+    if payload + overhead.0 > MAX_PACKET {
+        return Err((
+            at("rate"),
+            format!("{rate} in {ptime} packets is {payload}B of payload, + {overhead} of headers, over {MAX_PACKET}B: lower the rate or the ptime"),
+        ));
+    }
+    Ok(FlowKind::Audio {
+        rate,
+        ptime,
+        overhead,
+    })
 }
 
 /// The session of a `dash` flow, every field checked.
@@ -1179,50 +1319,136 @@ fn resolve_buffer_target(v: Option<&serde_json::Value>) -> Result<BufferTargets,
     Ok(t)
 }
 
-/// `{ model = "bulk" }`, `{ model = "onoff", on = "1s", off = "1s" }`, `{ model = "finite", size = "1MB" }`.
-fn resolve_app(v: Option<&serde_json::Value>) -> Result<App, String> {
-    const ALLOWED: &str = "expected { model = \"bulk\" }, { model = \"onoff\", on = \"1s\", off = \"1s\" } or { model = \"finite\", size = \"1MB\" }";
+/// What a `tcp` flow's application is: one the TCP sender runs itself, or short flows'
+/// downloads and idle periods, which their own endpoint drives.
+enum TcpApp {
+    Sender(App),
+    Short(ShortFlowConfig),
+}
+
+/// `{ model = "bulk" }`, `{ model = "onoff", on = "1s", off = "1s" }`, `{ model = "finite", size = "1MB" }`,
+/// `{ model = "short", min_size, max_size, mean_idle, initial }`. Errors give the bad sub-field
+/// (empty for the table itself).
+fn resolve_app(v: Option<&serde_json::Value>) -> Result<TcpApp, (String, String)> {
+    const ALLOWED: &str = "expected { model = \"bulk\" }, { model = \"onoff\", on = \"1s\", off = \"1s\" }, { model = \"finite\", size = \"1MB\" } or { model = \"short\" }";
+    let whole = |m: String| (String::new(), m);
     let Some(v) = v else {
-        return Ok(App::Backlogged);
+        return Ok(TcpApp::Sender(App::Backlogged));
     };
-    let obj = v.as_object().ok_or_else(|| format!("{ALLOWED}, got {v}"))?;
+    let obj = v
+        .as_object()
+        .ok_or_else(|| whole(format!("{ALLOWED}, got {v}")))?;
     let get = |k: &str| obj.get(k).and_then(|x| x.as_str());
     let unknown = |allowed: &[&str]| obj.keys().find(|k| !allowed.contains(&k.as_str())).cloned();
-    let duration = |k: &str| -> Result<Duration, String> {
-        Duration::parse(get(k).ok_or_else(|| format!("the onoff model needs {k} (a duration)"))?)
-            .map_err(|e| e.to_string())
+    let duration = |k: &str| -> Result<Duration, (String, String)> {
+        Duration::parse(
+            get(k).ok_or_else(|| whole(format!("the onoff model needs {k} (a duration)")))?,
+        )
+        .map_err(|e| whole(e.to_string()))
     };
     match get("model") {
         Some("bulk") => match unknown(&["model"]) {
-            Some(k) => Err(format!("the bulk model takes no field {k:?}")),
-            None => Ok(App::Backlogged),
+            Some(k) => Err(whole(format!("the bulk model takes no field {k:?}"))),
+            None => Ok(TcpApp::Sender(App::Backlogged)),
         },
         Some("onoff") => {
             if let Some(k) = unknown(&["model", "on", "off"]) {
-                return Err(format!(
+                return Err(whole(format!(
                     "unknown field {k:?}; the onoff model takes on, off"
-                ));
+                )));
             }
             let (on, off) = (duration("on")?, duration("off")?);
             if on.0 == 0 {
-                return Err("on must be longer than 0s".into());
+                return Err(whole("on must be longer than 0s".into()));
             }
-            Ok(App::OnOff { on, off })
+            Ok(TcpApp::Sender(App::OnOff { on, off }))
         }
         Some("finite") => {
             if let Some(k) = unknown(&["model", "size"]) {
-                return Err(format!("unknown field {k:?}; the finite model takes size"));
+                return Err(whole(format!(
+                    "unknown field {k:?}; the finite model takes size"
+                )));
             }
-            let size =
-                Bytes::parse(get("size").ok_or("the finite model needs size (e.g. \"1MB\")")?)
-                    .map_err(|e| e.to_string())?;
+            let size = Bytes::parse(
+                get("size")
+                    .ok_or_else(|| whole("the finite model needs size (e.g. \"1MB\")".into()))?,
+            )
+            .map_err(|e| whole(e.to_string()))?;
             if size.0 == 0 {
-                return Err("size must be more than 0B".into());
+                return Err(whole("size must be more than 0B".into()));
             }
-            Ok(App::Finite { bytes: size.0 })
+            Ok(TcpApp::Sender(App::Finite { bytes: size.0 }))
         }
-        _ => Err(ALLOWED.into()),
+        Some("short") => resolve_short(obj).map(TcpApp::Short),
+        _ => Err(whole(ALLOWED.into())),
     }
+}
+
+/// `app = { model = "short", min_size = "30KB", max_size = "50KB", mean_idle = "10s",
+/// initial = "on" }`, every field optional (RFC 8868's values by default).
+fn resolve_short(
+    obj: &serde_json::Map<String, serde_json::Value>,
+) -> Result<ShortFlowConfig, (String, String)> {
+    const FIELDS: [&str; 5] = ["model", "min_size", "max_size", "mean_idle", "initial"];
+    if let Some(k) = obj.keys().find(|k| !FIELDS.contains(&k.as_str())) {
+        return Err((
+            k.clone(),
+            "unknown field; the short model takes min_size, max_size, mean_idle, initial".into(),
+        ));
+    }
+    let text = |k: &str| -> Result<Option<&str>, (String, String)> {
+        match obj.get(k) {
+            None => Ok(None),
+            Some(x) => x
+                .as_str()
+                .map(Some)
+                .ok_or_else(|| (k.to_string(), format!("expected a string, got {x}"))),
+        }
+    };
+    let size = |k: &str, default: u64| -> Result<u64, (String, String)> {
+        match text(k)? {
+            None => Ok(default),
+            Some(s) => {
+                let b = Bytes::parse(s).map_err(|e| (k.to_string(), e.to_string()))?;
+                if b.0 == 0 {
+                    return Err((k.to_string(), "must be more than 0B".into()));
+                }
+                Ok(b.0)
+            }
+        }
+    };
+    let defaults = ShortFlowConfig::default();
+    let min_size = size("min_size", defaults.min_size)?;
+    let max_size = size("max_size", defaults.max_size)?;
+    if max_size < min_size {
+        return Err((
+            "max_size".into(),
+            format!("{max_size}B is below min_size ({min_size}B)"),
+        ));
+    }
+    let mean_idle = match text("mean_idle")? {
+        None => defaults.mean_idle,
+        Some(s) => Duration::parse(s).map_err(|e| ("mean_idle".to_string(), e.to_string()))?,
+    };
+    if mean_idle.0 == 0 {
+        return Err(("mean_idle".into(), "must be longer than 0s".into()));
+    }
+    let starts_on = match text("initial")? {
+        None | Some("on") => true,
+        Some("off") => false,
+        Some(other) => {
+            return Err((
+                "initial".into(),
+                format!("{other:?} is not a state; valid: on (download first), off (idle first)"),
+            ))
+        }
+    };
+    Ok(ShortFlowConfig {
+        min_size,
+        max_size,
+        mean_idle,
+        starts_on,
+    })
 }
 
 /// Resolve one link on its own, written like a scenario's `[path.forward]` table (the live
@@ -1365,6 +1591,24 @@ fn resolve_link(
         None => LossModel::None,
         Some(v) => LossModel::from_value(v).map_err(|e| (at("loss"), e))?,
     };
+    let jitter = match &spec.jitter {
+        None => Jitter::default(),
+        Some(serde_json::Value::String(d)) => {
+            Jitter::Uniform(Duration::parse(d).map_err(|e| (at("jitter"), e.to_string()))?)
+        }
+        Some(v) => {
+            // NR-RBPDV's serial(n) defaults to the link's own (mean) rate.
+            let link_rate = Some(nominal_rate).filter(|r| r.bps().is_finite());
+            Jitter::Pdv(PdvConfig::from_value(v, link_rate).map_err(|(sub, m)| {
+                let field = if sub.is_empty() {
+                    at("jitter")
+                } else {
+                    at(&format!("jitter.{sub}"))
+                };
+                (field, m)
+            })?)
+        }
+    };
     Ok(LinkConfig {
         capacity,
         delay: spec.delay.or(default_delay).unwrap_or(Duration::ZERO),
@@ -1372,7 +1616,7 @@ fn resolve_link(
         nominal_rate,
         impairments: ImpairmentConfig {
             loss,
-            jitter: spec.jitter.unwrap_or(Duration::ZERO),
+            jitter,
             aggregation: spec.aggregation.filter(|d| d.0 > 0),
         },
     })
@@ -1648,7 +1892,7 @@ params = { rate = "5Mbps" }
         );
         assert_eq!(e.field, "flows[1].controller");
         let e = error_of(&(OK.to_string() + "[[flows]]\nkind = \"quic\"\n"));
-        assert!(e.message.contains("video, cbr, tcp, dash"), "{e}");
+        assert!(e.message.contains("video, cbr, audio, tcp, dash"), "{e}");
         let e = error_of(&OK.replace("[[flows]]", "[[flows]]\nrate = \"1Mbps\""));
         assert_eq!(e.field, "flows[0].rate");
         let e = error_of(&OK.replace("controller = \"fixed\"", ""));
@@ -1802,6 +2046,208 @@ params = { rate = "5Mbps" }
             e.field == "flows[1].abr" && e.message.contains("only dash flows"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn audio_flows_get_opus_like_defaults_and_bad_values_name_their_field() {
+        let audio = |extra: &str| OK.to_string() + "[[flows]]\nkind = \"audio\"\n" + extra;
+        let s = parse(&audio("")).unwrap();
+        let kind = s.flows[1].kind;
+        assert_eq!(
+            kind,
+            FlowKind::Audio {
+                rate: Rate(32_000.0),
+                ptime: Duration::from_millis(20),
+                overhead: Bytes(40)
+            }
+        );
+        assert_eq!(kind.audio_packet(), Some((Duration::from_millis(20), 120)));
+        assert_eq!(
+            (kind.name(), s.flows[1].controller.as_str()),
+            ("audio", "cbr")
+        );
+        let s = parse(&audio("active = [[\"0s\", \"2s\"], [\"5s\", \"8s\"]]\n")).unwrap();
+        assert_eq!(s.flows[1].active.len(), 2, "audio pauses like cbr");
+        for (extra, field, says) in [
+            (
+                "ptime = \"0ms\"",
+                "flows[1].ptime",
+                "between 1ms and 1000ms",
+            ),
+            ("rate = \"0bps\"", "flows[1].rate", "positive"),
+            (
+                "rate = \"1Mbps\"\nptime = \"100ms\"",
+                "flows[1].rate",
+                "over 1500B",
+            ),
+            (
+                "rate = \"100bps\"\nptime = \"10ms\"",
+                "flows[1].rate",
+                "less than one byte",
+            ),
+            (
+                "packet_size = \"100B\"",
+                "flows[1].packet_size",
+                "only cbr and tcp and dash",
+            ),
+            ("controller = \"gcc\"", "flows[1].controller", "only video"),
+        ] {
+            let e = error_of(&audio(extra));
+            assert!(
+                e.field == field && e.message.contains(says),
+                "{extra}: expected an error at {field} saying {says:?}, got {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn short_tcp_flows_get_rfc_8868_defaults_and_bad_values_name_their_field() {
+        use rtcc_core::short_tcp::ShortFlowConfig;
+        let short = |app: &str| {
+            OK.to_string()
+                + "[[flows]]\nkind = \"tcp\"\ncontroller = \"reno\"\napp = { model = \"short\""
+                + app
+                + " }\n"
+        };
+        let s = parse(&short("")).unwrap();
+        assert_eq!(
+            s.flows[1].kind,
+            FlowKind::ShortTcp {
+                config: ShortFlowConfig::default(),
+                delayed_ack: false,
+                mss: Bytes(1500)
+            }
+        );
+        assert_eq!(
+            (
+                ShortFlowConfig::default().min_size,
+                ShortFlowConfig::default().max_size
+            ),
+            (30_000, 50_000)
+        );
+        assert_eq!(s.flows[1].kind.name(), "tcp");
+        let s = parse(&short(
+            ", min_size = \"10KB\", max_size = \"20KB\", mean_idle = \"2s\", initial = \"off\"",
+        ))
+        .unwrap();
+        assert_eq!(
+            s.flows[1].kind,
+            FlowKind::ShortTcp {
+                config: ShortFlowConfig {
+                    min_size: 10_000,
+                    max_size: 20_000,
+                    mean_idle: Duration::from_secs_f64(2.0),
+                    starts_on: false
+                },
+                delayed_ack: false,
+                mss: Bytes(1500)
+            }
+        );
+        for (app, field, says) in [
+            (", initial = \"idle\"", "flows[1].app.initial", "valid: on"),
+            (
+                ", min_size = \"50KB\", max_size = \"40KB\"",
+                "flows[1].app.max_size",
+                "below min_size",
+            ),
+            (
+                ", mean_idle = \"0s\"",
+                "flows[1].app.mean_idle",
+                "longer than 0s",
+            ),
+            (
+                ", min_size = \"0B\"",
+                "flows[1].app.min_size",
+                "more than 0B",
+            ),
+            (", size = \"1MB\"", "flows[1].app.size", "takes min_size"),
+        ] {
+            let e = error_of(&short(app));
+            assert!(
+                e.field == field && e.message.contains(says),
+                "{app}: expected an error at {field} saying {says:?}, got {e}"
+            );
+        }
+        let e = error_of(&(short("") + "slow_start_after_idle = true\n"));
+        assert!(
+            e.field == "flows[1].slow_start_after_idle" && e.message.contains("fresh connection"),
+            "{e}"
+        );
+        let e = error_of(&(short("") + "active = [[\"0s\", \"1s\"]]\n"));
+        assert_eq!(e.field, "flows[1].active");
+    }
+
+    #[test]
+    fn jitter_is_a_duration_or_an_rfc_8868_pdv_table() {
+        use rtcc_core::net::impair::Jitter;
+        use rtcc_core::net::pdv::{PdvConfig, PdvModel};
+        let with = |j: &str| {
+            OK.replace(
+                "queue = \"100ms\"",
+                &format!("queue = \"100ms\"\njitter = {j}"),
+            )
+        };
+        assert_eq!(
+            parse(&with("\"5ms\"")).unwrap().forward.impairments.jitter,
+            Jitter::Uniform(Duration::from_millis(5))
+        );
+        assert_eq!(
+            parse(&with("{ model = \"nr-rbpdv\" }"))
+                .unwrap()
+                .forward
+                .impairments
+                .jitter,
+            Jitter::Pdv(PdvConfig {
+                model: PdvModel::NrRbpdv,
+                std: Duration::from_millis(5),
+                n_std: 3.0,
+                serial_rate: Some(Rate(10e6)),
+            }),
+            "RFC 8868 5.2.3's std and N_STD; serial(n) at the link's rate"
+        );
+        let j = parse(&with("{ model = \"rbpdv\", std = \"2ms\", n_std = 2.5 }"))
+            .unwrap()
+            .forward
+            .impairments
+            .jitter;
+        assert!(
+            matches!(j, Jitter::Pdv(p) if p.model == PdvModel::Rbpdv && p.std == Duration::from_millis(2) && p.n_std == 2.5)
+        );
+        for (j, field, says) in [
+            (
+                "{ model = \"gauss\" }",
+                "path.forward.jitter.model",
+                "nr-rbpdv",
+            ),
+            (
+                "{ model = \"rbpdv\", sigma = \"5ms\" }",
+                "path.forward.jitter.sigma",
+                "std, n_std",
+            ),
+            (
+                "{ model = \"rbpdv\", serial_rate = \"1Mbps\" }",
+                "path.forward.jitter.serial_rate",
+                "no-reordering",
+            ),
+            (
+                "{ model = \"nr-rbpdv\", std = \"0ms\" }",
+                "path.forward.jitter.std",
+                "longer than 0ms",
+            ),
+            (
+                "{ model = \"nr-rbpdv\", n_std = 0 }",
+                "path.forward.jitter.n_std",
+                "(0, 10]",
+            ),
+            ("\"5\"", "path.forward.jitter", "unit"),
+            ("5", "path.forward.jitter", "a duration"),
+        ] {
+            let e = error_of(&with(j));
+            assert!(
+                e.field == field && e.message.contains(says),
+                "{j}: expected an error at {field} saying {says:?}, got {e}"
+            );
+        }
     }
 
     #[test]

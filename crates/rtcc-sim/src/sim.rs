@@ -27,14 +27,16 @@ use rtcc_core::cc::{self, CapacityView};
 use rtcc_core::dash::qoe::SegmentRecord;
 use rtcc_core::endpoint::video_send::Ssrcs;
 use rtcc_core::endpoint::{
-    CbrSendEndpoint, DashClientEndpoint, DashServerEndpoint, Endpoint, EndpointEvent, Sink,
-    TcpRecvEndpoint, TcpSendEndpoint, VideoRecvEndpoint, VideoSendEndpoint,
+    CbrSendEndpoint, DashClientEndpoint, DashServerEndpoint, Download, Endpoint, EndpointEvent,
+    ShortTcpSendEndpoint, Sink, TcpRecvEndpoint, TcpSendEndpoint, VideoRecvEndpoint,
+    VideoSendEndpoint,
 };
 use rtcc_core::media::{FrameSource, Packetizer, VideoSender};
 use rtcc_core::metrics::{apply_frame_event, FrameRecord, PacketRecord, PacketStats};
 use rtcc_core::net::impair::Impairments;
 use rtcc_core::net::{Capacity, Link, LinkOutput, NetPacket};
 use rtcc_core::packet::{Ecn, PacketKind};
+use rtcc_core::short_tcp::ShortFlowGenerator;
 use rtcc_core::tcp::BulkSender;
 use rtcc_core::{Duration, Time};
 use std::collections::VecDeque;
@@ -201,6 +203,8 @@ pub struct FlowLogs {
     pub frames: Vec<FrameRecord>,
     /// The segments a DASH client appended, in order (times on the simulator's clock).
     pub segments: Vec<SegmentRecord>,
+    /// The downloads a short TCP flow completed, in order.
+    pub downloads: Vec<Download>,
     /// Datagrams from B to A (feedback, acknowledgements, NACKs, keyframe requests, segment
     /// requests) and their bytes on the wire.
     pub feedback_packets: u64,
@@ -404,6 +408,46 @@ pub fn flow_endpoints(
                 Box::new(recv),
             ]
         }
+        FlowKind::ShortTcp {
+            config,
+            delayed_ack,
+            mss,
+        } => {
+            // Fails here, not when the first download starts, if the controller cannot be built.
+            controller()?;
+            let registry = registry.clone();
+            let (name, params) = (f.controller.clone(), f.params.clone());
+            let ctx = f.context(Some(capacity.clone()));
+            // Each download is a fresh connection with its own controller.
+            let make = move |now: Time| {
+                let mut ctx = ctx.clone();
+                ctx.now = now;
+                registry
+                    .create(&name, &params, &ctx)
+                    .expect("the controller was built once already")
+            };
+            // Seed stream 4 << 32 | i: independent of the frame source's (i), the links' (1 << 32,
+            // 2 << 32) and the encoders' (3 << 32).
+            let generator =
+                ShortFlowGenerator::new(config, derive_seed(sc.seed, (4 << 32) | i as u64));
+            let mut send = ShortTcpSendEndpoint::new(
+                generator,
+                Box::new(make),
+                mss.0 as u32,
+                ssrcs.media,
+                f.start,
+            );
+            send.set_ecn(f.ecn);
+            let mut recv = TcpRecvEndpoint::new(ssrcs.media, delayed_ack);
+            recv.set_ecn(f.ecn);
+            [Box::new(send), Box::new(recv)]
+        }
+        FlowKind::Audio { .. } => {
+            let (ptime, size) = f.kind.audio_packet().expect("an audio flow");
+            let mut send = CbrSendEndpoint::new(f.start, ptime, size as u32, ssrcs.media);
+            send.set_ecn(f.ecn);
+            [Box::new(send), Box::new(Sink)]
+        }
         FlowKind::Dash => {
             let cfg = f
                 .dash
@@ -462,9 +506,11 @@ impl Simulation {
                 logs: FlowLogs {
                     config: f.clone(),
                     packets: Vec::new(),
-                    stats: PacketStats::new(f.start, f.stop, span, Time(sc.duration.0)),
+                    stats: PacketStats::new(f.start, f.stop, span, Time(sc.duration.0))
+                        .keeping_transits(f.kind.audio_packet().is_some()),
                     frames: Vec::new(),
                     segments: Vec::new(),
+                    downloads: Vec::new(),
                     feedback_packets: 0,
                     feedback_bytes: 0,
                     malformed: 0,
@@ -560,7 +606,12 @@ impl Simulation {
     ) -> SimOutput {
         self.streaming = sink.is_some();
         self.push(Time::from_millis(1000), Event::Progress);
-        while let Some(Entry { time, event, .. }) = self.heap.pop() {
+        while let Some(Entry {
+            time,
+            event,
+            seq: event_seq,
+        }) = self.heap.pop()
+        {
             if time > self.end {
                 break;
             }
@@ -579,6 +630,12 @@ impl Simulation {
                 Event::Link(dir) => self.on_link_event(dir, time),
                 Event::Deliver(line) => {
                     let line = &mut self.delay_lines[line as usize];
+                    if line
+                        .front()
+                        .is_none_or(|&(t, q, _)| (t, q) != (time, event_seq))
+                    {
+                        continue; // stale: a reordered packet took the head (RBPDV)
+                    }
                     let (_, _, p) = line.pop_front().expect("a delivery event has its packet");
                     if let Some(&(next, seq, _)) = line.front() {
                         self.push_with_seq(next, seq, event);
@@ -734,6 +791,8 @@ impl Simulation {
                 }
                 EndpointEvent::Frame(fe) => apply_frame_event(&mut fl.logs.frames, fe, to_true),
                 EndpointEvent::Segment(r) => fl.logs.segments.push(r.map_times(to_true)),
+                // A's clock is true time.
+                EndpointEvent::Download(d) => fl.logs.downloads.push(d),
             }
         }
     }
@@ -842,16 +901,19 @@ impl Simulation {
     fn schedule_delivery(&mut self, at: Time, p: SimPacket, dir: Dir) {
         let index = 2 * p.flow as usize + dir as usize;
         let line = &mut self.delay_lines[index];
-        // Links send in order, impairments never reorder and a flow's delay is constant.
-        debug_assert!(
-            line.back().is_none_or(|&(last, ..)| last <= at),
-            "a delay line must stay in arrival order"
-        );
         let seq = self.next_seq;
         self.next_seq += 1;
-        let was_empty = line.is_empty();
-        line.push_back((at, seq, p));
-        if was_empty {
+        // Links send in order and a flow's delay is constant: only RFC 8868's RBPDV jitter
+        // sends a packet ahead of one that left the link before it. It goes in its place (after
+        // any due at the same instant), and if that is the head it gets its own event; the old
+        // head's event then finds another packet at the head and is skipped as stale.
+        let place = if line.back().is_none_or(|&(last, ..)| last <= at) {
+            line.len()
+        } else {
+            line.partition_point(|&(t, ..)| t <= at)
+        };
+        line.insert(place, (at, seq, p));
+        if place == 0 {
             self.push_with_seq(at, seq, Event::Deliver(index as u32));
         }
     }
@@ -868,7 +930,7 @@ impl Simulation {
             let extra = fl.logs.config.extra_delay;
             // Loss, jitter and aggregation happen after the link (None: lost on the link).
             let released = match &mut self.impairments[dir as usize] {
-                Some(imp) => imp.on_departure(t),
+                Some(imp) => imp.on_departure(t, p.flow, p.size),
                 None => Some(t),
             };
             if p.log != NOT_LOGGED {

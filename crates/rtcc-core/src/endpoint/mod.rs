@@ -16,6 +16,7 @@
 //! | [`VideoSendEndpoint`] | RTP media, RTX retransmissions, FEC, padding | RTCP: transport-wide feedback, frame acks, NACK, PLI, receiver reports |
 //! | [`VideoRecvEndpoint`] | RTCP (only the feedback its controller asks for, plus NACK/PLI/RR) | RTP |
 //! | [`TcpSendEndpoint`] / [`TcpRecvEndpoint`] | segments / delayed ACKs | ACKs / segments |
+//! | [`ShortTcpSendEndpoint`] / [`TcpRecvEndpoint`] | downloads interleaved with idle periods / delayed ACKs | ACKs / segments |
 //! | [`CbrSendEndpoint`] / [`Sink`] | constant-rate datagrams / nothing | nothing / anything |
 //! | [`DashServerEndpoint`] / [`DashClientEndpoint`] | video segments over TCP connections / segment requests and ACKs | requests and ACKs / segments |
 //!
@@ -26,6 +27,7 @@
 pub mod cbr;
 pub mod dash;
 pub mod frame_acks;
+pub mod short_tcp;
 pub mod tcp;
 pub mod video_recv;
 pub mod video_send;
@@ -33,6 +35,7 @@ pub mod video_send;
 pub use cbr::{CbrSendEndpoint, Sink};
 pub use dash::{DashClientEndpoint, DashServerEndpoint};
 pub use frame_acks::{AckAt, FrameAckConfig};
+pub use short_tcp::{Download, ShortTcpSendEndpoint};
 pub use tcp::{TcpRecvEndpoint, TcpSendEndpoint};
 pub use video_recv::VideoRecvEndpoint;
 pub use video_send::VideoSendEndpoint;
@@ -113,6 +116,8 @@ pub enum EndpointEvent {
     Frame(FrameEvent),
     /// A DASH client appended a segment (times on the client's clock).
     Segment(SegmentRecord),
+    /// A short TCP flow's sender had a download's last byte acknowledged (its own clock).
+    Download(Download),
 }
 
 /// The sans-IO interface every endpoint has.

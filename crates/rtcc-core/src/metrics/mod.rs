@@ -11,6 +11,8 @@ use crate::packet::PacketKind;
 use crate::units::{Duration, Time};
 use serde::Serialize;
 
+pub mod audio;
+pub mod downloads;
 pub mod packet_stats;
 pub mod playout;
 pub mod sqp_frame_delay;
@@ -352,6 +354,14 @@ pub struct FlowSummary {
     /// from the JSON of other flows), filled in by the caller that counted them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ce_marked: Option<u64>,
+    /// An audio flow's RFC 3550 interarrival jitter (`audio` flows only; absent from the JSON of
+    /// other flows), filled in by the caller from the flow's transit times ([`audio`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audio: Option<audio::AudioSummary>,
+    /// A short TCP flow's completed downloads (absent from the JSON of other flows), filled in
+    /// by the caller from its download records ([`downloads`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub short_tcp: Option<downloads::DownloadSummary>,
 }
 
 /// Inputs for one flow's summary.
@@ -458,6 +468,8 @@ pub fn summarize_flow(
         sqp_frame_delay: Vec::new(),
         dash: None,
         ce_marked: None,
+        audio: None,
+        short_tcp: None,
     }
 }
 

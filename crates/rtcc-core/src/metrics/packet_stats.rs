@@ -47,6 +47,10 @@ pub struct PacketStats {
     pub fairness_bytes: Vec<u64>,
     /// Every packet as SQP's Eq. 10 sees it, in log order.
     pub sqp_packets: Vec<SentPacket>,
+    /// (receive, send) time of every received packet, in log order, when asked for
+    /// ([`PacketStats::keeping_transits`]): what RFC 3550's interarrival jitter needs
+    /// ([`super::audio`]). `None` for flows that do not report it.
+    pub transits: Option<Vec<(Time, Time)>>,
 }
 
 impl PacketStats {
@@ -72,7 +76,14 @@ impl PacketStats {
             rate_bytes: vec![0; windows(start, stop, RATE_WINDOW.0.max(1))],
             fairness_bytes: vec![0; windows(Time::ZERO, end, JAIN_WINDOW.0.max(1))],
             sqp_packets: Vec::new(),
+            transits: None,
         }
+    }
+
+    /// Keep each received packet's (receive, send) times too (audio flows), if `keep`.
+    pub fn keeping_transits(mut self, keep: bool) -> PacketStats {
+        self.transits = keep.then(Vec::new);
+        self
     }
 
     /// The statistics of a whole log (records in log order).
@@ -121,6 +132,9 @@ impl PacketStats {
                 self.received_packets += 1;
                 self.received_bytes += p.size as u64;
                 self.one_way_delay_ms.push((r - p.send).as_millis_f64());
+                if let Some(t) = &mut self.transits {
+                    t.push((r, p.send));
+                }
                 if r >= self.start {
                     let k = ((r.0 - self.start.0) / RATE_WINDOW.0) as usize;
                     if let Some(b) = self.rate_bytes.get_mut(k) {
@@ -154,6 +168,9 @@ impl PacketStats {
         self.one_way_delay_ms = Vec::new();
         self.queuing_delay_ms = Vec::new();
         self.sqp_packets = Vec::new();
+        if let Some(t) = &mut self.transits {
+            *t = Vec::new();
+        }
     }
 
     /// Received bitrate in each whole [`RATE_WINDOW`] of the flow's life.

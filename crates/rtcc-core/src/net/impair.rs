@@ -6,16 +6,20 @@
 //!    chain moves Good→Bad with probability `p` and Bad→Good with `r`, then the packet is lost
 //!    with `loss_good` in Good and `loss_bad` in Bad. The mean burst length is `1/r` packets and
 //!    the stationary loss rate `(p·loss_bad + r·loss_good)/(p + r)`.
-//! 2. **Jitter without reordering**: each packet gets an extra delay drawn uniformly from
-//!    `[0, jitter)`, but never leaves before the packet ahead of it (release =
-//!    max(previous release, departure + extra)), as on a real link where one queue serves in
-//!    order. (netem's jitter reorders unless rate-limited; ours never does.)
+//! 2. **Jitter**, one of:
+//!    - *uniform, without reordering* (`jitter = "5ms"`): each packet gets an extra delay drawn
+//!      uniformly from `[0, jitter)`, but never leaves before the packet ahead of it on the link
+//!      (release = max(previous release, departure + extra)), as on a real link where one queue
+//!      serves in order. (netem's jitter reorders unless rate-limited; this one never does.)
+//!    - *RFC 8868's bounded PDV* ([`super::pdv`]): a clipped, folded Gaussian per packet, either
+//!      free to reorder (RBPDV) or keeping each flow's order (NR-RBPDV).
 //! 3. **Aggregation**: packets are released in batches at the ends of consecutive `interval`s
 //!    (a packet released in `[k·T, (k+1)·T)` is delivered at `(k+1)·T`), as Wi-Fi block-acks and
 //!    LTE transport blocks deliver bursts.
 //!
 //! All randomness comes from a seeded generator, so a run is reproducible.
 
+use super::pdv::{Pdv, PdvConfig};
 use crate::units::{Duration, Time};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
@@ -37,11 +41,26 @@ pub enum LossModel {
     },
 }
 
+/// Extra delay per packet after the link.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Jitter {
+    /// Uniform in `[0, d)`, never reordering across the link (`Duration::ZERO`: none).
+    Uniform(Duration),
+    /// RFC 8868 §5.2's bounded PDV ([`super::pdv`]).
+    Pdv(PdvConfig),
+}
+
+impl Default for Jitter {
+    fn default() -> Self {
+        Jitter::Uniform(Duration::ZERO)
+    }
+}
+
 /// Impairments of one direction of a link.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct ImpairmentConfig {
     pub loss: LossModel,
-    pub jitter: Duration,
+    pub jitter: Jitter,
     pub aggregation: Option<Duration>,
 }
 
@@ -106,6 +125,7 @@ impl LossModel {
 
 pub struct Impairments {
     config: ImpairmentConfig,
+    pdv: Option<Pdv>,
     rng: ChaCha8Rng,
     bad_state: bool,
     last_release: Time,
@@ -119,6 +139,10 @@ impl Impairments {
     pub fn new(config: ImpairmentConfig, seed: u64) -> Impairments {
         Impairments {
             config,
+            pdv: match config.jitter {
+                Jitter::Pdv(p) => Some(Pdv::new(p)),
+                Jitter::Uniform(_) => None,
+            },
             rng: ChaCha8Rng::seed_from_u64(seed),
             bad_state: false,
             last_release: Time::ZERO,
@@ -129,8 +153,9 @@ impl Impairments {
         &self.config
     }
 
-    /// A packet left the link at `t`: when it is released (`None` if it is lost).
-    pub fn on_departure(&mut self, t: Time) -> Option<Time> {
+    /// A packet of `flow` of `size` bytes left the link at `t`: when it is released (`None` if
+    /// it is lost).
+    pub fn on_departure(&mut self, t: Time, flow: u32, size: u32) -> Option<Time> {
         let lost = match self.config.loss {
             LossModel::None => false,
             LossModel::Random { p } => uniform(&mut self.rng) < p,
@@ -149,12 +174,19 @@ impl Impairments {
             return None;
         }
         let mut release = t;
-        if self.config.jitter.0 > 0 {
-            release += Duration(self.rng.next_u64() % self.config.jitter.0);
+        match &mut self.pdv {
+            Some(pdv) => release = pdv.release(t, flow, size, &mut self.rng),
+            None => {
+                if let Jitter::Uniform(j) = self.config.jitter {
+                    if j.0 > 0 {
+                        release += Duration(self.rng.next_u64() % j.0);
+                    }
+                }
+                release = release.max(self.last_release);
+                self.last_release = release;
+            }
         }
-        release = release.max(self.last_release);
-        self.last_release = release;
-        // Batching is monotone, so it keeps the order jitter preserved.
+        // Batching is monotone, so it keeps whatever order the jitter left.
         if let Some(iv) = self.config.aggregation.filter(|d| d.0 > 0) {
             release = Time((release.0 / iv.0 + 1) * iv.0);
         }
@@ -169,7 +201,7 @@ mod tests {
     fn run(cfg: ImpairmentConfig, n: u64) -> Vec<Option<Time>> {
         let mut imp = Impairments::new(cfg, 5);
         (0..n)
-            .map(|i| imp.on_departure(Time::from_millis(i)))
+            .map(|i| imp.on_departure(Time::from_millis(i), 0, 1000))
             .collect()
     }
 
@@ -219,7 +251,7 @@ mod tests {
     #[test]
     fn jitter_never_reorders_and_aggregation_batches() {
         let cfg = ImpairmentConfig {
-            jitter: Duration::from_millis(20),
+            jitter: Jitter::Uniform(Duration::from_millis(20)),
             ..Default::default()
         };
         let out: Vec<Time> = run(cfg, 1000).into_iter().map(|r| r.unwrap()).collect();

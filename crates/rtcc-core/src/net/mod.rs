@@ -5,6 +5,7 @@
 pub mod capacity;
 pub mod impair;
 pub mod link;
+pub mod pdv;
 pub mod queue;
 pub mod tracegen;
 

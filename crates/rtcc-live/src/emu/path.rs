@@ -211,7 +211,7 @@ impl Direction {
     fn route(&mut self, t: Time) {
         for (depart, p) in self.out.departed.drain(..) {
             let released = match &mut self.impairments {
-                Some(imp) => imp.on_departure(depart),
+                Some(imp) => imp.on_departure(depart, p.flow, p.size()),
                 None => Some(depart),
             };
             let deliver = released.map(|r| r + self.delay);
@@ -227,14 +227,10 @@ impl Direction {
             }
             match deliver {
                 Some(deliver) => {
-                    // Links send in order and impairments never reorder: the line stays sorted.
-                    debug_assert!(
-                        self.in_flight
-                            .back()
-                            .is_none_or(|&(last, _)| last <= deliver),
-                        "the delay line must stay in delivery order"
-                    );
-                    self.in_flight.push_back((deliver, p));
+                    // Links send in order and only RFC 8868's RBPDV reorders: a packet it sends
+                    // ahead goes before the later ones, after any due at the same instant.
+                    let at = self.in_flight.partition_point(|&(t, _)| t <= deliver);
+                    self.in_flight.insert(at, (deliver, p));
                 }
                 None => self.counters.lost += 1,
             }
