@@ -1,4 +1,4 @@
-//! Short TCP flows (RFC 8867 §5.7, with RFC 8868 Appendix A's TCP traffic model): the random
+//! Short TCP flows (RFC 8867 §5.7, with RFC 8868's TCP traffic model): the random
 //! file sizes and idle times of a flow that alternates downloads and idle periods.
 //!
 //! RFC 8867 §5.7 ("Media Flow Competing with Short TCP Flows") models each short TCP flow as "a

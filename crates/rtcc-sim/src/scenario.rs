@@ -2203,7 +2203,7 @@ params = { rate = "5Mbps" }
                 n_std: 3.0,
                 serial_rate: Some(Rate(10e6)),
             }),
-            "RFC 8868 5.2.3's std and N_STD; serial(n) at the link's rate"
+            "RFC 8868 §4.5.3's std and N_STD; serial(n) at the link's rate"
         );
         let j = parse(&with("{ model = \"rbpdv\", std = \"2ms\", n_std = 2.5 }"))
             .unwrap()

@@ -1,5 +1,5 @@
 //! Whole-simulation checks of the RMCAT traffic and delay models: audio flows, short TCP flows
-//! (RFC 8867 §5.7) and RFC 8868 §5.2's bounded PDV jitter.
+//! (RFC 8867 §5.7) and RFC 8868 §4.5's bounded PDV jitter.
 
 mod common;
 

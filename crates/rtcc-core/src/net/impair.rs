@@ -46,7 +46,7 @@ pub enum LossModel {
 pub enum Jitter {
     /// Uniform in `[0, d)`, never reordering across the link (`Duration::ZERO`: none).
     Uniform(Duration),
-    /// RFC 8868 §5.2's bounded PDV ([`super::pdv`]).
+    /// RFC 8868 §4.5's bounded PDV ([`super::pdv`]).
     Pdv(PdvConfig),
 }
 

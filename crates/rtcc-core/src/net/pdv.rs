@@ -1,9 +1,9 @@
-//! Packet delay variation (PDV) of RFC 8868 §5.2: Random Bounded PDV (RBPDV, §5.2.1) and its
-//! no-reordering variant (§5.2.2, "Approximately Random Subject to No-Reordering Bounded PDV",
+//! Packet delay variation (PDV) of RFC 8868 §4.5: Random Bounded PDV (RBPDV, §4.5.1) and its
+//! no-reordering variant (§4.5.2, "Approximately Random Subject to No-Reordering Bounded PDV",
 //! which the RFC abbreviates both NR-RBPDV and NR-RPVD), with the truncated Gaussian the RFC
-//! recommends (§5.2.3).
+//! recommends (§4.5.3).
 //!
-//! **The sample.** §5.2.3 draws each packet's PDV sample as
+//! **The sample.** §4.5.3 draws each packet's PDV sample as
 //! `z(n) ~ |max(min(N(0, std²), N_STD·std), −N_STD·std)|`: a Gaussian of standard deviation
 //! `std`, clipped (not redrawn) at ±`N_STD`·`std`, then folded to its absolute value. So `z` lies
 //! in `[0, N_STD·std]`, and `N_STD·std` itself has probability `2(1 − Φ(N_STD))` (0.27 % for the
@@ -14,15 +14,15 @@
 //! E[z²] = std² · ((2Φ(c) − 1) − 2c·φ(c) + 2c²·(1 − Φ(c)))
 //! ```
 //!
-//! Recommended values (§5.2.3): `std = 5 ms`, `N_STD = 3`.
+//! Recommended values (§4.5.3): `std = 5 ms`, `N_STD = 3`.
 //!
-//! **RBPDV (§5.2.1).** Packet `n`, sent at `s(n)` (here: when it leaves the bottleneck), is
+//! **RBPDV (§4.5.1).** Packet `n`, sent at `s(n)` (here: when it leaves the bottleneck), is
 //! emitted at `j(n) = z(n) + x_mean + s(n)`. The RFC's `x_mean` is a constant base delay; in a
 //! scenario that is the link's `delay`, added after this model, so here `j(n) = s(n) + z(n)`.
 //! Each packet draws its own `z`, so whenever the spread of `z` (up to `N_STD·std`) exceeds the
 //! spacing of two packets, they can arrive in the opposite order: RBPDV reorders.
 //!
-//! **NR-RBPDV (§5.2.2).** The same `j(n)`, then, in order for `n = 2, 3, …` of one flow: if
+//! **NR-RBPDV (§4.5.2).** The same `j(n)`, then, in order for `n = 2, 3, …` of one flow: if
 //! `j(n) < j(n−1) + serial(n−1)`, `j(n)` becomes `j(n−1) + serial(n−1)`, where `serial(n−1)` is
 //! the serialisation time of packet `n−1` at "the lowest bottleneck link rate (or other
 //! appropriate rate)": packet `n` leaves right behind packet `n−1`, as from a per-flow queue
@@ -30,7 +30,7 @@
 //! per flow). The rate is the scenario's `serial_rate`, by default the link's own mean rate
 //! (exact for a constant capacity); on an unlimited link without one, `serial` is 0.
 //!
-//! §5.2 says that a flow competing with the RTP flow must get the no-reordering model, and that
+//! §4.5 says that a flow competing with the RTP flow must get the no-reordering model, and that
 //! RBPDV is given for information only. rtcc's TCP model takes a reordered segment as lost
 //! ([`crate::tcp`]), so RBPDV on a path with TCP flows causes spurious retransmissions.
 
@@ -38,17 +38,17 @@ use crate::units::{Duration, Rate, Time};
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
 
-/// RFC 8868 §5.2.3's recommended standard deviation.
+/// RFC 8868 §4.5.3's recommended standard deviation.
 pub const DEFAULT_STD: Duration = Duration(5_000_000);
-/// RFC 8868 §5.2.3's recommended truncation, in standard deviations.
+/// RFC 8868 §4.5.3's recommended truncation, in standard deviations.
 pub const DEFAULT_N_STD: f64 = 3.0;
 
 /// Which of RFC 8868's PDV models.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PdvModel {
-    /// Random Bounded PDV (§5.2.1): independent samples, may reorder.
+    /// Random Bounded PDV (§4.5.1): independent samples, may reorder.
     Rbpdv,
-    /// No-reordering bounded PDV (§5.2.2): a flow's packets keep their order, each at least
+    /// No-reordering bounded PDV (§4.5.2): a flow's packets keep their order, each at least
     /// its predecessor's serialisation time behind it.
     NrRbpdv,
 }
@@ -93,7 +93,7 @@ impl PdvConfig {
                 return Err((
                     "model".into(),
                     format!(
-                        "expected \"rbpdv\" or \"nr-rbpdv\" (RFC 8868 5.2), got {}",
+                        "expected \"rbpdv\" or \"nr-rbpdv\" (RFC 8868 §4.5), got {}",
                         obj.get("model").map_or("nothing".into(), |m| m.to_string())
                     ),
                 ))
@@ -190,7 +190,7 @@ impl Pdv {
         &self.config
     }
 
-    /// One sample `z(n) = |clip(N(0, std²), ±N_STD·std)|` (§5.2.3).
+    /// One sample `z(n) = |clip(N(0, std²), ±N_STD·std)|` (§4.5.3).
     pub fn sample(&self, rng: &mut ChaCha8Rng) -> Duration {
         let c = self.config.n_std;
         let z = standard_normal(rng).clamp(-c, c).abs();
