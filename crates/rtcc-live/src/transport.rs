@@ -247,6 +247,7 @@ pub fn live_flow(
     index: usize,
     controller: Option<&str>,
 ) -> Result<(FlowConfig, [Box<dyn Endpoint>; 2]), String> {
+    sc.single_hop("the live transport")?;
     let registry = cc::registry();
     let mut f = sc.flows.get(index).cloned().ok_or_else(|| {
         format!(
@@ -272,7 +273,7 @@ pub fn live_flow(
         f.params = params;
     }
     f.clock_offset = Duration::ZERO;
-    let capacity: Arc<dyn CapacityView> = Arc::new(sc.forward.capacity.clone());
+    let capacity: Arc<dyn CapacityView> = Arc::new(sc.controller_capacity(&f));
     let ends = rtcc_sim::sim::flow_endpoints(sc, index, &f, &capacity, registry)?;
     Ok((f, ends))
 }
