@@ -241,7 +241,10 @@ pub fn summarize(sc: &Scenario, flows: &mut [FlowLogs], streamed: bool) -> Summa
     for f in flows.iter_mut() {
         if !streamed {
             let (start, stop) = (f.config.start, f.config.stop);
-            f.stats = PacketStats::of(&f.packets, start, stop, sc.flow_span(), end);
+            f.stats = PacketStats::new(start, stop, sc.flow_span(), end);
+            f.stats
+                .set_propagation_between_links(sc.propagation_between_links(&f.config));
+            f.stats.add_all(&f.packets);
             f.stats.sort_delays();
         }
         let data_capacity = sc.data_capacity(&f.config);

@@ -883,6 +883,24 @@ impl Scenario {
         path_capacity(&self.hops, flow, false)
     }
 
+    /// The propagation delay `flow`'s data takes between its first link and its last: the
+    /// delays of the links it crosses before the last (zero on one link pair).
+    pub fn propagation_between_links(&self, flow: &FlowConfig) -> Duration {
+        let hops = &self.hops[flow.hops.clone()];
+        // Reverse links are crossed last hop first, so the first hop's is the last crossed.
+        let crossed_before_last = match flow.reverse {
+            true => &hops[1..],
+            false => &hops[..hops.len() - 1],
+        };
+        crossed_before_last
+            .iter()
+            .map(|h| match flow.reverse {
+                true => h.reverse.delay,
+                false => h.forward.delay,
+            })
+            .fold(Duration::ZERO, |a, d| a + d)
+    }
+
     /// What `flow`'s feedback can get through its hops (the links opposite its data's).
     pub fn feedback_capacity(&self, flow: &FlowConfig) -> PathCapacity {
         path_capacity(&self.hops, flow, !flow.reverse)

@@ -509,7 +509,11 @@ impl Simulation {
                 logs: FlowLogs {
                     config: f.clone(),
                     packets: Vec::new(),
-                    stats: PacketStats::new(f.start, f.stop, span, Time(sc.duration.0)),
+                    stats: {
+                        let mut s = PacketStats::new(f.start, f.stop, span, Time(sc.duration.0));
+                        s.set_propagation_between_links(sc.propagation_between_links(f));
+                        s
+                    },
                     frames: Vec::new(),
                     segments: Vec::new(),
                     feedback_packets: 0,

@@ -212,40 +212,53 @@ stop = "18s"
 #[test]
 fn a_packets_one_way_delay_is_the_sum_of_its_hops() {
     // One 1000-byte packet (a constant rate of one packet per second, run for half a second)
-    // over 1 Mbit/s + 10 ms, then 2 Mbit/s + 15 ms, with 5 ms of extra delay.
-    let r = simulate(
-        r#"
+    // over 1 Mbit/s + 10 ms (hop a) and 2 Mbit/s + 15 ms (hop b), with 5 ms of extra delay: a
+    // forward flow crosses a then b, a reverse flow b's reverse link then a's.
+    for direction in ["forward", "reverse"] {
+        let r = simulate(&format!(
+            r#"
 duration = "500ms"
 [[path.hops]]
 name = "a"
-forward = { capacity = "1Mbps", delay = "10ms" }
+forward = {{ capacity = "1Mbps", delay = "10ms" }}
+reverse = {{ capacity = "1Mbps", delay = "10ms" }}
 [[path.hops]]
 name = "b"
-forward = { capacity = "2Mbps", delay = "15ms" }
+forward = {{ capacity = "2Mbps", delay = "15ms" }}
+reverse = {{ capacity = "2Mbps", delay = "15ms" }}
 [[flows]]
 kind = "cbr"
 rate = "8kbps"
 packet_size = "1000B"
 extra_delay = "5ms"
-"#,
-    );
-    let [p] = r.flows[0].packets.as_slice() else {
-        panic!("one packet, got {}", r.flows[0].packets.len())
-    };
-    let bits = p.size as f64 * 8.0;
-    let serialisation_ms = bits / 1e6 * 1e3 + bits / 2e6 * 1e3;
-    let one_way = (p.recv.unwrap() - p.send).as_millis_f64();
-    assert!(
-        (one_way - (10.0 + 15.0 + 5.0 + serialisation_ms)).abs() < 1e-6,
-        "{one_way} ms"
-    );
-    // enqueue is the first hop's, depart the last hop's.
-    assert_eq!(p.enqueue, p.send);
-    let depart = (p.depart.unwrap() - p.send).as_millis_f64();
-    assert!(
-        (depart - (serialisation_ms + 10.0)).abs() < 1e-6,
-        "{depart}"
-    );
+direction = "{direction}"
+"#
+        ));
+        let [p] = r.flows[0].packets.as_slice() else {
+            panic!("one packet, got {}", r.flows[0].packets.len())
+        };
+        let bits = p.size as f64 * 8.0;
+        let (on_a, on_b) = (bits / 1e6 * 1e3, bits / 2e6 * 1e3);
+        let one_way = (p.recv.unwrap() - p.send).as_millis_f64();
+        assert!(
+            (one_way - (10.0 + 15.0 + 5.0 + on_a + on_b)).abs() < 1e-6,
+            "{direction}: {one_way} ms"
+        );
+        // enqueue is the first link's, depart the last link's; the queuing delay leaves out
+        // the propagation between them.
+        assert_eq!(p.enqueue, p.send);
+        let depart = (p.depart.unwrap() - p.send).as_millis_f64();
+        let between = if direction == "forward" { 10.0 } else { 15.0 };
+        assert!(
+            (depart - (on_a + on_b + between)).abs() < 1e-6,
+            "{direction}: {depart}"
+        );
+        let queuing = r.summary.flows[0].queuing_delay_ms.p50.unwrap();
+        assert!(
+            (queuing - (on_a + on_b)).abs() < 1e-6,
+            "{direction}: {queuing}"
+        );
+    }
 }
 
 #[test]
