@@ -294,12 +294,18 @@ pub fn summarize(sc: &Scenario, flows: &mut [FlowLogs], streamed: bool) -> Summa
         .zip(&feedback_capacities)
         .map(|(f, back)| flow_log(f, &capacity_fn(back)))
         .collect();
+    let mut total = metrics::summarize_total(&logs, end, &cap);
+    if sc.is_multi_hop() {
+        // Flows that cross different hops share no one link whose capacity their departures
+        // could be measured against: each hop's utilisation is in the hop section.
+        total.utilization = None;
+    }
     Summary {
         scenario: sc.name.clone(),
         seed: sc.seed,
         duration_s: sc.duration.as_secs_f64(),
         flows: flow_summaries,
-        total: metrics::summarize_total(&logs, end, &cap),
+        total,
         hops: None,
     }
 }

@@ -115,6 +115,10 @@ fn constant_rates_saturate_the_first_hop_and_pass_the_second() {
     // Constant-rate flows send no feedback: the reverse links stay idle.
     assert_eq!(core.reverse.counters.arrived_packets, 0);
     assert_eq!(r.summary.total.capacity_bps, Some(3e6), "the tightest hop");
+    assert_eq!(
+        r.summary.total.utilization, None,
+        "no one link to measure against"
+    );
 }
 
 #[test]
