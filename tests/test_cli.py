@@ -551,3 +551,11 @@ def test_run_of_a_two_hop_path_writes_each_hops_section_capacity_and_plots(tmp_p
     long = summary["flows"][0]
     assert 1.9e6 < long["throughput_bps"] < 2.6e6, long["throughput_bps"]
     assert summary["total"]["utilization"] is None
+
+
+def test_a_mahimahi_log_of_a_two_hop_path_is_refused_before_the_run(tmp_path, capsys):
+    scenario = tmp_path / "two-hops.toml"
+    scenario.write_text(TWO_HOPS)
+    err = error_of(capsys, ["run", scenario, "-o", tmp_path / "run", "--mahimahi-log"])
+    assert "--mahimahi-log" in err and "2 hops" in err
+    assert not (tmp_path / "run").exists()
