@@ -1082,6 +1082,30 @@ mod tests {
     }
 
     #[test]
+    fn a_scenario_of_several_hops_is_refused() {
+        let dir = tempdir::Dir::new("hops");
+        let path = dir.0.join("hops.toml");
+        std::fs::write(
+            &path,
+            "duration = \"2s\"\n[[path.hops]]\nname = \"a\"\nforward = { capacity = \"1Mbps\" }\n\
+             [[path.hops]]\nname = \"b\"\nforward = { capacity = \"1Mbps\" }\n\
+             [[flows]]\ncontroller = \"fixed\"\nparams = { rate = \"500kbps\" }\n",
+        )
+        .unwrap();
+        let a = SendCli::try_parse_from([
+            "send",
+            "--scenario",
+            path.to_str().unwrap(),
+            "--to",
+            "127.0.0.1:9",
+        ])
+        .unwrap()
+        .args;
+        let e = prepare_send(&a).err().expect("an error");
+        assert!(e.contains("one link pair") && e.contains("2 hops"), "{e}");
+    }
+
+    #[test]
     fn a_receiver_takes_its_defaults_from_the_scenario() {
         let (_dir, path) = scenario_file();
         let a = RecvCli::try_parse_from([
