@@ -981,7 +981,7 @@ impl Simulation {
     /// Route departures and drops of link `li`, and keep one pending event for the link.
     fn drain_link_output(&mut self, li: usize) {
         let mut out = std::mem::take(&mut self.link_out);
-        let dir = if li % 2 == 0 {
+        let dir = if li.is_multiple_of(2) {
             Dir::Forward
         } else {
             Dir::Reverse
