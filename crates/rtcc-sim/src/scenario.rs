@@ -878,7 +878,8 @@ impl Scenario {
 
     /// What `flow`'s controller is told of the path ([`ControllerContext::capacity`], for
     /// reference controllers such as `oracle`): the forward links of its hops, tightest at each
-    /// instant (for one link pair, its forward link, whatever the flow's direction, as before paths had hops).
+    /// instant (for one link pair, its forward link whatever the flow's direction, as before
+    /// paths had hops).
     pub fn controller_capacity(&self, flow: &FlowConfig) -> PathCapacity {
         path_capacity(&self.hops, flow, false)
     }
