@@ -383,8 +383,9 @@ pub fn derive_seed(seed: u64, stream: u64) -> u64 {
 
 /// Build flow `i`'s two endpoints, `[A (sender), B (receiver)]`: its controller (from
 /// `registry`, told `capacity`, [`Scenario::controller_capacity`]), encoder model, packetizer,
-/// loss recovery and feedback policy, every seed derived from the scenario's. The simulator and the live transport
-/// (`rtcc-live send` / `recv`) both build their flows here, so a flow is the same object in both.
+/// loss recovery and feedback policy, every seed derived from the scenario's. The simulator and
+/// the live transport (`rtcc-live send` / `recv`) both build their flows here, so a flow is the
+/// same object in both.
 /// `f` is `sc.flows[i]` or an adjusted copy of it (the live transport's); of `sc` only the seed
 /// is read.
 pub fn flow_endpoints(
