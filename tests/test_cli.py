@@ -503,3 +503,59 @@ def test_run_writes_a_mahimahi_log_of_the_bottleneck(tmp_path):
     assert drops > 0 and departures > 0
     # Every arrival left or was dropped, but for the few still queued at the end (5 packets of queue).
     assert 0 <= arrivals - departures - drops <= 6, (arrivals, departures, drops)
+
+
+TWO_HOPS = textwrap.dedent(
+    """
+    duration = "6s"
+    [[path.hops]]
+    name = "access"
+    forward = { capacity = "3Mbps", delay = "10ms", queue = "100ms" }
+    [[path.hops]]
+    name = "core"
+    forward = { schedule = [["0s", "5Mbps"], ["3s", "2Mbps"]], delay = "15ms", queue = "100ms" }
+    [[flows]]
+    name = "long"
+    kind = "cbr"
+    rate = "4Mbps"
+    [[flows]]
+    name = "cross"
+    kind = "cbr"
+    rate = "500kbps"
+    hops = ["core"]
+    """
+)
+
+
+def test_run_of_a_two_hop_path_writes_each_hops_section_capacity_and_plots(tmp_path, capsys):
+    scenario = tmp_path / "two-hops.toml"
+    scenario.write_text(TWO_HOPS)
+    out = tmp_path / "run"
+    assert main(["run", str(scenario), "-o", str(out)]) == 0
+    for name in RUN_FILES:
+        assert (out / name).is_file(), name
+    summary = json.loads((out / "summary.json").read_text())
+    assert [h["name"] for h in summary["hops"]] == ["access", "core"]
+    access, core = (h["forward"] for h in summary["hops"])
+    for link in (access, core):
+        assert link["arrived_packets"] == (link["departed_packets"] + link["dropped_packets"]
+                                           + link["queued_at_end_packets"])
+    assert access["dropped_packets"] > 0 and access["utilization"] > 0.98
+    # The capacity log: the tightest hop (3 then 2 Mbit/s) and each hop's own.
+    cap = pl.read_parquet(out / "capacity.parquet")
+    assert cap.columns == ["time_ns", "bps", "bps.access", "bps.core"]
+    at = {t: row for t, *row in cap.select("time_ns", "bps", "bps.access", "bps.core").iter_rows()}
+    assert at[1_000_000_000] == [3e6, 3e6, 5e6]
+    assert at[4_000_000_000] == [2e6, 3e6, 2e6]
+    # The long flow got its tightest hop: 3 then about 1.5 Mbit/s (2 minus the cross flow).
+    long = summary["flows"][0]
+    assert 1.9e6 < long["throughput_bps"] < 2.6e6, long["throughput_bps"]
+    assert summary["total"]["utilization"] is None
+
+
+def test_a_mahimahi_log_of_a_two_hop_path_is_refused_before_the_run(tmp_path, capsys):
+    scenario = tmp_path / "two-hops.toml"
+    scenario.write_text(TWO_HOPS)
+    err = error_of(capsys, ["run", scenario, "-o", tmp_path / "run", "--mahimahi-log"])
+    assert "--mahimahi-log" in err and "2 hops" in err
+    assert not (tmp_path / "run").exists()

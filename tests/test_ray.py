@@ -61,6 +61,13 @@ def test_input_files_are_found_where_a_scenario_names_them(tmp_path):
     assert onl == {("path", "forward", "trace"): ("/b/t.json", "downlink")}
 
 
+def test_input_files_of_each_hop_of_a_path_are_found():
+    data = {"path": {"hops": [{"name": "a", "forward": {"capacity": "1Mbps"}},
+                              {"name": "b", "forward": {"trace": "b.trace"}, "reverse": {"schedule": "r.txt"}}]}}
+    assert input_files(data, "/d") == {("path", "hops", 1, "forward", "trace"): ("/d/b.trace", ""),
+                                       ("path", "hops", 1, "reverse", "schedule"): ("/d/r.txt", "")}
+
+
 def test_a_sweep_on_ray_matches_the_local_backend_byte_for_byte(sweep_file, tmp_path):
     pytest.importorskip("ray", reason="Ray is not installed (pip install 'ray>=2.9')")
     run_sweep(Sweep.from_file(sweep_file), tmp_path / "local", jobs=2)

@@ -36,6 +36,10 @@ def cmd_run(args) -> int:
         spec = ControllerSpec.parse(args.controller)
         spec.check()
         scenario = scenario.with_controller(spec)
+    hops = (scenario.to_dict().get("path") or {}).get("hops") or []
+    if args.mahimahi_log and len(hops) > 1:
+        raise UsageError(f"--mahimahi-log writes one link's log; this scenario's path has {len(hops)} hops "
+                         "([[path.hops]]), whose links are in summary.json's hops")
     check_dest(args.output, args.force)  # before a possibly long run
     with atomic_dir(args.output, force=args.force) as tmp:
         with TerminalProgress(f"{scenario.name}") as bar:  # the packet log streams into the folder

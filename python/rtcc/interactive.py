@@ -75,8 +75,15 @@ def _capacity_series(result, at: np.ndarray) -> list[dict]:
     t, mbps = series.capacity(result.capacity)
     if not len(t):
         return []
-    return [{"label": "link capacity", "color": CAPACITY_COLOR, "values": _values(_step_at(t, mbps, at)),
-             "step": True, "fill": True}]
+    hops = series.hop_capacities(result.capacity)
+    out = [{"label": "tightest hop's capacity" if hops else "link capacity", "color": CAPACITY_COLOR,
+            "values": _values(_step_at(t, mbps, at)), "step": True, "fill": True}]
+    # A multi-hop path: each limited hop's own capacity as a line.
+    for name, ht, hop_mbps in hops:
+        if np.isfinite(hop_mbps).any():
+            out.append({"label": f"hop {name} capacity", "color": CAPACITY_COLOR,
+                        "values": _values(_step_at(ht, hop_mbps, at)), "step": True})
+    return out
 
 
 def _flow_name(result, i: int) -> str:

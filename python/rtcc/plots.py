@@ -24,6 +24,8 @@ RUN_BIN_S = 0.2
 COMPARE_BIN_S = 0.5
 DPI = 110
 CAPACITY_STYLE = dict(color="0.55", alpha=0.25, step="post", linewidth=0)
+# Line styles that tell the hops of a multi-hop path apart.
+HOP_STYLES = [":", "--", "-.", (0, (1, 3))]
 
 
 def _colors(n: int) -> list:
@@ -65,9 +67,16 @@ def _no_data(ax) -> None:
 
 def _capacity(ax, result) -> None:
     t, mbps = series.capacity(result.capacity)
+    hops = series.hop_capacities(result.capacity)
     if len(t):
-        ax.fill_between(t, mbps, label="link capacity", **CAPACITY_STYLE)
+        label = "tightest hop's capacity" if hops else "link capacity"
+        ax.fill_between(t, mbps, label=label, **CAPACITY_STYLE)
         ax.step(t, mbps, where="post", color="0.45", linewidth=0.8)
+    # A multi-hop path: each hop's own capacity, dotted (unlimited hops are not drawn).
+    for k, (name, ht, hop_mbps) in enumerate(hops):
+        if len(ht) and np.isfinite(hop_mbps).any():
+            ax.step(ht, hop_mbps, where="post", color="0.35", linewidth=0.9,
+                    linestyle=HOP_STYLES[k % len(HOP_STYLES)], label=f"hop {name} capacity")
 
 
 def _is_wide(values: list[np.ndarray]) -> bool:

@@ -29,12 +29,19 @@ def input_files(data: dict, base_dir: str) -> dict[tuple, tuple[str, str]]:
     """The input files a scenario dict names: {location in the dict: (absolute path, suffix)},
     the suffix being what follows ``#`` in the name (an OpenNetLab trace's direction), or ""."""
     found: dict[tuple, str] = {}
-    for side in ("forward", "reverse"):
-        link = (data.get("path") or {}).get(side) or {}
+    path = data.get("path") or {}
+    # The links: [path.forward] / [path.reverse], or each [[path.hops]] entry's.
+    links: list[tuple[tuple, Any]] = [(("path", side), path.get(side)) for side in ("forward", "reverse")]
+    for i, hop in enumerate(path.get("hops") or []):
+        if isinstance(hop, dict):
+            links += [(("path", "hops", i, side), hop.get(side)) for side in ("forward", "reverse")]
+    for where, link in links:
+        if not isinstance(link, dict):
+            continue
         for key in _LINK_FILE_KEYS:
             value = link.get(key)
             if isinstance(value, str):
-                found[("path", side, key)] = value
+                found[(*where, key)] = value
     for i, flow in enumerate(data.get("flows") or []):
         encoder = flow.get("encoder") if isinstance(flow, dict) else None
         if isinstance(encoder, dict) and isinstance(encoder.get("file"), str):

@@ -42,8 +42,16 @@ def throughput(packets: Frame, duration_s: float, bin_s: float = 0.2, flow: int 
 
 
 def capacity(cap: pl.DataFrame):
-    """Forward bottleneck capacity: (bin start s, Mbit/s)."""
+    """Forward bottleneck capacity (of a multi-hop path, its tightest hop at each instant):
+    (bin start s, Mbit/s)."""
     return cap["time_ns"].to_numpy() / NS, cap["bps"].to_numpy() / 1e6
+
+
+def hop_capacities(cap: pl.DataFrame) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """Each hop's forward capacity of a multi-hop path (the ``bps.<hop>`` columns; none for one
+    link pair): (hop name, bin start s, Mbit/s), in path order; an unlimited hop is infinite."""
+    t = cap["time_ns"].to_numpy() / NS
+    return [(c.removeprefix("bps."), t, cap[c].to_numpy() / 1e6) for c in cap.columns if c.startswith("bps.")]
 
 
 def target(frames: pl.DataFrame, flow: int):

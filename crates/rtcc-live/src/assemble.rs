@@ -164,6 +164,7 @@ fn emu_times(dir: &Path, count: usize, offset_ns: i64) -> Result<Option<LinkTime
 
 /// Assemble flow `flow` of `sc`, run live, into a one-flow run.
 pub fn assemble(sc: &Scenario, flow: usize, logs: &LiveLogs) -> Result<RunResult, String> {
+    sc.single_hop("the live transport")?;
     let config = sc
         .flows
         .get(flow)
@@ -327,7 +328,7 @@ pub fn assemble(sc: &Scenario, flow: usize, logs: &LiveLogs) -> Result<RunResult
     let summary = summarize(&one, &mut flows, false);
     let end = Time(one.duration.0);
     let capacity = capacity_series(
-        &one.forward.capacity,
+        &one.forward_capacity(),
         end,
         rtcc_core::Duration::from_millis(100),
     );
@@ -336,6 +337,7 @@ pub fn assemble(sc: &Scenario, flow: usize, logs: &LiveLogs) -> Result<RunResult
         flows,
         state,
         capacity,
+        hop_capacity: Vec::new(),
         events: 0,
     })
 }

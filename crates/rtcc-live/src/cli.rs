@@ -148,7 +148,8 @@ fn queue_value(q: &str, option: &str) -> Result<serde_json::Value, String> {
 fn links(a: &EmuArgs) -> Result<([LinkConfig; 2], Option<u64>), String> {
     if let Some(file) = &a.scenario {
         let sc = Scenario::from_file(file).map_err(|e| e.to_string())?;
-        return Ok(([sc.forward, sc.reverse], Some(sc.seed)));
+        let hop = sc.single_hop("the live emulator")?;
+        return Ok(([hop.forward.clone(), hop.reverse.clone()], Some(sc.seed)));
     }
     let here = Path::new(".");
     let mut out = Vec::new();

@@ -247,6 +247,7 @@ pub fn live_flow(
     index: usize,
     controller: Option<&str>,
 ) -> Result<(FlowConfig, [Box<dyn Endpoint>; 2]), String> {
+    sc.single_hop("the live transport")?;
     let registry = cc::registry();
     let mut f = sc.flows.get(index).cloned().ok_or_else(|| {
         format!(
@@ -272,7 +273,7 @@ pub fn live_flow(
         f.params = params;
     }
     f.clock_offset = Duration::ZERO;
-    let capacity: Arc<dyn CapacityView> = Arc::new(sc.forward.capacity.clone());
+    let capacity: Arc<dyn CapacityView> = Arc::new(sc.controller_capacity(&f));
     let ends = rtcc_sim::sim::flow_endpoints(sc, index, &f, &capacity, registry)?;
     Ok((f, ends))
 }
@@ -1078,6 +1079,30 @@ mod tests {
         let e = prepare_send(&a).err().unwrap();
         assert!(e.contains("/nonexistent.toml"), "{e}");
         assert!(!e.contains('\n'), "one line: {e}");
+    }
+
+    #[test]
+    fn a_scenario_of_several_hops_is_refused() {
+        let dir = tempdir::Dir::new("hops");
+        let path = dir.0.join("hops.toml");
+        std::fs::write(
+            &path,
+            "duration = \"2s\"\n[[path.hops]]\nname = \"a\"\nforward = { capacity = \"1Mbps\" }\n\
+             [[path.hops]]\nname = \"b\"\nforward = { capacity = \"1Mbps\" }\n\
+             [[flows]]\ncontroller = \"fixed\"\nparams = { rate = \"500kbps\" }\n",
+        )
+        .unwrap();
+        let a = SendCli::try_parse_from([
+            "send",
+            "--scenario",
+            path.to_str().unwrap(),
+            "--to",
+            "127.0.0.1:9",
+        ])
+        .unwrap()
+        .args;
+        let e = prepare_send(&a).err().expect("an error");
+        assert!(e.contains("one link pair") && e.contains("2 hops"), "{e}");
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! Run a scenario and compute its summary.
 
+use crate::path::PathCapacity;
 use crate::scenario::{FlowKind, Scenario};
-use crate::sim::{capacity_fn, FlowLogs, PacketSink, SimOutput, Simulation, StateLog};
+use crate::sim::{
+    capacity_fn, FlowLogs, LinkCounters, PacketSink, SimOutput, Simulation, StateLog,
+};
 use rtcc_core::cc::{self, Registry};
 use rtcc_core::metrics::{self, sqp_frame_delay, FlowLog, FlowSummary, PacketStats, TotalSummary};
-use rtcc_core::net::Capacity;
 use rtcc_core::{Duration, Time};
 use serde::Serialize;
 
@@ -20,6 +22,29 @@ pub struct Summary {
     pub duration_s: f64,
     pub flows: Vec<FlowSummary>,
     pub total: TotalSummary,
+    /// Per hop and direction, for a path of several hops (absent for one link pair).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hops: Option<Vec<HopSummary>>,
+}
+
+/// One hop of a multi-hop path in the summary: what each of its links did.
+#[derive(Debug, Clone, Serialize)]
+pub struct HopSummary {
+    pub name: String,
+    pub forward: LinkSummary,
+    pub reverse: LinkSummary,
+}
+
+/// What one link did over the run, and how busy it was while the flows crossing it were active.
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkSummary {
+    #[serde(flatten)]
+    pub counters: LinkCounters,
+    /// Mean capacity while the flows crossing the hop were active (`None`: unlimited, or no flow
+    /// crosses the hop).
+    pub capacity_bps: Option<f64>,
+    /// Bytes the link served while those flows were active over what it could carry meanwhile.
+    pub utilization: Option<f64>,
 }
 
 impl Summary {
@@ -37,8 +62,11 @@ pub struct RunResult {
     /// Each flow's logs; `packets` is empty after [`run_streaming_with_registry`].
     pub flows: Vec<FlowLogs>,
     pub state: StateLog,
-    /// Forward capacity in 100 ms bins: (bin start, bit/s). Empty for an unlimited link.
+    /// Forward capacity in 100 ms bins: (bin start, bit/s); of a multi-hop path, its tightest
+    /// hop at each instant. Empty for an unlimited path.
     pub capacity: Vec<(Time, f64)>,
+    /// Each hop's forward capacity in the same bins, by hop name (multi-hop paths only).
+    pub hop_capacity: Vec<(String, Vec<(Time, f64)>)>,
     /// Events processed.
     pub events: u64,
 }
@@ -111,20 +139,79 @@ fn run_inner(
         mut flows,
         state,
         events,
+        links,
     } = match sink {
         Some(sink) => sim.run_streaming(progress, sink),
         None => sim.run(progress),
     };
-    let summary = summarize(&sc, &mut flows, streamed);
+    let mut summary = summarize(&sc, &mut flows, streamed);
+    if sc.is_multi_hop() {
+        summary.hops = Some(hop_summaries(&sc, links));
+    }
     let end = Time(sc.duration.0);
-    let capacity = capacity_series(&sc.forward.capacity, end, Duration::from_millis(100));
+    let bin = Duration::from_millis(100);
+    let capacity = capacity_series(&sc.forward_capacity(), end, bin);
+    let hop_capacity = match sc.is_multi_hop() {
+        false => Vec::new(),
+        true => sc
+            .hops
+            .iter()
+            .map(|h| {
+                let link = PathCapacity::new(vec![h.forward.capacity.clone()]);
+                (h.name.clone(), capacity_series(&link, end, bin))
+            })
+            .collect(),
+    };
     Ok(RunResult {
         summary,
         flows,
         state,
         capacity,
+        hop_capacity,
         events,
     })
+}
+
+/// The summary of each hop's two links from the run's counters (`links[2 · hop + dir]`).
+/// Utilisation counts while the flows that cross the hop are active.
+fn hop_summaries(sc: &Scenario, links: Vec<LinkCounters>) -> Vec<HopSummary> {
+    let mut links = links.into_iter();
+    sc.hops
+        .iter()
+        .enumerate()
+        .map(|(h, hop)| {
+            let crossing = sc.flows.iter().filter(|f| f.hops.contains(&h));
+            let start = crossing.clone().map(|f| f.start).min();
+            let stop = crossing.map(|f| f.stop).max();
+            let mut summary = |link: &crate::scenario::LinkConfig| {
+                let counters = links.next().expect("two links per hop");
+                let (capacity_bps, utilization) = match start.zip(stop) {
+                    Some((start, stop)) if stop > start => {
+                        let cap = link.capacity.bytes_between(start, stop);
+                        let secs = (stop - start).as_secs_f64();
+                        (
+                            cap.is_finite().then(|| cap * 8.0 / secs),
+                            (cap.is_finite() && cap > 0.0)
+                                .then(|| counters.departed_bytes_in_span as f64 / cap),
+                        )
+                    }
+                    _ => (None, None),
+                };
+                LinkSummary {
+                    counters,
+                    capacity_bps,
+                    utilization,
+                }
+            };
+            let forward = summary(&hop.forward);
+            let reverse = summary(&hop.reverse);
+            HopSummary {
+                name: hop.name.clone(),
+                forward,
+                reverse,
+            }
+        })
+        .collect()
 }
 
 /// The summary of a run's flows (`sc` is the scenario they ran, with its seed). `streamed`: each
@@ -133,11 +220,13 @@ fn run_inner(
 /// The live runtime summarises real runs with this too, so a live run and a simulated one are
 /// measured by the same code.
 pub fn summarize(sc: &Scenario, flows: &mut [FlowLogs], streamed: bool) -> Summary {
-    let cap = capacity_fn(&sc.forward.capacity);
-    let reverse_cap = capacity_fn(&sc.reverse.capacity);
+    // A flow's link metrics see its path: the tightest of its hops at each instant, over the
+    // links its data crosses (utilisation) and those its feedback crosses (feedback share).
+    // The totals see the tightest of all hops' forward links. With one link pair these are
+    // that pair's links.
+    let total_capacity = sc.forward_capacity();
+    let cap = capacity_fn(&total_capacity);
     let end = Time(sc.duration.0);
-    // Feedback travels the link opposite to the flow's data.
-    let back = |reverse: bool| if reverse { &cap } else { &reverse_cap };
     // SQP's simulated video (Eq. 10) for every flow: a video flow's slots follow its own frame
     // rate, any other flow's the first video flow's (60 fps, SQP's, when there is none), so
     // video and non-video senders are turned into frames the same way.
@@ -154,12 +243,15 @@ pub fn summarize(sc: &Scenario, flows: &mut [FlowLogs], streamed: bool) -> Summa
             let (start, stop) = (f.config.start, f.config.stop);
             f.stats = PacketStats::new(start, stop, sc.flow_span(), end)
                 .keeping_transits(f.config.kind.audio_packet().is_some());
+            f.stats
+                .set_propagation_between_links(sc.propagation_between_links(&f.config));
             f.stats.add_all(&f.packets);
             f.stats.sort_delays();
         }
-        let data = back(!f.config.reverse);
-        let log = flow_log(f, back(f.config.reverse));
-        let mut summary = metrics::summarize_flow(&log, end, data);
+        let data_capacity = sc.data_capacity(&f.config);
+        let feedback_capacity = sc.feedback_capacity(&f.config);
+        let log = flow_log(f, &capacity_fn(&feedback_capacity));
+        let mut summary = metrics::summarize_flow(&log, end, &capacity_fn(&data_capacity));
         let fps = if matches!(f.config.kind, FlowKind::Video) {
             f.config.fps
         } else {
@@ -197,16 +289,28 @@ pub fn summarize(sc: &Scenario, flows: &mut [FlowLogs], streamed: bool) -> Summa
         f.stats.release_per_packet();
         flow_summaries.push(summary);
     }
+    let feedback_capacities: Vec<PathCapacity> = flows
+        .iter()
+        .map(|f| sc.feedback_capacity(&f.config))
+        .collect();
     let logs: Vec<FlowLog> = flows
         .iter()
-        .map(|f| flow_log(f, back(f.config.reverse)))
+        .zip(&feedback_capacities)
+        .map(|(f, back)| flow_log(f, &capacity_fn(back)))
         .collect();
+    let mut total = metrics::summarize_total(&logs, end, &cap);
+    if sc.is_multi_hop() {
+        // Flows that cross different hops share no one link whose capacity their departures
+        // could be measured against: each hop's utilisation is in the hop section.
+        total.utilization = None;
+    }
     Summary {
         scenario: sc.name.clone(),
         seed: sc.seed,
         duration_s: sc.duration.as_secs_f64(),
         flows: flow_summaries,
-        total: metrics::summarize_total(&logs, end, &cap),
+        total,
+        hops: None,
     }
 }
 
@@ -227,9 +331,9 @@ fn flow_log<'a>(f: &'a FlowLogs, back: &dyn Fn(Time, Time) -> f64) -> FlowLog<'a
     }
 }
 
-/// A link's capacity in bins of `bin` until `end`: (bin start, bit/s); empty when unlimited.
-pub fn capacity_series(c: &Capacity, end: Time, bin: Duration) -> Vec<(Time, f64)> {
-    if let Capacity::Unlimited = c {
+/// A path's capacity in bins of `bin` until `end`: (bin start, bit/s); empty when unlimited.
+pub fn capacity_series(c: &PathCapacity, end: Time, bin: Duration) -> Vec<(Time, f64)> {
+    if c.is_unlimited() {
         return Vec::new();
     }
     let mut out = Vec::new();

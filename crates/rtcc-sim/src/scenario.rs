@@ -7,6 +7,7 @@
 //! [`Scenario`]. Every error names the field, the bad value and what is allowed.
 //! `docs/scenarios.md` is the reference for users.
 
+use crate::path::PathCapacity;
 use rtcc_core::cc::{self, ControllerContext, FeedbackPolicy, Params, Registry};
 use rtcc_core::dash::{AbrKind, BufferTargets, DashConfig, HttpVersion};
 use rtcc_core::endpoint::{AckAt, FrameAckConfig, Recovery};
@@ -21,6 +22,7 @@ use rtcc_core::short_tcp::ShortFlowConfig;
 use rtcc_core::tcp::App;
 use rtcc_core::{Bytes, Duration, Rate, Time};
 use serde::Deserialize;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -45,9 +47,22 @@ pub struct ScenarioSpec {
     pub flows: Vec<FlowSpec>,
 }
 
+/// The path: one link pair (`[path.forward]`, `[path.reverse]`) or several hops in a row
+/// (`[[path.hops]]`), not both.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PathSpec {
+    pub forward: Option<LinkSpec>,
+    pub reverse: Option<LinkSpec>,
+    pub hops: Option<Vec<HopSpec>>,
+}
+
+/// One hop of a multi-hop path: a named link pair, written like `[path.forward]` and
+/// `[path.reverse]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HopSpec {
+    pub name: String,
     pub forward: LinkSpec,
     pub reverse: Option<LinkSpec>,
 }
@@ -170,6 +185,8 @@ pub struct FlowSpec {
     pub frame_ack: Option<FrameAckSpec>,
     /// `"forward"` (default) or `"reverse"`: which link carries the flow's data.
     pub direction: Option<String>,
+    /// The hops the flow crosses, by name: a contiguous run in path order (default: all).
+    pub hops: Option<Vec<String>>,
     /// On/off schedule: `[["0s", "40s"], ["60s", "120s"]]`; the flow is paused between the
     /// periods with its controller and encoder state kept (RFC 8867 §5.8).
     pub active: Option<Vec<(Duration, Duration)>>,
@@ -251,6 +268,21 @@ pub struct LinkConfig {
     pub nominal_rate: Rate,
     pub impairments: ImpairmentConfig,
 }
+
+/// One hop of the path: a link in each direction. A one-link scenario (`[path.forward]`) has
+/// one hop named [`SINGLE_HOP_NAME`].
+#[derive(Debug, Clone)]
+pub struct HopConfig {
+    pub name: String,
+    pub forward: LinkConfig,
+    pub reverse: LinkConfig,
+}
+
+/// The most hops a path may have (a hop index must fit the simulator's 16-bit packet field).
+pub const MAX_HOPS: usize = 1024;
+
+/// The name of the one hop of a scenario written with `[path.forward]`.
+pub const SINGLE_HOP_NAME: &str = "path";
 
 /// What a flow sends.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -345,8 +377,12 @@ pub struct FlowConfig {
     pub media: MediaRange,
     pub degradation: Preference,
     pub pushback: bool,
-    /// The flow's data goes over the reverse link.
+    /// The flow's data goes over the reverse links (last hop first).
     pub reverse: bool,
+    /// The hops the flow crosses (indices into [`Scenario::hops`], in path order): its data
+    /// crosses their forward links in order, its feedback their reverse links in reverse order
+    /// (the other way round for a `reverse` flow).
+    pub hops: Range<usize>,
     /// Periods during which the sender is active, in order (one period `[start, stop]` when the
     /// scenario gives no schedule).
     pub active: Vec<(Time, Time)>,
@@ -363,8 +399,8 @@ pub struct Scenario {
     pub name: String,
     pub duration: Duration,
     pub seed: u64,
-    pub forward: LinkConfig,
-    pub reverse: LinkConfig,
+    /// The path's hops in order (one for a `[path.forward]` scenario).
+    pub hops: Vec<HopConfig>,
     pub flows: Vec<FlowConfig>,
 }
 
@@ -404,13 +440,8 @@ impl Scenario {
         self.flows
             .iter()
             .map(|f| {
-                let link = if f.reverse {
-                    &self.reverse
-                } else {
-                    &self.forward
-                };
                 let secs = (f.stop - f.start).as_secs_f64();
-                let link_bytes = link.capacity.bytes_between(f.start, f.stop);
+                let link_bytes = self.data_capacity(f).bytes_between(f.start, f.stop);
                 let (own_bytes, packet) = match f.kind {
                     FlowKind::Cbr { rate, packet_size } => {
                         (rate.bps() / 8.0 * secs, packet_size.0.max(1) as f64)
@@ -546,26 +577,14 @@ impl Scenario {
             return Err(err("duration", "must be longer than 0s".into()));
         }
         let duration = spec.duration;
-        let forward = resolve_link(&spec.path.forward, "path.forward", base_dir, None, duration)
-            .map_err(|(f, m)| err(&f, m))?;
-        let reverse = match &spec.path.reverse {
-            Some(r) => resolve_link(r, "path.reverse", base_dir, Some(forward.delay), duration)
-                .map_err(|(f, m)| err(&f, m))?,
-            None => LinkConfig {
-                capacity: Capacity::Unlimited,
-                delay: forward.delay,
-                queue: QueueConfig::default(),
-                nominal_rate: Rate(f64::INFINITY),
-                impairments: ImpairmentConfig::default(),
-            },
-        };
+        let hops = resolve_path(&spec.path, base_dir, duration).map_err(|(f, m)| err(&f, m))?;
+        let hops_listed = spec.path.hops.is_some();
         if spec.flows.is_empty() {
             return Err(err(
                 "flows",
                 "at least one flow is needed ([[flows]] with a controller)".into(),
             ));
         }
-        let capacity_view: Arc<dyn cc::CapacityView> = Arc::new(forward.capacity.clone());
         let mut flows = Vec::new();
         for (i, f) in spec.flows.into_iter().enumerate() {
             let at = |field: &str| format!("flows[{i}].{field}");
@@ -725,6 +744,18 @@ impl Scenario {
                     ))
                 }
             };
+            let flow_hops = match &f.hops {
+                None => 0..hops.len(),
+                Some(_) if !hops_listed => {
+                    return Err(err(
+                        &at("hops"),
+                        "names hops of [[path.hops]]; this scenario has one link pair ([path.forward]), which every flow crosses".into(),
+                    ))
+                }
+                Some(names) => {
+                    resolve_flow_hops(names, &hops, &at("hops")).map_err(|(f, m)| err(&f, m))?
+                }
+            };
             let ecn = match &f.ecn {
                 None => false,
                 Some(serde_json::Value::Bool(b)) => *b,
@@ -832,6 +863,7 @@ impl Scenario {
                 degradation,
                 pushback: f.pushback.unwrap_or(true),
                 reverse,
+                hops: flow_hops,
                 active,
                 dash,
                 ecn,
@@ -842,7 +874,7 @@ impl Scenario {
                     .create(
                         &flow.controller,
                         &flow.params,
-                        &flow.context(Some(capacity_view.clone())),
+                        &flow.context(Some(Arc::new(path_capacity(&hops, &flow, false)))),
                     )
                     .map_err(|e| {
                         let field = match &e {
@@ -863,10 +895,91 @@ impl Scenario {
                 .unwrap_or_else(|| "scenario".into()),
             duration,
             seed: spec.seed.unwrap_or(1),
-            forward,
-            reverse,
+            hops,
             flows,
         })
+    }
+}
+
+/// The capacity along `flow`'s hops in one direction: their forward links (`reverse_links`
+/// false) or their reverse links.
+fn path_capacity(hops: &[HopConfig], flow: &FlowConfig, reverse_links: bool) -> PathCapacity {
+    PathCapacity::new(
+        hops[flow.hops.clone()]
+            .iter()
+            .map(|h| match reverse_links {
+                false => h.forward.capacity.clone(),
+                true => h.reverse.capacity.clone(),
+            })
+            .collect(),
+    )
+}
+
+impl Scenario {
+    /// Whether the path has more than one hop.
+    pub fn is_multi_hop(&self) -> bool {
+        self.hops.len() > 1
+    }
+
+    /// What `flow`'s data can get through its hops (the tightest of its links at each instant,
+    /// [`PathCapacity`]): over their forward links, or their reverse links for a `reverse`
+    /// flow.
+    pub fn data_capacity(&self, flow: &FlowConfig) -> PathCapacity {
+        path_capacity(&self.hops, flow, flow.reverse)
+    }
+
+    /// What `flow`'s controller is told of the path ([`ControllerContext::capacity`], for
+    /// reference controllers such as `oracle`): the forward links of its hops, tightest at each
+    /// instant (for one link pair, its forward link whatever the flow's direction, as before
+    /// paths had hops).
+    pub fn controller_capacity(&self, flow: &FlowConfig) -> PathCapacity {
+        path_capacity(&self.hops, flow, false)
+    }
+
+    /// The propagation delay `flow`'s data takes between its first link and its last: the
+    /// delays of the links it crosses before the last (zero on one link pair).
+    pub fn propagation_between_links(&self, flow: &FlowConfig) -> Duration {
+        let hops = &self.hops[flow.hops.clone()];
+        // Reverse links are crossed last hop first, so the first hop's is the last crossed.
+        let crossed_before_last = match flow.reverse {
+            true => &hops[1..],
+            false => &hops[..hops.len() - 1],
+        };
+        crossed_before_last
+            .iter()
+            .map(|h| match flow.reverse {
+                true => h.reverse.delay,
+                false => h.forward.delay,
+            })
+            .fold(Duration::ZERO, |a, d| a + d)
+    }
+
+    /// What `flow`'s feedback can get through its hops (the links opposite its data's).
+    pub fn feedback_capacity(&self, flow: &FlowConfig) -> PathCapacity {
+        path_capacity(&self.hops, flow, !flow.reverse)
+    }
+
+    /// The forward links of every hop: the run's totals measure against their tightest.
+    pub fn forward_capacity(&self) -> PathCapacity {
+        PathCapacity::new(
+            self.hops
+                .iter()
+                .map(|h| h.forward.capacity.clone())
+                .collect(),
+        )
+    }
+
+    /// The link pair of a one-hop scenario, or an error naming `what` cannot take several hops
+    /// (the live transport emulates one link pair).
+    pub fn single_hop(&self, what: &str) -> Result<&HopConfig, String> {
+        match self.hops.as_slice() {
+            [only] => Ok(only),
+            hops => Err(format!(
+                "{what} emulates one link pair ([path.forward] and [path.reverse]); this scenario's path has {} hops ([[path.hops]]: {}), which only the simulator runs",
+                hops.len(),
+                hops.iter().map(|h| h.name.as_str()).collect::<Vec<_>>().join(", ")
+            )),
+        }
     }
 }
 
@@ -1451,6 +1564,129 @@ fn resolve_short(
     })
 }
 
+/// The path's hops: the one link pair of `[path.forward]` / `[path.reverse]`, or each
+/// `[[path.hops]]` entry (names unique and non-empty), every link resolved by [`resolve_link`].
+fn resolve_path(
+    spec: &PathSpec,
+    base_dir: &Path,
+    duration: Duration,
+) -> Result<Vec<HopConfig>, (String, String)> {
+    let hop = |name: &str, forward: &LinkSpec, reverse: Option<&LinkSpec>, field: &str| {
+        let forward = resolve_link(
+            forward,
+            &format!("{field}forward"),
+            base_dir,
+            None,
+            duration,
+        )?;
+        let reverse = match reverse {
+            Some(r) => resolve_link(
+                r,
+                &format!("{field}reverse"),
+                base_dir,
+                Some(forward.delay),
+                duration,
+            )?,
+            None => LinkConfig {
+                capacity: Capacity::Unlimited,
+                delay: forward.delay,
+                queue: QueueConfig::default(),
+                nominal_rate: Rate(f64::INFINITY),
+                impairments: ImpairmentConfig::default(),
+            },
+        };
+        Ok::<_, (String, String)>(HopConfig {
+            name: name.into(),
+            forward,
+            reverse,
+        })
+    };
+    match (&spec.hops, &spec.forward) {
+        (None, Some(forward)) => Ok(vec![hop(
+            SINGLE_HOP_NAME,
+            forward,
+            spec.reverse.as_ref(),
+            "path.",
+        )?]),
+        (None, None) => Err((
+            "path".into(),
+            "the path needs [path.forward] (one link pair) or [[path.hops]] (several hops in a row)"
+                .into(),
+        )),
+        (Some(_), Some(_)) => Err((
+            "path.hops".into(),
+            "give either [path.forward] / [path.reverse] (one link pair) or [[path.hops]] (each hop with its forward and reverse), not both".into(),
+        )),
+        (Some(_), None) if spec.reverse.is_some() => Err((
+            "path.reverse".into(),
+            "with [[path.hops]], each hop takes its own reverse link: path.hops[i].reverse".into(),
+        )),
+        (Some(specs), None) => {
+            if specs.is_empty() || specs.len() > MAX_HOPS {
+                return Err((
+                    "path.hops".into(),
+                    format!("needs 1 to {MAX_HOPS} hops, got {}", specs.len()),
+                ));
+            }
+            let mut hops: Vec<HopConfig> = Vec::with_capacity(specs.len());
+            for (i, h) in specs.iter().enumerate() {
+                let field = format!("path.hops[{i}].");
+                if h.name.trim().is_empty() {
+                    return Err((format!("{field}name"), "must not be empty".into()));
+                }
+                if hops.iter().any(|g| g.name == h.name) {
+                    return Err((
+                        format!("{field}name"),
+                        format!("{:?} is used by two hops; hop names must be unique", h.name),
+                    ));
+                }
+                hops.push(hop(&h.name, &h.forward, h.reverse.as_ref(), &field)?);
+            }
+            Ok(hops)
+        }
+    }
+}
+
+/// A flow's `hops`: names of hops of `[[path.hops]]`, a contiguous run in path order.
+fn resolve_flow_hops(
+    names: &[String],
+    hops: &[HopConfig],
+    field: &str,
+) -> Result<Range<usize>, (String, String)> {
+    let all = || {
+        hops.iter()
+            .map(|h| format!("{:?}", h.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if names.is_empty() {
+        return Err((
+            field.into(),
+            format!("needs at least one hop; the path's hops: {}", all()),
+        ));
+    }
+    let mut indices = Vec::with_capacity(names.len());
+    for (k, name) in names.iter().enumerate() {
+        let Some(i) = hops.iter().position(|h| &h.name == name) else {
+            return Err((
+                format!("{field}[{k}]"),
+                format!("unknown hop {name:?}; the path's hops: {}", all()),
+            ));
+        };
+        indices.push(i);
+    }
+    if indices.windows(2).any(|w| w[1] != w[0] + 1) {
+        return Err((
+            field.into(),
+            format!(
+                "must be a contiguous run of hops in path order (the path's hops: {}); got {names:?}",
+                all()
+            ),
+        ));
+    }
+    Ok(indices[0]..indices[indices.len() - 1] + 1)
+}
+
 /// Resolve one link on its own, written like a scenario's `[path.forward]` table (the live
 /// emulator's links): `field` names it in errors, relative files are read from `base_dir`, and a
 /// link without a capacity is unlimited. Rates of time-based queue limits are the capacity's mean
@@ -1758,11 +1994,11 @@ params = { rate = "5Mbps" }
         assert_eq!(s.flows[0].fps, 30.0);
         assert_eq!(s.flows[0].payload, Bytes(1200));
         assert_eq!(
-            s.reverse.delay,
+            s.hops[0].reverse.delay,
             Duration::from_millis(20),
             "reverse delay defaults to forward's"
         );
-        assert!(matches!(s.reverse.capacity, Capacity::Unlimited));
+        assert!(matches!(s.hops[0].reverse.capacity, Capacity::Unlimited));
     }
 
     fn error_of(text: &str) -> ScenarioError {

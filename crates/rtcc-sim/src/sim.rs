@@ -1,13 +1,19 @@
-//! The discrete-event simulator: a dumbbell of flows over one bottleneck, each flow a pair of
-//! sans-IO endpoints from `rtcc-core` ([`rtcc_core::endpoint`]).
+//! The discrete-event simulator: flows over a path of links, each flow a pair of sans-IO
+//! endpoints from `rtcc-core` ([`rtcc_core::endpoint`]). The path is one link pair (a
+//! dumbbell) or several hops in a row (a parking lot, RFC 8867 §6.3), each hop a link pair with
+//! its own capacity, queue, impairments and propagation delay:
 //!
 //! ```text
-//!  endpoint A of flow i ──► [forward queue ▸ forward link] ──(delay + extra_i)──► endpoint B
-//!  endpoint A of flow i ◄──(delay + extra_i)── [reverse queue ▸ reverse link] ◄── endpoint B
+//!  A of flow i ──► [fwd link of hop 0] ─(delay 0)─► [fwd link of hop 1] ─(delay 1 + extra_i)─► B
+//!  A of flow i ◄─(delay 0 + extra_i)─ [rev link of hop 0] ◄─(delay 1)─ [rev link of hop 1] ◄── B
 //! ```
 //!
-//! (a flow with `direction = "reverse"` sends its A→B datagrams over the reverse link instead,
-//! and its B→A datagrams over the forward one: media in both directions over one link pair).
+//! A flow crosses a contiguous run of hops: its A→B datagrams cross their forward links in
+//! order and its B→A datagrams their reverse links in reverse order (a flow with
+//! `direction = "reverse"` sends its A→B datagrams over the reverse links, last hop first, and
+//! its B→A datagrams over the forward ones). A datagram that leaves a hop's link (and that hop's
+//! impairments) reaches the next hop's link after the hop's propagation delay, or its endpoint
+//! after the last hop's delay plus the flow's `extra_delay`.
 //!
 //! The simulator is only a scheduler. It owns time, the links and their queues, the clock offset
 //! of each B endpoint (B is driven with `now + clock_offset`), and the logs; the endpoints own
@@ -22,6 +28,7 @@
 //! scenario and the seed. All randomness comes from generators owned by the components (seeded
 //! from the scenario seed and the flow index).
 
+use crate::path::PathCapacity;
 use crate::scenario::{FlowConfig, FlowKind, Scenario};
 use rtcc_core::cc::{self, CapacityView};
 use rtcc_core::dash::qoe::SegmentRecord;
@@ -34,7 +41,7 @@ use rtcc_core::endpoint::{
 use rtcc_core::media::{FrameSource, Packetizer, VideoSender};
 use rtcc_core::metrics::{apply_frame_event, FrameRecord, PacketRecord, PacketStats};
 use rtcc_core::net::impair::Impairments;
-use rtcc_core::net::{Capacity, Link, LinkOutput, NetPacket};
+use rtcc_core::net::{Link, LinkOutput, NetPacket};
 use rtcc_core::packet::{Ecn, PacketKind};
 use rtcc_core::short_tcp::ShortFlowGenerator;
 use rtcc_core::tcp::BulkSender;
@@ -54,6 +61,10 @@ struct SimPacket {
     slot: u32,
     /// The ECN codepoint of its IP header: what the sender set, CE once a queue marked it.
     ecn: Ecn,
+    /// It was CE-marked already when it entered its current link (so that link did not mark it).
+    ce_on_entry: bool,
+    /// The hop whose link it is crossing or last crossed.
+    hop: u16,
 }
 
 const NOT_LOGGED: u32 = u32::MAX;
@@ -109,8 +120,9 @@ enum Event {
     FlowStop(u32),
     /// Pause (`false`) or resume (`true`) a flow's sender.
     SetActive(u32, bool),
-    Link(Dir),
-    /// The packet at the head of a delay line (flow × direction) arrives.
+    /// A link (index `2 · hop + direction`) needs service.
+    Link(u32),
+    /// The packet at the head of a delay line (flow × direction × hop) arrives.
     Deliver(u32),
     Progress,
 }
@@ -278,8 +290,11 @@ struct FlowState {
     ends: [Box<dyn Endpoint>; 2],
     /// The pending wake-up of each end.
     wake_at: [Option<Time>; 2],
-    /// The link A's datagrams take.
+    /// The links A's datagrams take.
     a_dir: Dir,
+    /// The hops the flow crosses: `first..=last`.
+    first_hop: u16,
+    last_hop: u16,
     /// B's clock = true time + this.
     clock_offset: Duration,
     /// False once the flow stopped: A sends and hears nothing more.
@@ -292,11 +307,40 @@ struct FlowState {
 /// (a TCP flow gets thousands of ACKs per second).
 pub const STATE_SAMPLE_INTERVAL: Duration = Duration(10_000_000);
 
+/// What happened at one link (one direction of one hop) over a run, packets and bytes.
+#[derive(Debug, Default, Clone, PartialEq, serde::Serialize)]
+pub struct LinkCounters {
+    /// Offered to the link's queue.
+    pub arrived_packets: u64,
+    pub arrived_bytes: u64,
+    /// Served by the link (before its impairments).
+    pub departed_packets: u64,
+    pub departed_bytes: u64,
+    /// Dropped by the link's queue (on arrival, by an AQM, or to make room in a fair queue).
+    pub dropped_packets: u64,
+    pub dropped_bytes: u64,
+    /// Served, then lost to the hop's impairments.
+    pub lost_packets: u64,
+    pub lost_bytes: u64,
+    /// CE-marked by this link's queue.
+    pub ce_marked: u64,
+    /// In the queue or being served when the run ended (arrived = departed + dropped + this).
+    pub queued_at_end_packets: u64,
+    /// Released by the impairments but still propagating to the next hop or endpoint when the
+    /// run ended.
+    pub propagating_at_end_packets: u64,
+    /// Bytes served while the flows that cross the hop were active (its utilisation's numerator).
+    #[serde(skip)]
+    pub departed_bytes_in_span: u64,
+}
+
 /// The raw output of a run (metrics are computed from it in [`crate::run`]).
 pub struct SimOutput {
     pub flows: Vec<FlowLogs>,
     pub state: StateLog,
     pub events: u64,
+    /// Per link, index `2 · hop + direction` (0 forward, 1 reverse).
+    pub links: Vec<LinkCounters>,
 }
 
 pub struct Simulation {
@@ -305,17 +349,20 @@ pub struct Simulation {
     heap: EventQueue,
     next_seq: u64,
     flows: Vec<FlowState>,
-    forward: Link<SimPacket>,
-    reverse: Link<SimPacket>,
-    link_event: [Option<Time>; 2],
-    /// Loss, jitter and aggregation after each link (forward, reverse), if configured.
-    impairments: [Option<Impairments>; 2],
-    forward_delay: Duration,
-    reverse_delay: Duration,
-    /// Packets on their way after the link, per flow and direction (index `2 · flow + dir`), in
-    /// arrival order, each with the sequence number its event was given when it left the link:
-    /// only each line's head is in the heap (so the heap stays small), and events run in the
-    /// same order as if every packet's were.
+    /// The links, index `2 · hop + direction` (0 forward, 1 reverse), and per link its pending
+    /// event, its impairments (loss, jitter, aggregation, if configured), its propagation delay,
+    /// what it did, and the span its utilisation is measured over.
+    links: Vec<Link<SimPacket>>,
+    link_event: Vec<Option<Time>>,
+    impairments: Vec<Option<Impairments>>,
+    link_delay: Vec<Duration>,
+    counters: Vec<LinkCounters>,
+    hop_span: Vec<(Time, Time)>,
+    hop_count: usize,
+    /// Packets on their way after a link, per flow, direction and hop (index
+    /// `(2 · flow + dir) · hops + hop`), in arrival order, each with the sequence number its
+    /// event was given when it left the link: only each line's head is in the heap (so the heap
+    /// stays small), and events run in the same order as if every packet's were.
     delay_lines: Vec<VecDeque<(Time, u64, SimPacket)>>,
     /// Bytes of the datagrams in the network, by slot, and the free slots: an endpoint writes
     /// a datagram straight into a free slot, which it keeps until delivery.
@@ -339,9 +386,10 @@ pub fn derive_seed(seed: u64, stream: u64) -> u64 {
 }
 
 /// Build flow `i`'s two endpoints, `[A (sender), B (receiver)]`: its controller (from
-/// `registry`, told the forward link's `capacity`), encoder model, packetizer, loss recovery and
-/// feedback policy, every seed derived from the scenario's. The simulator and the live transport
-/// (`rtcc-live send` / `recv`) both build their flows here, so a flow is the same object in both.
+/// `registry`, told `capacity`, [`Scenario::controller_capacity`]), encoder model, packetizer,
+/// loss recovery and feedback policy, every seed derived from the scenario's. The simulator and
+/// the live transport (`rtcc-live send` / `recv`) both build their flows here, so a flow is the
+/// same object in both.
 /// `f` is `sc.flows[i]` or an adjusted copy of it (the live transport's); of `sc` only the seed
 /// is read.
 pub fn flow_endpoints(
@@ -497,17 +545,21 @@ impl Simulation {
 
     /// [`Simulation::new`] with the controllers of `registry`.
     pub fn with_registry(sc: &Scenario, registry: &cc::Registry) -> Result<Simulation, String> {
-        let capacity: Arc<dyn CapacityView> = Arc::new(sc.forward.capacity.clone());
         let span = sc.flow_span();
         let mut flows = Vec::new();
         for (i, f) in sc.flows.iter().enumerate() {
+            let capacity: Arc<dyn CapacityView> = Arc::new(sc.controller_capacity(f));
             flows.push(FlowState {
                 ends: flow_endpoints(sc, i, f, &capacity, registry)?,
                 logs: FlowLogs {
                     config: f.clone(),
                     packets: Vec::new(),
-                    stats: PacketStats::new(f.start, f.stop, span, Time(sc.duration.0))
-                        .keeping_transits(f.kind.audio_packet().is_some()),
+                    stats: {
+                        let mut s = PacketStats::new(f.start, f.stop, span, Time(sc.duration.0))
+                            .keeping_transits(f.kind.audio_packet().is_some());
+                        s.set_propagation_between_links(sc.propagation_between_links(f));
+                        s
+                    },
                     frames: Vec::new(),
                     segments: Vec::new(),
                     downloads: Vec::new(),
@@ -523,31 +575,56 @@ impl Simulation {
                 } else {
                     Dir::Forward
                 },
+                first_hop: f.hops.start as u16,
+                last_hop: (f.hops.end - 1) as u16,
                 clock_offset: f.clock_offset,
                 active: true,
                 state_logged_at: None,
             });
         }
-        let queue = |l: &crate::scenario::LinkConfig, d: u64| {
-            l.queue
-                .build::<SimPacket>(l.nominal_rate, derive_seed(sc.seed, (2 << 32) | d))
-        };
+        // Seeds: link `d = 2 · hop + direction` gets streams (2 << 32) | d (queue) and
+        // (1 << 32) | d (impairments), so the one link pair of a dumbbell keeps the seeds it
+        // always had (0 forward, 1 reverse).
+        let mut links = Vec::with_capacity(2 * sc.hops.len());
+        let mut impairments = Vec::with_capacity(2 * sc.hops.len());
+        let mut link_delay = Vec::with_capacity(2 * sc.hops.len());
+        for (h, hop) in sc.hops.iter().enumerate() {
+            for (dir, l) in [(0, &hop.forward), (1, &hop.reverse)] {
+                let d = (2 * h + dir) as u64;
+                let queue = l
+                    .queue
+                    .build::<SimPacket>(l.nominal_rate, derive_seed(sc.seed, (2 << 32) | d))?;
+                links.push(Link::new(l.capacity.clone(), queue));
+                let seed = derive_seed(sc.seed, (1 << 32) | d);
+                impairments.push(
+                    (!l.impairments.is_none()).then(|| Impairments::new(l.impairments, seed)),
+                );
+                link_delay.push(l.delay);
+            }
+        }
+        // A hop's utilisation counts while the flows that cross it are active.
+        let hop_span = (0..sc.hops.len())
+            .map(|h| {
+                let crossing = sc.flows.iter().filter(|f| f.hops.contains(&h));
+                let start = crossing.clone().map(|f| f.start).min();
+                let stop = crossing.map(|f| f.stop).max();
+                start.zip(stop).unwrap_or((Time::ZERO, Time::ZERO))
+            })
+            .collect();
         let mut sim = Simulation {
             now: Time::ZERO,
             end: Time(sc.duration.0),
             heap: EventQueue::default(),
             next_seq: 0,
             flows,
-            forward: Link::new(sc.forward.capacity.clone(), queue(&sc.forward, 0)?),
-            reverse: Link::new(sc.reverse.capacity.clone(), queue(&sc.reverse, 1)?),
-            link_event: [None, None],
-            impairments: [(&sc.forward, 0), (&sc.reverse, 1)].map(|(l, d)| {
-                let seed = derive_seed(sc.seed, (1 << 32) | d);
-                (!l.impairments.is_none()).then(|| Impairments::new(l.impairments, seed))
-            }),
-            forward_delay: sc.forward.delay,
-            reverse_delay: sc.reverse.delay,
-            delay_lines: vec![VecDeque::new(); 2 * sc.flows.len()],
+            link_event: vec![None; links.len()],
+            counters: vec![LinkCounters::default(); links.len()],
+            links,
+            impairments,
+            link_delay,
+            hop_span,
+            hop_count: sc.hops.len(),
+            delay_lines: vec![VecDeque::new(); 2 * sc.flows.len() * sc.hops.len()],
             datagrams: Vec::new(),
             free_slots: Vec::new(),
             link_out: LinkOutput::default(),
@@ -627,7 +704,7 @@ impl Simulation {
                         self.pump(i, Side::A);
                     }
                 }
-                Event::Link(dir) => self.on_link_event(dir, time),
+                Event::Link(link) => self.on_link_event(link as usize, time),
                 Event::Deliver(line) => {
                     let line = &mut self.delay_lines[line as usize];
                     if line
@@ -672,6 +749,13 @@ impl Simulation {
             }
         }
         progress(1.0);
+        for (li, c) in self.counters.iter_mut().enumerate() {
+            c.queued_at_end_packets = self.links[li].held_packets() as u64;
+        }
+        for (index, line) in self.delay_lines.iter().enumerate() {
+            let (hop, dir) = (index % self.hop_count, (index / self.hop_count) % 2);
+            self.counters[2 * hop + dir].propagating_at_end_packets += line.len() as u64;
+        }
         SimOutput {
             flows: self
                 .flows
@@ -683,6 +767,7 @@ impl Simulation {
                 .collect(),
             state: self.state,
             events: self.events,
+            links: self.counters,
         }
     }
 
@@ -754,17 +839,21 @@ impl Simulation {
                     (fl.a_dir.opposite(), NOT_LOGGED)
                 }
             };
+            let fl = &self.flows[i];
+            let hop = match dir {
+                Dir::Forward => fl.first_hop,
+                Dir::Reverse => fl.last_hop,
+            };
             let pkt = SimPacket {
                 flow: i as u32,
                 size: t.size,
                 log,
                 slot,
                 ecn: t.ecn,
+                ce_on_entry: false,
+                hop,
             };
-            let mut out = std::mem::take(&mut self.link_out);
-            self.link(dir).enqueue(now, pkt, &mut out);
-            self.link_out = out;
-            self.drain_link_output(dir);
+            self.enter_link(now, pkt, dir);
         }
         self.take_events(i, side);
         self.reschedule(i, side);
@@ -825,9 +914,16 @@ impl Simulation {
         fl.wake_at[0] = None;
     }
 
-    fn on_deliver(&mut self, p: SimPacket) {
+    /// A packet reached the end of a hop: the next hop's link, or its endpoint.
+    fn on_deliver(&mut self, mut p: SimPacket) {
         let now = self.now;
         let i = p.flow as usize;
+        let dir = self.packet_dir(&p);
+        if let Some(next) = self.next_hop(i, dir, p.hop) {
+            p.hop = next;
+            self.enter_link(now, p, dir);
+            return;
+        }
         if p.log != NOT_LOGGED {
             self.flows[i].packet_log.get_mut(p.log).recv = Some(now);
             self.flows[i].logs.ce_marked += p.ecn.is_ce() as u64;
@@ -879,27 +975,53 @@ impl Simulation {
 
     // --- links -------------------------------------------------------------------------------
 
-    fn link(&mut self, dir: Dir) -> &mut Link<SimPacket> {
-        match dir {
-            Dir::Forward => &mut self.forward,
-            Dir::Reverse => &mut self.reverse,
+    /// The direction of the links a packet crosses: A's datagrams take the flow's `a_dir`.
+    fn packet_dir(&self, p: &SimPacket) -> Dir {
+        let a_dir = self.flows[p.flow as usize].a_dir;
+        match p.to() {
+            Side::B => a_dir,
+            Side::A => a_dir.opposite(),
         }
     }
 
-    fn on_link_event(&mut self, dir: Dir, time: Time) {
-        if self.link_event[dir as usize] != Some(time) {
+    /// The hop after `hop` on flow `i`'s way in direction `dir` (forward links are crossed in
+    /// path order, reverse links in reverse order); `None` after its last.
+    fn next_hop(&self, i: usize, dir: Dir, hop: u16) -> Option<u16> {
+        let fl = &self.flows[i];
+        match dir {
+            Dir::Forward => (hop < fl.last_hop).then(|| hop + 1),
+            Dir::Reverse => (hop > fl.first_hop).then(|| hop - 1),
+        }
+    }
+
+    /// Offer a packet to its hop's link in direction `dir`.
+    fn enter_link(&mut self, now: Time, mut p: SimPacket, dir: Dir) {
+        let li = 2 * p.hop as usize + dir as usize;
+        let c = &mut self.counters[li];
+        c.arrived_packets += 1;
+        c.arrived_bytes += p.size as u64;
+        p.ce_on_entry = p.ecn.is_ce();
+        let mut out = std::mem::take(&mut self.link_out);
+        self.links[li].enqueue(now, p, &mut out);
+        self.link_out = out;
+        self.drain_link_output(li);
+    }
+
+    fn on_link_event(&mut self, li: usize, time: Time) {
+        if self.link_event[li] != Some(time) {
             return; // stale
         }
-        self.link_event[dir as usize] = None;
+        self.link_event[li] = None;
         let mut out = std::mem::take(&mut self.link_out);
-        self.link(dir).on_event(time, &mut out);
+        self.links[li].on_event(time, &mut out);
         self.link_out = out;
-        self.drain_link_output(dir);
+        self.drain_link_output(li);
     }
 
-    /// Put a packet on its delay line, to arrive at `at`.
-    fn schedule_delivery(&mut self, at: Time, p: SimPacket, dir: Dir) {
-        let index = 2 * p.flow as usize + dir as usize;
+    /// Put a packet on its delay line (after link `li`), to arrive at `at`.
+    fn schedule_delivery(&mut self, at: Time, p: SimPacket, li: usize) {
+        let (hop, dir) = (li / 2, li % 2);
+        let index = (2 * p.flow as usize + dir) * self.hop_count + hop;
         let line = &mut self.delay_lines[index];
         let seq = self.next_seq;
         self.next_seq += 1;
@@ -918,35 +1040,62 @@ impl Simulation {
         }
     }
 
-    /// Route departures and drops, and keep one pending event for the link.
-    fn drain_link_output(&mut self, dir: Dir) {
+    /// Route departures and drops of link `li`, and keep one pending event for the link.
+    fn drain_link_output(&mut self, li: usize) {
         let mut out = std::mem::take(&mut self.link_out);
-        let delay = match dir {
-            Dir::Forward => self.forward_delay,
-            Dir::Reverse => self.reverse_delay,
+        let dir = if li.is_multiple_of(2) {
+            Dir::Forward
+        } else {
+            Dir::Reverse
         };
+        let delay = self.link_delay[li];
+        let span = self.hop_span[li / 2];
         for &(t, p) in &out.departed {
-            let fl = &mut self.flows[p.flow as usize];
-            let extra = fl.logs.config.extra_delay;
+            let c = &mut self.counters[li];
+            c.departed_packets += 1;
+            c.departed_bytes += p.size as u64;
+            if span.0 <= t && t < span.1 {
+                c.departed_bytes_in_span += p.size as u64;
+            }
+            if p.ecn.is_ce() && !p.ce_on_entry {
+                c.ce_marked += 1;
+            }
             // Loss, jitter and aggregation happen after the link (None: lost on the link).
-            let released = match &mut self.impairments[dir as usize] {
+            let released = match &mut self.impairments[li] {
                 Some(imp) => imp.on_departure(t, p.flow, p.size),
                 None => Some(t),
             };
-            if p.log != NOT_LOGGED {
+            if released.is_none() {
+                c.lost_packets += 1;
+                c.lost_bytes += p.size as u64;
+            }
+            let last_hop = self.next_hop(p.flow as usize, dir, p.hop).is_none();
+            let fl = &mut self.flows[p.flow as usize];
+            let extra = if last_hop {
+                fl.logs.config.extra_delay
+            } else {
+                Duration::ZERO
+            };
+            // The record's departure is its last hop's; a loss anywhere drops it.
+            if p.log != NOT_LOGGED && (last_hop || released.is_none()) {
                 let record = fl.packet_log.get_mut(p.log);
-                record.depart = Some(t);
+                if last_hop {
+                    record.depart = Some(t);
+                }
                 record.dropped = released.is_none();
                 if record.dropped {
                     self.retire(p.flow as usize);
                 }
             }
             match released {
-                Some(r) => self.schedule_delivery(r + delay + extra, p, dir),
+                Some(r) => self.schedule_delivery(r + delay + extra, p, li),
                 None => self.free_slots.push(p.slot),
             }
         }
         for p in &out.dropped {
+            let c = &mut self.counters[li];
+            c.dropped_packets += 1;
+            c.dropped_bytes += p.size as u64;
             if p.log != NOT_LOGGED {
                 self.flows[p.flow as usize]
                     .packet_log
@@ -959,18 +1108,18 @@ impl Simulation {
         out.departed.clear();
         out.dropped.clear();
         self.link_out = out;
-        let next = self.link(dir).next_event();
-        if next != self.link_event[dir as usize] {
-            self.link_event[dir as usize] = next;
+        let next = self.links[li].next_event();
+        if next != self.link_event[li] {
+            self.link_event[li] = next;
             if let Some(t) = next {
-                self.push(t, Event::Link(dir));
+                self.push(t, Event::Link(li as u32));
             }
         }
     }
 }
 
-/// Capacity of the forward link for metrics (unlimited links have no finite capacity).
-pub fn capacity_fn(c: &Capacity) -> impl Fn(Time, Time) -> f64 + '_ {
+/// A path's capacity for metrics (unlimited links have no finite capacity).
+pub fn capacity_fn(c: &PathCapacity) -> impl Fn(Time, Time) -> f64 + '_ {
     move |a, b| c.bytes_between(a, b)
 }
 

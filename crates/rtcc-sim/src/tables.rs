@@ -9,7 +9,10 @@
 //! | `packets` | data packet | `flow, seq, kind, size, frame, send_ns, enqueue_ns, depart_ns, recv_ns, dropped` |
 //! | `frames` | encoded frame | `flow, frame, capture_ns, size, target_bps, packets, first_send_ns, last_send_ns, complete_ns, delay_ns, keyframe, psnr_db, height, display_ns, latency_ns, recovered, unrecoverable` |
 //! | `state` | controller signal sample | `flow, time_ns, signal, value` |
-//! | `capacity` | 100 ms bin of the forward link | `time_ns, bps` |
+//! | `capacity` | 100 ms bin of the forward link | `time_ns, bps` (+ `bps.<hop>` per hop of a multi-hop path) |
+//!
+//! For a path of several hops, `bps` is the tightest hop's forward capacity at each instant and
+//! one more column per hop, `bps.<hop name>`, holds that hop's own.
 //!
 //! Times are integer nanoseconds; −1 stands for "never" (a packet lost, a frame not shown).
 //! `delay_ns` (SQP's frame delay, `metrics::frame_delays`), `display_ns` and `latency_ns`
@@ -187,22 +190,30 @@ pub fn state(log: &StateLog) -> RecordBatch {
     )
 }
 
-/// The forward link's capacity in 100 ms bins (empty for an unlimited link).
-pub fn capacity(bins: &[(Time, f64)]) -> RecordBatch {
+/// The forward capacity in 100 ms bins (empty for an unlimited path): the path's tightest
+/// (`bps`) and, for a multi-hop path, each hop's (`bps.<hop>`, from `hops`: name and the same
+/// bins, or none for an unlimited hop).
+pub fn capacity(bins: &[(Time, f64)], hops: &[(String, Vec<(Time, f64)>)]) -> RecordBatch {
     use DataType::*;
-    let schema = Arc::new(Schema::new(vec![
+    let mut fields = vec![
         Field::new("time_ns", Int64, false),
         Field::new("bps", Float64, false),
-    ]));
-    batch(
-        schema,
-        vec![
-            Arc::new(Int64Array::from_iter_values(
-                bins.iter().map(|b| b.0 .0 as i64),
-            )),
-            Arc::new(Float64Array::from_iter_values(bins.iter().map(|b| b.1))),
-        ],
-    )
+    ];
+    let mut columns: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from_iter_values(
+            bins.iter().map(|b| b.0 .0 as i64),
+        )),
+        Arc::new(Float64Array::from_iter_values(bins.iter().map(|b| b.1))),
+    ];
+    for (name, hop_bins) in hops {
+        fields.push(Field::new(format!("bps.{name}"), Float64, false));
+        // An unlimited hop logs no bins: its column is infinite.
+        let value = |i: usize| hop_bins.get(i).map_or(f64::INFINITY, |b| b.1);
+        columns.push(Arc::new(Float64Array::from_iter_values(
+            (0..bins.len()).map(value),
+        )));
+    }
+    batch(Arc::new(Schema::new(fields)), columns)
 }
 
 /// A run's table by name ([`TABLES`]); `packets` is empty for a run whose packet log was
@@ -215,7 +226,7 @@ pub fn table(result: &RunResult, end: Time, name: &str) -> Option<RecordBatch> {
         }
         "frames" => frames(result, end),
         "state" => state(&result.state),
-        "capacity" => capacity(&result.capacity),
+        "capacity" => capacity(&result.capacity, &result.hop_capacity),
         _ => return None,
     })
 }

@@ -15,7 +15,7 @@
 use super::sqp_frame_delay::SentPacket;
 use super::{PacketRecord, JAIN_WINDOW, RATE_WINDOW};
 use crate::packet::PacketKind;
-use crate::units::Time;
+use crate::units::{Duration, Time};
 
 /// A flow's packet statistics (see the module header).
 #[derive(Debug, Clone, PartialEq)]
@@ -25,6 +25,9 @@ pub struct PacketStats {
     stop: Time,
     /// The span of the run's totals: the first start and the last stop over all flows.
     span: (Time, Time),
+    /// Propagation between the first link's enqueue and the last link's departure (the delays
+    /// of the hops before the last on a multi-hop path), taken out of the queuing delay.
+    propagation_between_links: Duration,
     pub sent: usize,
     pub lost: usize,
     /// Neither received nor dropped when the run ended.
@@ -62,6 +65,7 @@ impl PacketStats {
             start,
             stop,
             span,
+            propagation_between_links: Duration::ZERO,
             sent: 0,
             lost: 0,
             in_flight_at_end: 0,
@@ -84,6 +88,12 @@ impl PacketStats {
     pub fn keeping_transits(mut self, keep: bool) -> PacketStats {
         self.transits = keep.then(Vec::new);
         self
+    }
+
+    /// On a path of several hops a record's `enqueue` is at its first link and its `depart` at
+    /// its last: `d` is the propagation between them, which the queuing delay leaves out.
+    pub fn set_propagation_between_links(&mut self, d: Duration) {
+        self.propagation_between_links = d;
     }
 
     /// The statistics of a whole log (records in log order).
@@ -118,7 +128,8 @@ impl PacketStats {
         self.retransmissions += (p.kind == PacketKind::Retransmission) as usize;
         self.fec_packets += (p.kind == PacketKind::Fec) as usize;
         if let Some(d) = p.depart {
-            self.queuing_delay_ms.push((d - p.enqueue).as_millis_f64());
+            let queued = d - (p.enqueue + self.propagation_between_links);
+            self.queuing_delay_ms.push(queued.as_millis_f64());
             let size = p.size as u64;
             if d >= self.start && d < self.stop {
                 self.departed_in_life += size;

@@ -82,6 +82,14 @@ impl<P: NetPacket> Link<P> {
         self.queue.as_ref()
     }
 
+    /// Packets the link holds: queued, being serialised, or partly sent over a trace's
+    /// opportunities (every packet offered is eventually departed, dropped, or held here).
+    pub fn held_packets(&self) -> usize {
+        self.queue.len_packets()
+            + self.serving.is_some() as usize
+            + self.in_transit.is_some() as usize
+    }
+
     /// When the link next needs [`Link::on_event`]; `None` while idle.
     pub fn next_event(&self) -> Option<Time> {
         self.next_event
