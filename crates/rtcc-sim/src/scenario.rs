@@ -2424,12 +2424,14 @@ params = { rate = "5Mbps" }
             )
         };
         assert_eq!(
-            parse(&with("\"5ms\"")).unwrap().forward.impairments.jitter,
+            parse(&with("\"5ms\"")).unwrap().hops[0]
+                .forward
+                .impairments
+                .jitter,
             Jitter::Uniform(Duration::from_millis(5))
         );
         assert_eq!(
-            parse(&with("{ model = \"nr-rbpdv\" }"))
-                .unwrap()
+            parse(&with("{ model = \"nr-rbpdv\" }")).unwrap().hops[0]
                 .forward
                 .impairments
                 .jitter,
@@ -2443,6 +2445,7 @@ params = { rate = "5Mbps" }
         );
         let j = parse(&with("{ model = \"rbpdv\", std = \"2ms\", n_std = 2.5 }"))
             .unwrap()
+            .hops[0]
             .forward
             .impairments
             .jitter;
