@@ -1833,8 +1833,9 @@ fn resolve_link(
             Jitter::Uniform(Duration::parse(d).map_err(|e| (at("jitter"), e.to_string()))?)
         }
         Some(v) => {
-            // NR-RBPDV's serial(n) defaults to the link's own (mean) rate.
-            let link_rate = Some(nominal_rate).filter(|r| r.bps().is_finite());
+            // NR-RBPDV's serial(n) defaults to the link's peak rate: at its mean rate, a
+            // scheduled link's high steps would be capped at the mean by the spacing.
+            let link_rate = capacity.peak_rate();
             Jitter::Pdv(PdvConfig::from_value(v, link_rate).map_err(|(sub, m)| {
                 let field = if sub.is_empty() {
                     at("jitter")

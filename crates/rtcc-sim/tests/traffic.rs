@@ -237,3 +237,27 @@ fn each_download_is_a_fresh_connection_in_slow_start() {
     let off = simulate(&toml.replace("initial = \"on\"", "initial = \"off\""));
     assert!(off.flows[0].downloads[0].start > Time::ZERO);
 }
+
+#[test]
+fn nr_rbpdv_on_a_scheduled_link_does_not_cap_a_flow_at_the_links_mean_rate() {
+    // 1 Mbit/s, then 3 Mbit/s from 10 s: a mean of 2 Mbit/s over the run. A 2.8 Mbit/s cbr flow
+    // passes whole once the queue of the 1 Mbit/s step has drained (100 packets at 0.2 Mbit/s
+    // of spare rate: by 15 s); spacing its packets at the mean rate (the first default) would
+    // hold it to 2 Mbit/s there.
+    let r = simulate(
+        "duration = \"20s\"\n[path.forward]\nschedule = [[\"0s\", \"1Mbps\"], [\"10s\", \"3Mbps\"]]\n\
+         delay = \"25ms\"\nqueue = \"100pkts\"\njitter = { model = \"nr-rbpdv\" }\n\
+         [[flows]]\nkind = \"cbr\"\nrate = \"2.8Mbps\"\npacket_size = \"1200B\"\n",
+    );
+    let bits: f64 = r.flows[0]
+        .packets
+        .iter()
+        .filter(|p| p.recv.is_some_and(|t| t >= Time::from_millis(16_000)))
+        .map(|p| p.size as f64 * 8.0)
+        .sum();
+    let rate = bits / 4.0;
+    assert!(
+        (rate - 2.8e6).abs() < 0.03e6,
+        "in the 3 Mbit/s step the 2.8 Mbit/s flow passes whole, got {rate:.0} bit/s"
+    );
+}

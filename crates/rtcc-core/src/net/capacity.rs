@@ -393,6 +393,35 @@ pub enum Capacity {
 pub const TRACE_RATE_WINDOW: Duration = Duration(1_000_000_000);
 
 impl Capacity {
+    /// The highest rate the link ever serves at: a constant's rate, a schedule's largest step, a
+    /// trace's busiest millisecond, a token bucket's line; `None` for an unlimited link. (RFC 8868
+    /// NR-RBPDV spaces a flow's packets by their serialisation at this rate by default, so the
+    /// jitter never holds a flow below what the link is serving at that moment.)
+    pub fn peak_rate(&self) -> Option<Rate> {
+        let rate = match self {
+            Capacity::Unlimited => return None,
+            Capacity::Constant(r) => *r,
+            Capacity::Schedule(s) => s.steps.iter().map(|&(_, r)| r).fold(Rate(0.0), |a, r| {
+                if r.bps() > a.bps() {
+                    r
+                } else {
+                    a
+                }
+            }),
+            Capacity::Trace(t) => {
+                let busiest = t
+                    .opportunities_ms
+                    .chunk_by(|a, b| a == b)
+                    .map(|run| run.len())
+                    .max()
+                    .unwrap_or(0);
+                Rate(busiest as f64 * OPPORTUNITY_BYTES as f64 * 8.0 * 1e3)
+            }
+            Capacity::TokenBucket { line_rate, .. } => *line_rate,
+        };
+        Some(rate).filter(|r| r.bps().is_finite() && r.bps() > 0.0)
+    }
+
     /// Bytes the link can carry in `[from, to)` (infinite for `Unlimited`).
     pub fn bytes_between(&self, from: Time, to: Time) -> f64 {
         if to <= from {
@@ -437,6 +466,25 @@ impl crate::cc::CapacityView for Capacity {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn peak_rate_is_the_fastest_the_link_ever_serves() {
+        assert_eq!(Capacity::Unlimited.peak_rate(), None);
+        assert_eq!(
+            Capacity::Constant(Rate::from_mbps(2.0)).peak_rate(),
+            Some(Rate::from_mbps(2.0))
+        );
+        let steps = vec![
+            (Time::ZERO, Rate::from_mbps(1.0)),
+            (Time::from_millis(40_000), Rate::from_mbps(2.5)),
+            (Time::from_millis(60_000), Rate::from_mbps(0.6)),
+        ];
+        let s = Capacity::Schedule(Arc::new(Schedule::new(steps, "s").unwrap()));
+        assert_eq!(s.peak_rate(), Some(Rate::from_mbps(2.5)));
+        // Two opportunities in ms 3: 2 × 1500 B per ms = 24 Mbit/s.
+        let t = MahimahiTrace::parse("1\n3\n3\n7\n", "t").unwrap();
+        assert_eq!(Capacity::Trace(Arc::new(t)).peak_rate(), Some(Rate(24e6)));
+    }
     #[test]
     fn an_opennetlab_trace_is_a_schedule_of_its_patterns() {
         let text = r#"{"type": "video", "uplink": {"trace_pattern": [

@@ -27,8 +27,12 @@
 //! the serialisation time of packet `n−1` at "the lowest bottleneck link rate (or other
 //! appropriate rate)": packet `n` leaves right behind packet `n−1`, as from a per-flow queue
 //! that stalled. Packets of a flow never reorder; other flows are not held back (the rule is
-//! per flow). The rate is the scenario's `serial_rate`, by default the link's own mean rate
-//! (exact for a constant capacity); on an unlimited link without one, `serial` is 0.
+//! per flow). The rate is the scenario's `serial_rate`, by default the link's peak rate
+//! (`Capacity::peak_rate`: exact for a constant capacity; a schedule's highest step). Judgment
+//! call: the RFC's "lowest bottleneck link rate" assumes a fixed link; on a scheduled one, the
+//! lowest (or the mean) rate would space a flow's packets wider than the link serves them in its
+//! faster steps and cap the flow there, which is no delay variation. On an unlimited link
+//! without one, `serial` is 0.
 //!
 //! §4.5 says that a flow competing with the RTP flow must get the no-reordering model, and that
 //! RBPDV is given for information only. rtcc's TCP model takes a reordered segment as lost
