@@ -8,7 +8,7 @@ import tomllib
 import numpy as np
 import pytest
 
-from rtcc import rmcat
+from rtcc import _core, rmcat
 from rtcc.cli import main
 from rtcc.rmcat import CASES, FlowView, RunView
 from rtcc.scenario import Scenario
@@ -17,13 +17,13 @@ SRC = "test"
 
 
 def flow(name="f", rate=1e6, periods=None, kind="video", link="forward", summary=None, queue=None,
-         min_bps=150e3, max_bps=1.5e6, n=100):
+         min_bps=150e3, max_bps=1.5e6, n=100, links=()):
     """A synthetic flow: ``rate`` is a constant (bit/s) or an array of 1 s windows; ``queue`` a
     list of (arrival s, sojourn ms) packets."""
     rate = np.full(n, float(rate)) if np.isscalar(rate) else np.asarray(rate, dtype=float)
     queue = queue or [(0.5, 10.0)]
     return FlowView(name, kind, link, periods or [(0.0, float(len(rate)))], min_bps, max_bps, summary or {},
-                    rate, np.array([q[0] for q in queue]), np.array([q[1] for q in queue]))
+                    rate, np.array([q[0] for q in queue]), np.array([q[1] for q in queue]), links)
 
 
 def view(flows, steps=((0.0, 1e6),), duration=100.0):
@@ -155,6 +155,69 @@ def test_share_against_cross_traffic():
     assert not out.passed and out.value == pytest.approx(0.3)
 
 
+def test_uses_leftover_measures_what_cross_traffic_leaves():
+    rule = rmcat.uses_leftover(0.7, 10.0, SRC)
+    tcp = np.zeros(100)
+    tcp[::10] = 1.0e6  # bursts: 1 Mbit/s in one window of ten
+    leftover = np.where(tcp > 0, 1.0e6, 2.0e6)  # 2 Mbit/s link
+    short = flow("short0", tcp, kind="tcp", min_bps=None, max_bps=None)
+    good = [flow("a", 0.45 * leftover), flow("b", 0.45 * leftover), short]
+    out = rule.check(view(good, ((0.0, 2e6),)))
+    assert out.passed and out.value == pytest.approx(0.9)
+    timid = [flow("a", 0.3e6), flow("b", 0.3e6), short]  # as if every window had a burst
+    out = rule.check(view(timid, ((0.0, 2e6),)))
+    assert not out.passed and out.value == pytest.approx(0.6e6 * 90 / (9 * 1e6 + 81 * 2e6))
+
+
+def test_max_min_shares_of_a_parking_lot():
+    routes = {"long": ("b1", "b2"), "c1": ("b1",), "c2": ("b2",)}
+    inf = math.inf
+    even = rmcat.max_min_shares({"long": inf, "c1": inf, "c2": inf}, routes, {"b1": 2e6, "b2": 2e6})
+    assert even == pytest.approx({"long": 1e6, "c1": 1e6, "c2": 1e6})
+    # a tighter second hop holds the long flow there; the first hop gives c1 the rest
+    tight = rmcat.max_min_shares({"long": inf, "c1": inf, "c2": inf}, routes, {"b1": 2e6, "b2": 1e6})
+    assert tight == pytest.approx({"long": 0.5e6, "c1": 1.5e6, "c2": 0.5e6})
+    # a demand (max_bitrate) below the share frees the rest for the others
+    capped = rmcat.max_min_shares({"long": 0.3e6, "c1": 1.5e6, "c2": inf}, routes, {"b1": 2e6, "b2": 2e6})
+    assert capped == pytest.approx({"long": 0.3e6, "c1": 1.5e6, "c2": 1.7e6})
+    assert rmcat.max_min_shares({"x": inf}, {"x": ("b9",)}, {"b1": 1e6}) == {"x": inf}  # unlimited path
+
+
+def parking_lot(long, c1, c2, b2=2e6, n=100):
+    """A two-hop run: ``long`` over b1 and b2, ``c1`` over b1 from 20 s, ``c2`` over b2 from 40 s."""
+    flows = [flow("long", long, link="b1", n=n, links=("b1", "b2")),
+             flow("c1", c1, link="b1", periods=[(20.0, n)], n=n),
+             flow("c2", c2, link="b2", periods=[(40.0, n)], n=n)]
+    caps = {"b1": np.full(n, 2e6), "b2": np.full(n, float(b2))}
+    return RunView(float(n), flows, caps, {"b1": [(0.0, n, 2e6)], "b2": [(0.0, n, float(b2))]})
+
+
+def test_run_view_is_multi_hop_aware():
+    v = parking_lot(1e6, 1e6, 1e6, b2=1e6)
+    long = v.flows[0]
+    assert long.path == ("b1", "b2") and v.flows[1].path == ("b1",)
+    assert list(v.flow_capacity(long)) == [1e6] * 100  # the tightest hop
+    assert [f.name for f in v.video_on("b2")] == ["long", "c2"]
+    assert v.links() == ["b1", "b2"]
+
+
+def test_max_min_fair_judges_each_flow_against_its_share_on_its_path():
+    rule = rmcat.max_min_fair(0.6, 10.0, SRC)
+    long = np.full(100, 1.4e6)
+    long[20:] = 0.9e6  # alone 0-20 s (share 1.5), then one competitor per hop (share 1.0 each)
+    c = np.full(100, 0.9e6)
+    out = rule.check(parking_lot(long, c, c))
+    assert out.passed and out.value == pytest.approx(0.9)
+    long[40:] = 0.5e6  # the long flow squeezed once both cross flows are in
+    out = rule.check(parking_lot(long, c, c))
+    assert not out.passed and out.value == pytest.approx(0.5) and "long, 50–100 s" in out.shown
+    # the long flow is held to its share at the tighter hop: 0.5 of 1 Mbit/s there is its whole share
+    long, c1, c2 = np.full(100, 0.95e6), np.full(100, 0.95e6), np.full(100, 0.45e6)
+    long[40:], c1[40:] = 0.45e6, 1.35e6  # after 40 s: 0.5 Mbit/s each on b2, c1 the rest of b1
+    out = rule.check(parking_lot(long, c1, c2, b2=1e6))
+    assert out.passed and out.value == pytest.approx(0.9)
+
+
 def test_converges_to_share():
     rule = rmcat.converges_to_share(20.0, 0.2, 3, SRC)
     a, b = np.full(100, 1.5e6), np.zeros(100)
@@ -175,7 +238,7 @@ def test_converges_to_share():
 def test_every_case_file_has_rules_and_every_rule_entry_a_file():
     files = rmcat.case_files()
     assert set(files) == set(CASES)
-    assert rmcat.select_cases(None) == ["5.1", "5.2", "5.3", "5.4", "5.5", "5.6", "5.8", "6.2", "8869"]
+    assert rmcat.select_cases(None) == ["5.1", "5.2", "5.3", "5.4", "5.5", "5.6", "5.7", "5.8", "6.2", "6.3", "8869"]
 
 
 @pytest.mark.parametrize("case_id", sorted(CASES))
@@ -194,6 +257,46 @@ def test_case_file_validates_and_cites_its_section(case_id):
         assert (f["min_bitrate"], f["start_bitrate"], f["max_bitrate"]) == ("150kbps", "150kbps", "1.5Mbps")
 
 
+WIRED = ["5.1", "5.2", "5.3", "5.4", "5.5", "5.6", "5.7", "5.8", "6.2", "6.3"]
+RFC8868_30MS = {"model": "nr-rbpdv", "std": "10ms", "n_std": 3}
+
+
+@pytest.mark.parametrize("case_id", WIRED)
+def test_wired_cases_carry_rfc8868_jitter_not_the_capture_stand_in(case_id):
+    text = rmcat.case_files()[case_id].read_text(encoding="utf-8")
+    data = tomllib.loads(text)
+    path = data["path"]
+    links = [h["forward"] for h in path["hops"]] if "hops" in path else [path["forward"]]
+    jitters = [{k: v for k, v in (link.get("jitter") or {}).items() if k != "serial_rate"} for link in links]
+    assert RFC8868_30MS in jitters
+    if case_id == "5.3":  # media both ways: the reverse link too
+        assert {k: v for k, v in path["reverse"]["jitter"].items() if k != "serial_rate"} == RFC8868_30MS
+    for link in links + ([path["reverse"]] if "reverse" in path else []):
+        if "schedule" in link and "jitter" in link:  # spacing at the top rate: no cap below capacity
+            top = max(_core.parse_rate(r) for _, r in link["schedule"])
+            assert _core.parse_rate(link["jitter"]["serial_rate"]) == top
+    assert all("frame_jitter" not in f for f in data["flows"])
+    assert "30 ms" in text and "RFC 8868 §4.5" in text and "5 ms" in text  # the reading of std = 10 ms
+
+
+def test_short_tcp_case_follows_ns3_rmcat():
+    text = rmcat.case_files()["5.7"].read_text(encoding="utf-8")
+    data = tomllib.loads(text)
+    short = [f for f in data["flows"] if f.get("kind") == "tcp"]
+    assert len(short) == 10 and all(f["app"]["model"] == "short" and f["delayed_ack"] is False for f in short)
+    assert [f["app"]["initial"] for f in short].count("on") == 2
+    assert len([f for f in data["flows"] if f.get("kind", "video") == "video"]) == 2
+    assert data["duration"] == "300s" and "ns3-rmcat" in text and "draft-ietf-rmcat-eval-test-05" in text
+
+
+def test_multiple_bottlenecks_case_says_it_uses_section_5_defaults():
+    text = rmcat.case_files()["6.3"].read_text(encoding="utf-8")
+    data = tomllib.loads(text)
+    assert [h["name"] for h in data["path"]["hops"]] == ["b1", "b2"]
+    assert [f.get("hops") for f in data["flows"]] == [None, ["b1"], ["b2"]]
+    assert "§5's defaults" in text
+
+
 def test_cellular_case_says_it_is_an_approximation():
     header = rmcat.case_files()["8869"].read_text(encoding="utf-8")
     assert "APPROXIMATED" in header and "NOT the RFC's setup" in header
@@ -206,7 +309,7 @@ def test_cellular_case_says_it_is_an_approximation():
 def quick(tmp_path_factory):
     """`rtcc rmcat --quick` on two cases, written twice."""
     base = tmp_path_factory.mktemp("rmcat")
-    argv = ["rmcat", "--quick", "-c", "gcc", "--cases", "5.1,5.4", "-j", "2"]
+    argv = ["rmcat", "--quick", "-c", "gcc", "--cases", "5.1,5.4,6.3", "-j", "2"]
     assert main(argv + ["-o", str(base / "a")]) == 0
     assert main(argv + ["-o", str(base / "b"), "--no-plots"]) == 0
     return base
@@ -214,10 +317,11 @@ def quick(tmp_path_factory):
 
 def test_quick_writes_the_report(quick):
     out = quick / "a"
-    for name in ("table.md", "table.csv", "rules.csv", "index.html", "plots/case-5.1.png", "plots/case-5.4.png"):
+    for name in ("table.md", "table.csv", "rules.csv", "index.html", "plots/case-5.1.png", "plots/case-5.4.png",
+                 "plots/case-6.3.png"):
         assert (out / name).is_file(), name
     rows = list(csv.DictReader((out / "table.csv").open()))
-    assert [(r["case"], r["controller"]) for r in rows] == [("5.1", "gcc"), ("5.4", "gcc")]
+    assert [(r["case"], r["controller"]) for r in rows] == [("5.1", "gcc"), ("5.4", "gcc"), ("6.3", "gcc")]
     for r in rows:
         assert r["verdict"] in ("pass", "fail")
         assert r["seeds"] == "1" and 0 <= int(r["seeds_passing"]) <= 1
@@ -242,6 +346,27 @@ def test_view_of_a_run_agrees_with_its_summary(quick):
     assert f.rate_bps.sum() == pytest.approx(f.summary["throughput_bps"] * view.duration_s, rel=0.01)
     assert [s[:2] for s in view.segments["forward"]] == [(0, 40), (40, 60), (60, 80), (80, 100)]
     assert math.isclose(np.percentile(f.queue_ms, 95), f.summary["queuing_delay_ms"]["p95"], rel_tol=1e-6)
+
+
+def test_view_of_a_multi_hop_run_agrees_with_its_summary(quick):
+    view = rmcat.view_of_run(quick / "a/runs/6.3/gcc/seed1")
+    assert [f.path for f in view.flows] == [("b1", "b2"), ("b1",), ("b2",)]
+    assert [link for link, cap in view.capacity_bps.items() if cap is not None] == ["b1", "b2"]
+    assert view.capacity_bps["b1"][0] == 2e6
+    for f in view.flows:  # queuing across hops: first arrival to last departure less the propagation between
+        assert math.isclose(np.percentile(f.queue_ms, 95), f.summary["queuing_delay_ms"]["p95"], rel_tol=1e-6)
+    assert {r.name for r in CASES["6.3"].rules} >= {"max-min-share", "no-starvation", "loss", "queuing-delay"}
+
+
+def test_jitter_makes_the_seeds_differ(tmp_path):
+    path = rmcat.case_files()["5.1"]
+    runs = []
+    for seed in (1, 2):
+        out = tmp_path / f"s{seed}"
+        assert main(["run", str(path), "--seed", str(seed), "-o", str(out), "--no-plots"]) == 0
+        runs.append(rmcat.view_of_run(out).flows[0])
+    assert runs[0].summary["packets_sent"] != runs[1].summary["packets_sent"]
+    assert not np.array_equal(runs[0].queue_ms[:1000], runs[1].queue_ms[:1000])
 
 
 def error_of(capsys, argv) -> str:

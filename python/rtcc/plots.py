@@ -315,28 +315,30 @@ def compare_plots(results: dict, folder: Path, title: str = "") -> list[Path]:
 
 def rmcat_case_plot(views: dict, path: Path, title: str) -> Path:
     """One RMCAT case (``rtcc rmcat``): a row per controller (label -> ``rtcc.rmcat.RunView``), on
-    the left each flow's received rate in 1 s windows against its link's capacity (the forward
-    link shaded, a reverse link dashed), on the right each flow's queuing delay at its bottleneck
+    the left each flow's received rate in 1 s windows against its links' capacities (the first
+    link shaded, the others that carry a flow dashed: a reverse link, the hops of a multi-hop
+    path), on the right each flow's queuing delay at its bottleneck
     (packets by arrival at the queue). What RFC 8867 §5 asks to be plotted per case."""
     rows = max(1, len(views))
     fig = Figure(figsize=(12, 2.6 * rows + 0.6), layout="constrained")
     axes = fig.subplots(rows, 2, sharex=True, squeeze=False)
     for (label, view), (left, right) in zip(views.items(), axes):
         t = np.arange(len(view.flows[0].rate_bps))
-        for link, style in (("forward", None), ("reverse", "--")):
-            cap = view.capacity_bps.get(link)
-            if cap is None or (link == "reverse" and not any(f.link == "reverse" for f in view.flows)):
+        shaded = False
+        for link, cap in view.capacity_bps.items():  # the first link shaded, the others' lines dashed
+            if cap is None or (shaded and not view.on(link)):
                 continue
             x = np.arange(len(cap) + 1)
             y = np.append(cap, cap[-1]) / 1e6
-            if style is None:
-                left.fill_between(x, y, label="capacity (forward)", **CAPACITY_STYLE)
+            if not shaded:
+                left.fill_between(x, y, label=f"capacity ({link})", **CAPACITY_STYLE)
                 left.step(x, y, where="post", color="0.45", linewidth=0.8)
+                shaded = True
             else:
-                left.step(x, y, where="post", color="0.3", linewidth=0.9, linestyle=style,
-                          label="capacity (reverse)")
+                left.step(x, y, where="post", color="0.3", linewidth=0.9, linestyle="--",
+                          label=f"capacity ({link})")
         for flow, color in zip(view.flows, _colors(len(view.flows))):
-            name = flow.name + (" (reverse)" if flow.link == "reverse" else "")
+            name = flow.name + (f" ({flow.link})" if flow.link != "forward" else "")
             name += "" if flow.video else f" ({flow.kind})"
             mask = np.zeros(len(flow.rate_bps), dtype=bool)
             for start, stop in flow.periods:

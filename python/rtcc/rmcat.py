@@ -52,11 +52,16 @@ class FlowView:
     """One flow of a run as the rules see it. ``rate_bps[i]`` is the bit rate it received in the
     window ``[i, i+1)`` s (arrival time, every packet of the flow); ``queue_t``/``queue_ms`` are
     each of its packets' arrival at the bottleneck (s) and sojourn there (ms), for the packets
-    that left it; ``periods`` are its active ``[start, stop)`` intervals (s)."""
+    that left it (on a path of several hops: arrival at its first link to departure from its last,
+    less the propagation between them, so the sum of its sojourns at every hop, as the summary's
+    ``queuing_delay_ms``); ``periods`` are its active ``[start, stop)`` intervals (s). ``link`` is
+    the first link its data crosses and ``links`` all of them in order (empty: just ``link``):
+    "forward" or "reverse" on one link pair, the hop names (``"b1"``, or ``"b1 reverse"`` for a
+    hop's reverse link) over ``[[path.hops]]``."""
 
     name: str
     kind: str
-    link: str  # "forward" or "reverse": the link its data crosses
+    link: str
     periods: list[tuple[float, float]]
     min_bps: float | None
     max_bps: float | None
@@ -64,10 +69,16 @@ class FlowView:
     rate_bps: "np.ndarray"
     queue_t: "np.ndarray"
     queue_ms: "np.ndarray"
+    links: tuple[str, ...] = ()
 
     @property
     def video(self) -> bool:
         return self.kind == "video"
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        """The links the flow's data crosses, in order."""
+        return self.links or (self.link,)
 
     def active_windows(self) -> "np.ndarray":
         """Boolean mask of the 1 s windows wholly inside one of the flow's active periods."""
@@ -77,9 +88,10 @@ class FlowView:
 @dataclass
 class RunView:
     """A run as the rules see it: its duration, flows, and each link's capacity in the same 1 s
-    windows (``capacity_bps[link]``, None for an unlimited link) with its segments of constant
-    capacity (``segments[link]``: ``(start, stop, mean bps)``; a trace link, whose rate changes
-    all the time, is cut into :data:`TRACE_SEGMENT_S` pieces)."""
+    windows (``capacity_bps[link]``, None for an unlimited link, in path order) with its segments
+    of constant capacity (``segments[link]``: ``(start, stop, mean bps)``; a trace link, whose rate
+    changes all the time, is cut into :data:`TRACE_SEGMENT_S` pieces). A flow crossing several
+    links counts on each of them."""
 
     duration_s: float
     flows: list[FlowView]
@@ -88,11 +100,24 @@ class RunView:
     summary: dict = field(default_factory=dict)
 
     def video_on(self, link: str) -> list[FlowView]:
-        return [f for f in self.flows if f.video and f.link == link]
+        return [f for f in self.flows if f.video and link in f.path]
+
+    def on(self, link: str) -> list[FlowView]:
+        """Every flow whose data crosses ``link`` (video or cross traffic)."""
+        return [f for f in self.flows if link in f.path]
 
     def links(self) -> list[str]:
-        """The links that carry video, forward first."""
-        return [link for link in ("forward", "reverse") if self.video_on(link)]
+        """The links that carry video, in path order (forward before reverse)."""
+        return [link for link in self.capacity_bps if self.video_on(link)]
+
+    def flow_capacity(self, flow: FlowView) -> "np.ndarray | None":
+        """The capacity of the flow's path in 1 s windows: the tightest of its links in each
+        window (None when every one of them is unlimited)."""
+        import numpy as np
+
+        caps = [self.capacity_bps.get(link) for link in flow.path]
+        caps = [c for c in caps if c is not None]
+        return np.minimum.reduce(caps) if caps else None
 
     def events(self, link: str) -> list[float]:
         """Times at which the competition on ``link`` changes: a video flow starts or resumes."""
@@ -261,7 +286,7 @@ def queuing_delay_bounded(p95_ms: float, grace_s: float, source: str) -> Rule:
             if not f.video or not len(f.queue_ms):
                 continue
             keep = np.ones(len(f.queue_t), dtype=bool)
-            for t in view.decreases(f.link):
+            for t in sorted({t for link in f.path for t in view.decreases(link)}):
                 keep &= ~((f.queue_t >= t) & (f.queue_t < t + grace_s))
             kept.append(f.queue_ms[keep])
         values = np.concatenate(kept) if kept else np.array([])
@@ -372,9 +397,9 @@ def share_against_cross_traffic(min_fraction: float, source: str) -> Rule:
         for f in view.flows:
             if not f.video:
                 continue
-            others = [g for g in view.flows if g.link == f.link]
+            others = view.on(f.link)
             mask = f.active_windows()
-            cap = view.capacity_bps.get(f.link)
+            cap = view.flow_capacity(f)
             if cap is None or not mask.any():
                 continue
             fair = float(cap[mask].mean()) / len(others)
@@ -390,6 +415,134 @@ def share_against_cross_traffic(min_fraction: float, source: str) -> Rule:
     return Rule("share",
                 f"each video flow's mean rate ≥ {min_fraction:.0%} of its fair share (capacity / flows "
                 "on the link, at most its max_bitrate)", source, check)
+
+
+def max_min_shares(demands: dict[str, float], routes: dict[str, tuple[str, ...]],
+                   capacity: dict[str, float]) -> dict[str, float]:
+    """Max-min fair rates by progressive filling: every flow's rate grows at the same pace until
+    it reaches its demand (``inf``: none) or a link it crosses is full; the flows of a full link
+    stop there and the others go on. ``routes`` names each flow's links; a link missing from
+    ``capacity`` is unlimited. A flow that no limit stops gets ``inf``."""
+    share = {f: 0.0 for f in demands}
+    left = dict(capacity)
+    growing = {f for f, d in demands.items() if d > 0}
+    while growing:
+        users = {link: sum(1 for f in growing if link in routes[f]) for link in left}
+        steps = [left[link] / n for link, n in users.items() if n]
+        steps += [demands[f] - share[f] for f in growing]
+        step = min(steps)
+        if math.isinf(step):
+            for f in growing:
+                share[f] = math.inf
+            break
+        for f in growing:
+            share[f] += step
+        for link, n in users.items():
+            left[link] -= step * n
+        full = {link for link, room in left.items() if room <= 1e-9 * max(1.0, capacity[link])}
+        growing = {f for f in growing if share[f] < demands[f] - 1e-9 and not full & set(routes[f])}
+    return share
+
+
+def max_min_share_in_windows(view: RunView) -> dict[str, "np.ndarray"]:
+    """Each flow's max-min fair share (bit/s) in every 1 s window, among the flows active in the
+    window (all of them wholly active in it, cross traffic included), their demands their
+    ``max_bitrate`` (unlimited for cross traffic without one) and the links' capacities then."""
+    import numpy as np
+
+    n = len(view.flows[0].rate_bps) if view.flows else 0
+    masks = {f.name: f.active_windows() for f in view.flows}
+    out = {f.name: np.full(n, np.nan) for f in view.flows}
+    routes = {f.name: f.path for f in view.flows}
+    for i in range(n):
+        active = [f for f in view.flows if masks[f.name][i]]
+        if not active:
+            continue
+        capacity = {link: float(c[i]) for link, c in view.capacity_bps.items() if c is not None}
+        demands = {f.name: f.max_bps if f.max_bps is not None else math.inf for f in active}
+        for name, rate in max_min_shares(demands, {f.name: routes[f.name] for f in active}, capacity).items():
+            out[name][i] = rate
+    return out
+
+
+def _competition_intervals(view: RunView) -> list[tuple[float, float]]:
+    """The run cut where the competition changes: any flow starts, stops, pauses or resumes, or a
+    link's capacity steps."""
+    cuts = {0.0, view.duration_s}
+    for f in view.flows:
+        for start, stop in f.periods:
+            cuts |= {start, stop}
+    for segs in view.segments.values():
+        cuts |= {a for a, _, _ in segs or []}
+    edges = sorted(t for t in cuts if 0.0 <= t <= view.duration_s)
+    return list(zip(edges, edges[1:]))
+
+
+def max_min_fair(min_fraction: float, settle_s: float, source: str) -> Rule:
+    """Every video flow receives at least ``min_fraction`` of its max-min fair share (the share
+    progressive filling gives it over its path, the cross flows counted, see
+    :func:`max_min_shares`), as a mean over each interval of unchanged competition, leaving out
+    its first ``settle_s``."""
+
+    def check(view: RunView) -> Outcome:
+        shares = max_min_share_in_windows(view)
+        worst, where = math.inf, ""
+        for lo, hi in _competition_intervals(view):
+            if hi - lo < settle_s + 2 * WINDOW_S:
+                continue
+            window = _window_mask(len(view.flows[0].rate_bps), [(lo + settle_s, hi)])
+            for f in view.flows:
+                if not f.video:
+                    continue
+                mask = window & f.active_windows()
+                if mask.sum() < window.sum() or not mask.any():
+                    continue  # not active throughout the interval
+                fair = float(shares[f.name][mask].mean())
+                if not math.isfinite(fair) or fair <= 0:
+                    continue
+                got = float(f.rate_bps[mask].mean()) / fair
+                if got < worst:
+                    worst, where = got, f"{f.name}, {lo + settle_s:g}–{hi:g} s, share {fair / 1e6:.2f} Mbit/s"
+        if not math.isfinite(worst):
+            return Outcome(False, None, "no interval to measure")
+        return Outcome(worst >= min_fraction, worst, f"{worst:.2f} of max-min share ({where})")
+
+    return Rule("max-min-share",
+                f"every video flow receives ≥ {min_fraction:.0%} of its max-min fair share of its path (cross "
+                f"flows counted) in each interval of unchanged competition, from {settle_s:g} s into it",
+                source, check)
+
+
+def uses_leftover(low: float, settle_s: float, source: str) -> Rule:
+    """While all the link's video flows are active (from ``settle_s`` after the last joins), they
+    receive together at least ``low`` × what the cross traffic leaves them: per 1 s window the
+    capacity less the cross traffic's received rate, at most Σ max_bitrate, summed over the
+    windows."""
+
+    def check(view: RunView) -> Outcome:
+        worst, where = math.inf, ""
+        for link in view.links():
+            cap = view.capacity_bps.get(link)
+            flows = view.video_on(link)
+            if cap is None:
+                continue
+            cross = sum((f.rate_bps for f in view.on(link) if not f.video), start=0 * cap)
+            maxima = sum(f.max_bps if f.max_bps is not None else math.inf for f in flows)
+            mask = _window_mask(len(cap), shared_periods(flows, settle_s))
+            left = float(sum(min(max(c - x, 0.0), maxima) for c, x in zip(cap[mask], cross[mask])))
+            if not left:
+                continue
+            got = float(sum(f.rate_bps for f in flows)[mask].sum()) / left
+            if got < worst:
+                worst, where = got, link
+        if not math.isfinite(worst):
+            return Outcome(False, None, "not measurable")
+        return Outcome(worst >= low, worst, f"{worst:.2f} of what cross traffic leaves ({where})")
+
+    return Rule("uses-leftover",
+                f"the video flows on the link receive together ≥ {low:.0%} of what the cross traffic leaves "
+                f"(capacity less its received rate, at most Σ max_bitrate), from {settle_s:g} s after the last "
+                "joins", source, check)
 
 
 def converges_to_share(within_s: float, band: float, smooth_s: int, source: str) -> Rule:
@@ -462,6 +615,9 @@ CONVERGE_S = 20.0  # the flows reach their fair share within 20 s of the last jo
 CONVERGE_BAND = 0.2  # "reaching the fair share": within ±20 % of it
 SMOOTH_S = 3  # judged on 3 s means, so that one frame-size wobble does not decide it
 TCP_SHARE_MIN = 0.5  # §5.6: the media flow keeps at least half its fair share next to TCP
+# §6.3: a media flow gets ≥ 60 % of its max-min share: two flows splitting a link 1 : 0.5 while using
+# 90 % of it (Jain 0.9, the fairness rule's edge) leave the lesser one 0.6 of its share
+MAX_MIN_MIN = 0.6
 
 
 def _basic(section: str) -> list[Rule]:
@@ -506,12 +662,25 @@ CASES: dict[str, Case] = {c.id: c for c in [
          (no_starvation(STARVED_MAX, "RFC 8867 §5.6 expected behaviour: the media flow is not starved"),
           share_against_cross_traffic(TCP_SHARE_MIN, "RFC 8867 §5.6; RFC 8868 §3 (fairness)")),
          note="TCP keeps the drop-tail queue full, so delay and loss are TCP's and are not judged."),
+    Case("5.7", "Media flows against short TCP flows", "RFC 8867 §5.7",
+         (no_starvation(STARVED_MAX, "RFC 8867 §5.7 expected behaviour: the media flows are not starved"),
+          fair_share(JAIN_MIN, SETTLE_S, "RFC 8867 §5.7 (two media flows); RFC 8868 §3 (Jain's index)"),
+          uses_leftover(RATE_LOW, SETTLE_S, "RFC 8867 §5.7; RFC 8868 §3 (bandwidth utilization)"),
+          queuing_delay_bounded(DELAY_P95_MS, DROP_GRACE_S, "RFC 8867 §5.7; RFC 8868 §3 (queuing delay)"),
+          loss_bounded(LOSS_MAX, "RFC 8867 §5.7; RFC 8868 §3 (packet loss)")),
+         note="Short TCP downloads (30–50 KB, idle 10 s on average) come and go; the media flows should use "
+              "what they leave without starving."),
     Case("5.8", "Media pause and resume", "RFC 8867 §5.8",
          tuple(_sharing("RFC 8867 §5.8") + _basic("RFC 8867 §5.8"))),
     Case("6.2", "ECN: CoDel marking, ECN-capable flow", "RFC 8867 §6.2",
          tuple(_variable("RFC 8867 §6.2 (on §5.1's setup)") + _basic("RFC 8867 §6.2")
                + [signals_bounded(LOSS_MAX, "RFC 8867 §6.2 expected behaviour: react to CE marks; RFC 3168 §5")]),
          note="No rtcc controller reacts to CE marks yet, so only loss-or-ce can tell this case from §5.1."),
+    Case("6.3", "Multiple bottlenecks (parking lot)", "RFC 8867 §6.3",
+         (max_min_fair(MAX_MIN_MIN, SETTLE_S, "RFC 8867 §6.3 expected behaviour: a fair share at the bottleneck; "
+                       "RFC 8868 §3 (fairness)"),
+          *_basic("RFC 8867 §6.3")),
+         note="§5's defaults stand for §6.3's numbers; cross traffic is media of the controller under test."),
     Case("8869", "Cellular link (LTE-like trace, an approximation)", "RFC 8869 §4 (approximated)",
          (rate_follows_capacity(RATE_LOW, "RFC 8869 §4 (approximated); RFC 8868 §3 (utilization)"),
           *_basic("RFC 8869 §4 (approximated)")),
@@ -556,19 +725,59 @@ def select_cases(text: str | None) -> list[str]:
 # -- building views ------------------------------------------------------------------------------
 
 
-def _link_capacity(scenario: dict, link: str, capacity_log, duration_s: float):
-    """The link's capacity in 1 s windows and its constant-capacity segments, or (None, [])."""
+def path_links(scenario: dict) -> dict[str, tuple[dict | None, str | None]]:
+    """The run's links in path order, name -> (its spec, its column in the capacity log or None).
+    One link pair (``[path.forward]``/``[path.reverse]``, or ``[[path.hops]]`` of one hop):
+    ``forward`` (logged as ``bps``) and ``reverse``. Several hops: each hop's forward link under
+    the hop's name (logged as ``bps.<hop>``), then each hop's reverse link as ``"<hop> reverse"``
+    (read from its spec, as the capacity log holds forward links only)."""
+    path = scenario.get("path") or {}
+    hops = path.get("hops")
+    if hops and len(hops) > 1:
+        out = {h["name"]: (h["forward"], f"bps.{h['name']}") for h in hops}
+        out.update({f"{h['name']} reverse": (h.get("reverse"), None) for h in hops})
+        return out
+    if hops:
+        return {"forward": (hops[0]["forward"], "bps"), "reverse": (hops[0].get("reverse"), None)}
+    return {"forward": (path.get("forward"), "bps"), "reverse": (path.get("reverse"), None)}
+
+
+def flow_links(scenario: dict, spec: dict) -> tuple[tuple[str, ...], float]:
+    """The links a flow's data crosses, in order, and the propagation delay (s) between its first
+    and last link (the hops' delays but the last one's), which the packet log's enqueue-to-departure
+    time includes."""
+    from . import _core
+
+    path = scenario.get("path") or {}
+    hops = path.get("hops")
+    reverse = spec.get("direction") == "reverse"
+    if not hops or len(hops) == 1:
+        return ("reverse" if reverse else "forward",), 0.0
+    names = [h["name"] for h in hops]
+    mine = spec.get("hops") or names
+    crossed = [h for h in hops if h["name"] in mine]
+    if reverse:
+        crossed = crossed[::-1]
+        delays = [_core.parse_duration((h.get("reverse") or {}).get("delay") or h["forward"].get("delay") or "0ms")
+                  for h in crossed]
+        return tuple(f"{h['name']} reverse" for h in crossed), sum(delays[:-1])
+    delays = [_core.parse_duration(h["forward"].get("delay") or "0ms") for h in crossed]
+    return tuple(h["name"] for h in crossed), sum(delays[:-1])
+
+
+def _link_capacity(name: str, spec: dict | None, column, capacity_log, duration_s: float):
+    """The link's capacity in 1 s windows and its constant-capacity segments, or (None, []): from
+    the capacity log's ``column`` when the link is logged, else from its spec."""
     import numpy as np
 
     from . import _core
 
     n = max(1, int(math.ceil(duration_s / WINDOW_S - 1e-9)))
     t = np.arange(n) * WINDOW_S
-    spec = (scenario.get("path") or {}).get(link)
-    if link == "forward":
+    if column is not None:
         times = capacity_log["time_ns"].to_numpy() / 1e9
-        bps = capacity_log["bps"].to_numpy()
-        if not len(bps):
+        bps = capacity_log[column].to_numpy() if column in capacity_log.columns else np.array([])
+        if not len(bps) or np.isnan(bps).all():
             return None, []
         per_window = np.array([bps[(times >= a) & (times < a + WINDOW_S)].mean()
                                if ((times >= a) & (times < a + WINDOW_S)).any() else bps[-1] for a in t])
@@ -583,13 +792,13 @@ def _link_capacity(scenario: dict, link: str, capacity_log, duration_s: float):
             segments.append((float(a), float(b), float(per_window[sel].mean()) if sel.any() else float(bps[-1])))
         return per_window, segments
     if not spec or "capacity" not in spec and "schedule" not in spec:
-        return None, []  # an unlimited reverse link
+        return None, []  # an unlimited link
     if "capacity" in spec:
         steps = [(0.0, _core.parse_rate(spec["capacity"]))]
     elif isinstance(spec["schedule"], list):
         steps = [(_core.parse_duration(a), _core.parse_rate(b)) for a, b in spec["schedule"]]
     else:
-        raise ValueError(f"path.{link}: the RMCAT suite reads a reverse link's capacity from `capacity` or "
+        raise ValueError(f"{name}: the RMCAT suite reads a reverse link's capacity from `capacity` or "
                          "an inline `schedule`")
     per_window = np.array([next(r for s, r in reversed(steps) if s <= a + 1e-9) for a in t])
     edges = [s for s, _ in steps] + [duration_s]
@@ -612,8 +821,8 @@ def view_of_run(folder: str | os.PathLike) -> RunView:
                               columns=["flow", "size", "enqueue_ns", "depart_ns", "recv_ns"])
     capacity_log = pl.read_parquet(folder / "capacity.parquet")
     capacity, segments = {}, {}
-    for link in ("forward", "reverse"):
-        capacity[link], segments[link] = _link_capacity(scenario, link, capacity_log, duration)
+    for link, (spec, column) in path_links(scenario).items():
+        capacity[link], segments[link] = _link_capacity(link, spec, column, capacity_log, duration)
     flows = []
     for i, (spec, fs) in enumerate(zip(scenario["flows"], summary["flows"])):
         own = packets.filter(pl.col("flow") == i)
@@ -624,15 +833,15 @@ def view_of_run(folder: str | os.PathLike) -> RunView:
                            minlength=n) / WINDOW_S
         left = own.filter(pl.col("depart_ns") >= 0)
         queue_t = left["enqueue_ns"].to_numpy() / 1e9
-        queue_ms = (left["depart_ns"].to_numpy() - left["enqueue_ns"].to_numpy()) / 1e6
+        links, between_s = flow_links(scenario, spec)
+        queue_ms = (left["depart_ns"].to_numpy() - left["enqueue_ns"].to_numpy()) / 1e6 - between_s * 1e3
         if "active" in spec:
             periods = [(_core.parse_duration(a), _core.parse_duration(b)) for a, b in spec["active"]]
         else:
             periods = [(float(fs["start_s"]), float(fs["stop_s"]))]
         rate_of = lambda key: _core.parse_rate(spec[key]) if key in spec else None  # noqa: E731
-        flows.append(FlowView(fs["name"], spec.get("kind", "video"), "reverse" if spec.get("direction") == "reverse"
-                              else "forward", periods, rate_of("min_bitrate"), rate_of("max_bitrate"), fs, rate,
-                              queue_t, queue_ms))
+        flows.append(FlowView(fs["name"], spec.get("kind", "video"), links[0], periods, rate_of("min_bitrate"),
+                              rate_of("max_bitrate"), fs, rate, queue_t, queue_ms, links if len(links) > 1 else ()))
     return RunView(duration, flows, capacity, segments, summary)
 
 
