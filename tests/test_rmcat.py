@@ -80,6 +80,10 @@ def test_ramps_up():
     assert not out.passed and out.value == 13.0 and "40 s" in out.shown
     out = rule.check(view([flow(rate=following(0.5))], STEPS))
     assert not out.passed and math.isinf(out.value) and out.shown.startswith("never")
+    # no step long enough to judge: not measurable, which fails like every other rule
+    short_steps = ((0.0, 1e6), (15.0, 2e6), (30.0, 1e6))
+    out = rule.check(view([flow(rate=np.full(40, 0.9e6))], short_steps, duration=40.0))
+    assert not out.passed and out.value is None and "not measurable" in out.shown
 
 
 def test_queuing_delay_leaves_out_the_grace_after_a_drop():
@@ -181,6 +185,10 @@ def test_max_min_shares_of_a_parking_lot():
     capped = rmcat.max_min_shares({"long": 0.3e6, "c1": 1.5e6, "c2": inf}, routes, {"b1": 2e6, "b2": 2e6})
     assert capped == pytest.approx({"long": 0.3e6, "c1": 1.5e6, "c2": 1.7e6})
     assert rmcat.max_min_shares({"x": inf}, {"x": ("b9",)}, {"b1": 1e6}) == {"x": inf}  # unlimited path
+    # an unlimited hop (logged as +inf) limits nobody: it is not "full" after the first step
+    unlimited_hop = rmcat.max_min_shares({"a": inf, "b": 0.5e6}, {"a": ("x", "y"), "b": ("y",)},
+                                         {"x": inf, "y": 2e6})
+    assert unlimited_hop == pytest.approx({"a": 1.5e6, "b": 0.5e6})
 
 
 def parking_lot(long, c1, c2, b2=2e6, n=100):

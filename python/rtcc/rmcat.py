@@ -53,8 +53,9 @@ class FlowView:
     window ``[i, i+1)`` s (arrival time, every packet of the flow); ``queue_t``/``queue_ms`` are
     each of its packets' arrival at the bottleneck (s) and sojourn there (ms), for the packets
     that left it (on a path of several hops: arrival at its first link to departure from its last,
-    less the propagation between them, so the sum of its sojourns at every hop, as the summary's
-    ``queuing_delay_ms``); ``periods`` are its active ``[start, stop)`` intervals (s). ``link`` is
+    less the propagation between them, as the summary's ``queuing_delay_ms``: the sum of its
+    sojourns at every hop, plus any jitter or aggregation of the hops before its last, which is
+    why §6.3 puts its jitter on the last hop); ``periods`` are its active ``[start, stop)`` intervals (s). ``link`` is
     the first link its data crosses and ``links`` all of them in order (empty: just ``link``):
     "forward" or "reverse" on one link pair, the hop names (``"b1"``, or ``"b1 reverse"`` for a
     hop's reverse link) over ``[[path.hops]]``."""
@@ -264,7 +265,7 @@ def ramps_up(within_s: float, low: float, source: str) -> Rule:
                 if took > worst:
                     worst, where = took, f"{link} step at {start:g} s"
         if not where:
-            return Outcome(True, None, "no segment long enough")
+            return Outcome(False, None, "not measurable: no capacity step long enough")
         shown = "never" if math.isinf(worst) else f"{worst:g} s"
         return Outcome(worst <= within_s, worst, f"{shown} ({where})")  # inf: never
 
@@ -397,6 +398,9 @@ def share_against_cross_traffic(min_fraction: float, source: str) -> Rule:
         for f in view.flows:
             if not f.video:
                 continue
+            if len(f.links) > 1:
+                return Outcome(False, None, f"not measurable: {f.name} crosses several links "
+                               "(max-min-share judges those)")
             others = view.on(f.link)
             mask = f.active_windows()
             cap = view.flow_capacity(f)
@@ -424,7 +428,7 @@ def max_min_shares(demands: dict[str, float], routes: dict[str, tuple[str, ...]]
     stop there and the others go on. ``routes`` names each flow's links; a link missing from
     ``capacity`` is unlimited. A flow that no limit stops gets ``inf``."""
     share = {f: 0.0 for f in demands}
-    left = dict(capacity)
+    left = {link: c for link, c in capacity.items() if math.isfinite(c)}  # inf: unlimited
     growing = {f for f, d in demands.items() if d > 0}
     while growing:
         users = {link: sum(1 for f in growing if link in routes[f]) for link in left}
@@ -777,8 +781,8 @@ def _link_capacity(name: str, spec: dict | None, column, capacity_log, duration_
     if column is not None:
         times = capacity_log["time_ns"].to_numpy() / 1e9
         bps = capacity_log[column].to_numpy() if column in capacity_log.columns else np.array([])
-        if not len(bps) or np.isnan(bps).all():
-            return None, []
+        if not len(bps) or not np.isfinite(bps).any():
+            return None, []  # not logged, or an unlimited link (NaN or +inf)
         per_window = np.array([bps[(times >= a) & (times < a + WINDOW_S)].mean()
                                if ((times >= a) & (times < a + WINDOW_S)).any() else bps[-1] for a in t])
         changes = [0] + [i for i in range(1, len(bps)) if bps[i] != bps[i - 1]]
@@ -789,8 +793,12 @@ def _link_capacity(name: str, spec: dict | None, column, capacity_log, duration_
         segments = []
         for a, b in zip(edges, edges[1:]):
             sel = (t >= a - 1e-9) & (t < b - 1e-9)
-            segments.append((float(a), float(b), float(per_window[sel].mean()) if sel.any() else float(bps[-1])))
+            at_start = float(bps[min(np.searchsorted(times, a - 1e-9), len(bps) - 1)])
+            segments.append((float(a), float(b), float(per_window[sel].mean()) if sel.any() else at_start))
         return per_window, segments
+    if spec and ("trace" in spec or "token_bucket" in spec):
+        raise ValueError(f"{name}: the RMCAT suite reads a reverse link's capacity from `capacity` or "
+                         "an inline `schedule`, not a trace or a token bucket")
     if not spec or "capacity" not in spec and "schedule" not in spec:
         return None, []  # an unlimited link
     if "capacity" in spec:
