@@ -108,6 +108,10 @@ pub struct BulkSender {
     outstanding: VecDeque<(u64, DataSegment, u32)>,
     /// Bytes of the stream sent so far (applications without responses).
     stream_offset: u64,
+    /// The first packet of the current transfer ([`BulkSender::new_transfer`]): reports of older
+    /// packets belong to a connection that is gone, so they neither count towards this
+    /// transfer's acknowledged bytes nor queue a retransmission.
+    transfer_first_seq: u64,
     /// Responses queued and not yet wholly sent (the responses application).
     responses: VecDeque<Response>,
     /// When the last data packet (new or retransmitted) left.
@@ -154,6 +158,7 @@ impl BulkSender {
             completed_at: None,
             retransmit: VecDeque::new(),
             outstanding: VecDeque::new(),
+            transfer_first_seq: 0,
             stream_offset: 0,
             responses: VecDeque::new(),
             last_data_send: None,
@@ -210,6 +215,7 @@ impl BulkSender {
         self.acked = 0;
         self.completed_at = None;
         self.retransmit.clear();
+        self.transfer_first_seq = self.history.next_seq();
         self.rto = RtoTimer::default();
         self.last_data_send = None;
         self.next_release = now;
@@ -412,6 +418,9 @@ impl BulkSender {
                 .pop_front()
                 .expect("a reported packet is outstanding");
             debug_assert_eq!(seq, p.sent.seq);
+            if seq < self.transfer_first_seq {
+                continue; // the previous connection's
+            }
             match p.receive_time {
                 Some(_) => {
                     if self.cwr_until.is_some_and(|first| p.sent.seq >= first) {
@@ -581,6 +590,33 @@ mod tests {
         s.on_feedback(Time::from_millis(30), &ack(0..3, &[]));
         assert_eq!(s.completed_at(), Some(Time::from_millis(30)));
         assert!(s.poll_transmit(Time::from_millis(30)).is_none());
+    }
+
+    #[test]
+    fn a_new_transfer_ignores_reports_of_the_previous_connections_packets() {
+        let mut s = BulkSender::new(
+            Box::new(Window(10)),
+            1500,
+            App::Finite { bytes: 4000 },
+            Time::ZERO,
+        );
+        let sent: Vec<_> = std::iter::from_fn(|| s.poll_transmit(Time::ZERO)).collect();
+        assert_eq!(sent.len(), 3);
+        s.on_feedback(Time::from_millis(30), &ack(0..2, &[]));
+        // Packets 2 and 3 of the old connection are still unreported when the next one opens.
+        s.new_transfer(Time::from_millis(40), 1000, Box::new(Window(10)));
+        s.on_feedback(Time::from_millis(50), &ack(2..3, &[]));
+        assert_eq!(
+            s.completed_at(),
+            None,
+            "an old packet's acknowledgement does not complete the new download"
+        );
+        let first = s
+            .poll_transmit(Time::from_millis(50))
+            .expect("the new download's data");
+        assert_eq!(first.kind, PacketKind::Media);
+        s.on_feedback(Time::from_millis(60), &ack(3..4, &[]));
+        assert_eq!(s.completed_at(), Some(Time::from_millis(60)));
     }
 
     #[test]
