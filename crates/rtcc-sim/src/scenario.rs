@@ -929,11 +929,11 @@ impl Scenario {
     }
 
     /// What `flow`'s controller is told of the path ([`ControllerContext::capacity`], for
-    /// reference controllers such as `oracle`): the forward links of its hops, tightest at each
-    /// instant (for one link pair, its forward link whatever the flow's direction, as before
-    /// paths had hops).
+    /// reference controllers such as `oracle`): the links its data crosses, tightest at each
+    /// instant (the reverse links for a `direction = "reverse"` flow; until paths had hops,
+    /// every flow was told the forward link's).
     pub fn controller_capacity(&self, flow: &FlowConfig) -> PathCapacity {
-        path_capacity(&self.hops, flow, false)
+        self.data_capacity(flow)
     }
 
     /// The propagation delay `flow`'s data takes between its first link and its last: the

@@ -427,6 +427,28 @@ controller = "oracle"
     assert_eq!(r.summary.total.capacity_bps, Some(1.5e6));
 }
 
+#[test]
+fn a_reverse_flows_controller_is_told_the_capacity_of_the_links_its_data_crosses() {
+    // 1 Mbit/s forward, 3 Mbit/s reverse: an oracle sending B→A follows the reverse link's 3.
+    let r = simulate(
+        r#"
+duration = "10s"
+[path.forward]
+capacity = "1Mbps"
+delay = "20ms"
+[path.reverse]
+capacity = "3Mbps"
+delay = "20ms"
+queue = "300ms"
+[[flows]]
+controller = "oracle"
+direction = "reverse"
+"#,
+    );
+    let rate = common::throughput_bps(&r, 0, 3.0, 9.0);
+    assert!((mbps(rate) - 3.0).abs() < 0.3, "{rate}");
+}
+
 fn error(toml: &str) -> (String, String) {
     let e = Scenario::from_toml_str(toml, Path::new("."), "t", None).unwrap_err();
     (e.field, e.message)
