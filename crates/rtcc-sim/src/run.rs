@@ -180,12 +180,10 @@ fn hop_summaries(sc: &Scenario, links: Vec<LinkCounters>) -> Vec<HopSummary> {
         .iter()
         .enumerate()
         .map(|(h, hop)| {
-            let crossing = sc.flows.iter().filter(|f| f.hops.contains(&h));
-            let start = crossing.clone().map(|f| f.start).min();
-            let stop = crossing.map(|f| f.stop).max();
+            let span = sc.hop_span(h);
             let mut summary = |link: &crate::scenario::LinkConfig| {
                 let counters = links.next().expect("two links per hop");
-                let (capacity_bps, utilization) = match start.zip(stop) {
+                let (capacity_bps, utilization) = match span {
                     Some((start, stop)) if stop > start => {
                         let cap = link.capacity.bytes_between(start, stop);
                         let secs = (stop - start).as_secs_f64();

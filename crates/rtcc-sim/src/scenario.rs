@@ -928,6 +928,15 @@ impl Scenario {
         path_capacity(&self.hops, flow, flow.reverse)
     }
 
+    /// From the first start to the last stop of the flows that cross hop `h` (`None` if none
+    /// does): the span over which the hop's utilisation counts.
+    pub fn hop_span(&self, h: usize) -> Option<(Time, Time)> {
+        let crossing = self.flows.iter().filter(|f| f.hops.contains(&h));
+        let start = crossing.clone().map(|f| f.start).min();
+        let stop = crossing.map(|f| f.stop).max();
+        start.zip(stop)
+    }
+
     /// What `flow`'s controller is told of the path ([`ControllerContext::capacity`], for
     /// reference controllers such as `oracle`): the links its data crosses, tightest at each
     /// instant (the reverse links for a `direction = "reverse"` flow; until paths had hops,

@@ -604,12 +604,7 @@ impl Simulation {
         }
         // A hop's utilisation counts while the flows that cross it are active.
         let hop_span = (0..sc.hops.len())
-            .map(|h| {
-                let crossing = sc.flows.iter().filter(|f| f.hops.contains(&h));
-                let start = crossing.clone().map(|f| f.start).min();
-                let stop = crossing.map(|f| f.stop).max();
-                start.zip(stop).unwrap_or((Time::ZERO, Time::ZERO))
-            })
+            .map(|h| sc.hop_span(h).unwrap_or((Time::ZERO, Time::ZERO)))
             .collect();
         let mut sim = Simulation {
             now: Time::ZERO,
