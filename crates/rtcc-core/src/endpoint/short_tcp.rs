@@ -23,7 +23,7 @@
 //! Completed downloads are reported as [`EndpointEvent::Download`].
 
 use super::dash::ControllerFactory;
-use super::tcp::write_segment_header;
+use super::tcp::transmit_segment;
 use super::{Endpoint, EndpointEvent, Transmit};
 use crate::short_tcp::ShortFlowGenerator;
 use crate::tcp::{App, BulkSender, TCP_IP_HEADER};
@@ -146,15 +146,7 @@ impl Endpoint for ShortTcpSendEndpoint {
         if self.closed || self.current.is_none() {
             return None;
         }
-        let pkt = self.sender.poll_transmit(now)?;
-        write_segment_header(buf, pkt.seq, self.ssrc, self.sender.last_segment_cwr());
-        Some(Transmit {
-            size: pkt.size,
-            kind: pkt.kind,
-            seq: Some(pkt.seq),
-            frame: None,
-            ecn: self.sender.ecn_codepoint(&pkt),
-        })
+        transmit_segment(&mut self.sender, now, self.ssrc, buf)
     }
 
     fn poll_timeout(&self) -> Option<Time> {

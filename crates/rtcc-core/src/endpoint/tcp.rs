@@ -47,6 +47,25 @@ pub(super) fn write_segment_header(buf: &mut Vec<u8>, seq: u64, ssrc: u32, cwr: 
     .encode(buf);
 }
 
+/// The sender's next segment, if it has one to send now, written into `buf` as it goes on the
+/// wire (its header, its CWR flag and its ECN codepoint).
+pub(super) fn transmit_segment(
+    sender: &mut BulkSender,
+    now: Time,
+    ssrc: u32,
+    buf: &mut Vec<u8>,
+) -> Option<Transmit> {
+    let pkt = sender.poll_transmit(now)?;
+    write_segment_header(buf, pkt.seq, ssrc, sender.last_segment_cwr());
+    Some(Transmit {
+        size: pkt.size,
+        kind: pkt.kind,
+        seq: Some(pkt.seq),
+        frame: None,
+        ecn: sender.ecn_codepoint(&pkt),
+    })
+}
+
 /// An acknowledgement (transport-wide feedback, 16-bit sequence numbers) given to a sender:
 /// its base is unwrapped near the sender's newest sequence number. `ecn_echo`: the
 /// acknowledgement carried ECN-Echo.
@@ -109,15 +128,7 @@ impl Endpoint for TcpSendEndpoint {
         if self.closed {
             return None;
         }
-        let pkt = self.sender.poll_transmit(now)?;
-        write_segment_header(buf, pkt.seq, self.ssrc, self.sender.last_segment_cwr());
-        Some(Transmit {
-            size: pkt.size,
-            kind: pkt.kind,
-            seq: Some(pkt.seq),
-            frame: None,
-            ecn: self.sender.ecn_codepoint(&pkt),
-        })
+        transmit_segment(&mut self.sender, now, self.ssrc, buf)
     }
 
     fn poll_timeout(&self) -> Option<Time> {
