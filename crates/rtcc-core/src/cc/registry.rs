@@ -93,6 +93,7 @@ static BUILTIN: LazyLock<Registry> = LazyLock::new(|| {
         vidaptive::info(),
         c3g::info(),
         c3g_bbr::info(),
+        coupled::info(),
     ] {
         r.register(info).expect("builtin names are unique");
     }
@@ -211,6 +212,7 @@ mod tests {
             max_payload: Bytes(1200),
             media: Default::default(),
             capacity: Some(Arc::new(TenMbps)),
+            coupling: Some(crate::cc::coupled::CouplingGroups::default()),
         }
     }
 
@@ -248,7 +250,9 @@ mod tests {
         for info in registry().iter() {
             let mut params = Params::new();
             for p in info.params.iter().filter(|p| p.default.is_empty()) {
-                params.insert(p.name.to_string(), toml::Value::String("1Mbps".into()));
+                // Required parameters are rates, except a wrapper's inner controller.
+                let value = if p.name == "inner" { "gcc" } else { "1Mbps" };
+                params.insert(p.name.to_string(), toml::Value::String(value.into()));
             }
             let c = (info.build)(&params, &ctx(), registry());
             assert!(c.is_ok(), "{} failed to build: {:?}", info.name, c.err());
