@@ -327,9 +327,11 @@ impl Coupled {
     ) -> Result<Coupled, String> {
         let initial = inner.decision().target_bitrate.bps();
         if !inner.set_rate(now, Rate(initial)) {
-            return Err("cannot take a rate from outside (Controller::set_rate), which RFC \
+            return Err(
+                "cannot take a rate from outside (Controller::set_rate), which RFC \
                         8699 §5.3 requires of a coupled controller"
-                .into());
+                    .into(),
+            );
         }
         let desired = desired.map_or(f64::INFINITY, |r| r.bps());
         let id = lock(&fse).register(priority, desired, initial);
@@ -536,11 +538,12 @@ fn build(
     let inner = registry
         .create(&config.inner, &config.inner_params, ctx)
         .map_err(|e| bad(format!("inner: {e}")))?;
-    let groups = ctx.coupling.as_ref().ok_or_else(|| {
-        bad("this host cannot share flow state between flows (the live transport runs one flow \
+    let groups =
+        ctx.coupling.as_ref().ok_or_else(|| {
+            bad("this host cannot share flow state between flows (the live transport runs one flow \
              per process); coupling needs the simulator"
             .into())
-    })?;
+        })?;
     let fse = groups.join(&config.group, config.algorithm).map_err(bad)?;
     let coupled = Coupled::new(ctx.now, inner, fse, config.priority, ctx.media.max_bitrate)
         .map_err(|m| bad(format!("inner controller {:?} {m}", config.inner)))?;
@@ -698,10 +701,16 @@ mod tests {
         let e = build_err("inner = \"gcc\"\npriority = -1.0", &c);
         assert!(e.contains("priority"), "{e}");
         let e = build_err("inner = \"nosuch\"", &c);
-        assert!(e.contains("inner") && e.contains("valid controllers"), "{e}");
+        assert!(
+            e.contains("inner") && e.contains("valid controllers"),
+            "{e}"
+        );
         let e = build_err("inner = \"sqp\"", &c);
         assert!(e.contains("cannot take a rate from outside"), "{e}");
-        let e = build_err("inner = \"gcc\"\ninner_params = { profile = \"paper\" }", &c);
+        let e = build_err(
+            "inner = \"gcc\"\ninner_params = { profile = \"paper\" }",
+            &c,
+        );
         assert!(e.contains("cannot take a rate from outside"), "{e}");
         let e = build_err("inner = \"gcc\"\ninner_params = { nosuch = 1 }", &c);
         assert!(e.contains("nosuch"), "{e}");

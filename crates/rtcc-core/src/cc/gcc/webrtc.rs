@@ -408,13 +408,14 @@ impl Controller for WebRtcGcc {
     /// loss-based target capped by the new delay-based estimate, its 1 s minimum history
     /// restarted (else the next 8 % increase would start from the old rate), as a probe result
     /// resets it. The ALR detector and the probe controller learn the new target as they learn
-    /// any. Loss-based v2 keeps its own state and proposes from it, capped by the new A_hat.
+    /// any. AIMD's timing (when it may decrease again, how long since it last changed) stays its
+    /// own. Loss-based v2 keeps its own state and proposes from it, capped by the new A_hat.
     fn set_rate(&mut self, now: Time, rate: Rate) -> bool {
         let bps = rate.bps();
         if (bps - self.loss.target_bps()).abs() <= 1e-9 * bps.abs().max(1.0) {
             return true;
         }
-        self.aimd.set_estimate(bps, now.as_millis_f64());
+        self.aimd.replace_estimate(bps);
         self.loss.set_rate(self.aimd.estimate_bps());
         self.on_network_changed(now);
         true
