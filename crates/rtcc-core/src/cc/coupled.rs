@@ -30,17 +30,16 @@
 //!    the path carried; the others take the leaver's share at the next update, up to their
 //!    `DR`); a group left empty starts again from `S_CR = 0`.
 //! 3. Each time `f`'s controller computes a new `CC_R(f)` (UPDATE):
-//!    (a) `S_CR = S_CR + CC_R(f) − FSE_R(f)`: the aggregate moves by exactly the change the
-//!        controller made to the rate the FSE had given it;
-//!    (b) `S_P = Σ P(i)` over the group, and every `FSE_R(i) = 0`;
-//!    (c) `S_CR` is distributed by priority without exceeding any flow's desired rate:
-//!        with `TLO = S_CR` (total leftover), each flow not yet at its `DR(i)` gets
-//!        `TLO · P(i) / S_P`; a flow whose share would exceed `DR(i)` gets `DR(i)` and leaves the
-//!        distribution (its priority out of `S_P`), and what it could not use goes back to the
-//!        others; repeat until nothing is left or every flow is at its `DR` — an
-//!        application-limited flow's leftover goes to the other flows in proportion to their
-//!        priorities;
-//!    (d) every flow of the group gets its new `FSE_R(i)` (not only `f`).
+//!    - (a) `S_CR = S_CR + CC_R(f) − FSE_R(f)`: the aggregate moves by exactly the change the
+//!      controller made to the rate the FSE had given it;
+//!    - (b) `S_P = Σ P(i)` over the group, and every `FSE_R(i) = 0`;
+//!    - (c) `S_CR` is distributed by priority without exceeding any flow's desired rate: with
+//!      `TLO = S_CR` (total leftover), each flow not yet at its `DR(i)` gets `TLO · P(i) / S_P`;
+//!      a flow whose share would exceed `DR(i)` gets `DR(i)` and leaves the distribution (its
+//!      priority out of `S_P`), and what it could not use goes back to the others; repeat until
+//!      nothing is left or every flow is at its `DR` — an application-limited flow's leftover
+//!      goes to the other flows in proportion to their priorities;
+//!    - (d) every flow of the group gets its new `FSE_R(i)` (not only `f`).
 //!
 //! With no flow limited, step (c) is `FSE_R(i) = P(i) · S_CR / S_P`.
 //!
@@ -275,7 +274,8 @@ impl CouplingGroups {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CoupledConfig {
-    /// The controller to couple (required).
+    /// The controller to couple. Default "gcc".
+    #[serde(default = "default_inner")]
     pub inner: String,
     /// Its parameters.
     #[serde(default)]
@@ -291,6 +291,9 @@ pub struct CoupledConfig {
     pub algorithm: Algorithm,
 }
 
+fn default_inner() -> String {
+    "gcc".into()
+}
 fn default_priority() -> f64 {
     1.0
 }
@@ -474,7 +477,7 @@ pub fn info() -> ControllerInfo {
         params: vec![
             ParamDoc::new(
                 "inner",
-                "",
+                "gcc",
                 "the controller to couple; it must take a rate from outside (gcc's webrtc \
                  profile does)",
             ),
@@ -716,8 +719,8 @@ mod tests {
         assert!(e.contains("nosuch"), "{e}");
         let e = build_err("inner = \"coupled\"", &c);
         assert!(e.contains("inner cannot be"), "{e}");
-        let e = build_err("priority = 1.0", &c);
-        assert!(e.contains("inner"), "{e}");
+        let e = build_err("inner = 3", &c);
+        assert!(e.contains("inner") || e.contains("string"), "{e}");
         let e = build_err("inner = \"gcc\"\nalgorithm = \"passive\"", &c);
         assert!(e.contains("active") && e.contains("conservative"), "{e}");
         let _a = super::super::create(
