@@ -17,13 +17,13 @@ SRC = "test"
 
 
 def flow(name="f", rate=1e6, periods=None, kind="video", link="forward", summary=None, queue=None,
-         min_bps=150e3, max_bps=1.5e6, n=100, links=()):
+         min_bps=150e3, max_bps=1.5e6, n=100, links=(), priority=None):
     """A synthetic flow: ``rate`` is a constant (bit/s) or an array of 1 s windows; ``queue`` a
     list of (arrival s, sojourn ms) packets."""
     rate = np.full(n, float(rate)) if np.isscalar(rate) else np.asarray(rate, dtype=float)
     queue = queue or [(0.5, 10.0)]
     return FlowView(name, kind, link, periods or [(0.0, float(len(rate)))], min_bps, max_bps, summary or {},
-                    rate, np.array([q[0] for q in queue]), np.array([q[1] for q in queue]), links)
+                    rate, np.array([q[0] for q in queue]), np.array([q[1] for q in queue]), links, priority)
 
 
 def view(flows, steps=((0.0, 1e6),), duration=100.0):
@@ -150,6 +150,33 @@ def test_fair_share_measures_the_shared_period_after_settling():
     assert not out.passed and out.value == pytest.approx(rmcat.jain([1.0, 0.3]))
 
 
+def test_priority_share_compares_rates_over_priorities_in_the_shared_period():
+    rule = rmcat.priority_share(1.25, 10.0, SRC)
+    high = np.full(100, 1.3e6)
+    high[:10] = 0.2e6  # start-up: not judged
+    low = np.full(100, 0.7e6)
+    flows = [flow("high", high, priority=2.0), flow("low", low, priority=1.0)]
+    out = rule.check(view(flows, ((0.0, 2e6),)))
+    assert out.passed and out.value == pytest.approx(1.4 / 1.3)
+    assert "high : low = 1.86 for priorities 2 : 1 (10–100 s)" in out.shown
+    # Equal shares, what uncoupled flows get, are a factor 2 off.
+    equal = [flow("high", 1e6, priority=2.0), flow("low", 1e6, priority=1.0)]
+    out = rule.check(view(equal, ((0.0, 2e6),)))
+    assert not out.passed and out.value == pytest.approx(2.0)
+    # Uncoupled flows (no priority) cannot be judged.
+    out = rule.check(view([flow("a"), flow("b")], ((0.0, 2e6),)))
+    assert not out.passed and "fewer than two coupled" in out.shown
+    out = rule.check(view([flow("high", 1e6, priority=2.0), flow("low", 0.0, priority=1.0)], ((0.0, 2e6),)))
+    assert not out.passed and out.value == math.inf
+
+
+def test_coupling_refusal_reads_the_reason_from_the_scenario_error():
+    message = ('scenario: flows[1].coupling: controller "coupled": inner controller "sqp" cannot take a rate '
+               'from outside (Controller::set_rate), which RFC 8699 §5.3 requires of a coupled controller')
+    assert rmcat.coupling_refusal(message).startswith('controller "coupled": inner controller "sqp" cannot')
+    assert rmcat.coupling_refusal("scenario: flows[0].params.rate: bad") is None
+
+
 def test_share_against_cross_traffic():
     rule = rmcat.share_against_cross_traffic(0.5, SRC)
     tcp = flow("tcp", 1.4e6, kind="tcp", min_bps=None, max_bps=None)
@@ -246,7 +273,8 @@ def test_converges_to_share():
 def test_every_case_file_has_rules_and_every_rule_entry_a_file():
     files = rmcat.case_files()
     assert set(files) == set(CASES)
-    assert rmcat.select_cases(None) == ["5.1", "5.2", "5.3", "5.4", "5.5", "5.6", "5.7", "5.8", "6.2", "6.3", "8869"]
+    assert rmcat.select_cases(None) == ["5.1", "5.2", "5.3", "5.4", "5.5", "5.6", "5.7", "5.8", "6.1", "6.2", "6.3",
+                                           "8869"]
 
 
 @pytest.mark.parametrize("case_id", sorted(CASES))
@@ -265,7 +293,7 @@ def test_case_file_validates_and_cites_its_section(case_id):
         assert (f["min_bitrate"], f["start_bitrate"], f["max_bitrate"]) == ("150kbps", "150kbps", "1.5Mbps")
 
 
-WIRED = ["5.1", "5.2", "5.3", "5.4", "5.5", "5.6", "5.7", "5.8", "6.2", "6.3"]
+WIRED = ["5.1", "5.2", "5.3", "5.4", "5.5", "5.6", "5.7", "5.8", "6.1", "6.2", "6.3"]
 RFC8868_30MS = {"model": "nr-rbpdv", "std": "10ms", "n_std": 3}
 
 
@@ -299,6 +327,32 @@ def test_multiple_bottlenecks_case_says_it_uses_section_5_defaults():
     assert [h["name"] for h in data["path"]["hops"]] == ["b1", "b2"]
     assert [f.get("hops") for f in data["flows"]] == [None, ["b1"], ["b2"]]
     assert "§5's defaults" in text
+
+
+def test_priority_case_couples_two_flows_of_one_sender_with_section_5_defaults():
+    text = rmcat.case_files()["6.1"].read_text(encoding="utf-8")
+    data = tomllib.loads(text)
+    video = [f for f in data["flows"] if f.get("kind", "video") == "video"]
+    assert [f["coupling"] for f in video] == [{"group": "sender", "priority": 2.0},
+                                              {"group": "sender", "priority": 1.0}]
+    assert all(f.get("start") is None for f in video)  # one sender: both from the start
+    # The shares (2 Mbit/s split 2 : 1) lie inside the media range, so it does not bend the ratio.
+    assert data["path"]["forward"]["capacity"] == "2Mbps"
+    assert "§5's defaults" in text and "RFC 8699" in text
+    assert "priority-share" in {r.name for r in CASES["6.1"].rules}
+
+
+def test_priority_case_runs_coupled_gcc_and_is_not_applicable_to_an_uncoupled_controller(tmp_path):
+    out = tmp_path / "r"
+    assert main(["rmcat", "--quick", "-c", "gcc", "-c", "sqp", "--cases", "6.1", "-o", str(out)]) == 0
+    rows = {r["controller"]: r for r in csv.DictReader((out / "table.csv").open())}
+    assert rows["sqp"]["verdict"] == "n/a" and rows["sqp"]["seeds"] == "0"
+    assert "not applicable" in rows["sqp"]["failing"] and "cannot take a rate from outside" in rows["sqp"]["failing"]
+    rules = {r["rule"]: r for r in csv.DictReader((out / "rules.csv").open()) if r["controller"] == "gcc"}
+    assert rules["priority-share"]["passed"] == "true"
+    assert float(rules["priority-share"]["value"]) < 1.05  # the FSE splits exactly; what arrives follows it
+    assert "n/a" in (out / "table.md").read_text()
+    assert (out / "plots/case-6.1.png").is_file()
 
 
 def test_cellular_case_says_it_is_an_approximation():

@@ -71,6 +71,7 @@ class FlowView:
     queue_t: "np.ndarray"
     queue_ms: "np.ndarray"
     links: tuple[str, ...] = ()
+    priority: float | None = None  # coupled flows (``coupling``, RFC 8699): their priority
 
     @property
     def video(self) -> bool:
@@ -389,6 +390,36 @@ def fairness(view: RunView, settle_s: float) -> tuple[float | None, str]:
     return jain(float(f.rate_bps[mask].mean()) for f in flows), where
 
 
+def priority_share(max_deviation: float, settle_s: float, source: str) -> Rule:
+    """The coupled video flows' mean rates in their shared period (from ``settle_s`` after the last
+    (re)join) are in the ratio of their priorities: each flow's rate over its priority is within a
+    factor ``max_deviation`` of every other's (the value is the largest such factor, 1 when the
+    rates are exactly in the priority ratio)."""
+
+    def check(view: RunView) -> Outcome:
+        flows = [f for f in view.flows if f.video and f.priority is not None]
+        if len(flows) < 2:
+            return Outcome(False, None, "fewer than two coupled video flows")
+        periods = shared_periods(flows, settle_s)
+        mask = _window_mask(len(flows[0].rate_bps), periods)
+        if not mask.any():
+            return Outcome(False, None, "no shared period")
+        per_priority = [float(f.rate_bps[mask].mean()) / f.priority for f in flows]
+        if min(per_priority) <= 0:
+            return Outcome(False, math.inf, "a flow received nothing")
+        deviation = max(per_priority) / min(per_priority)
+        hi, lo = max(flows, key=lambda f: f.priority), min(flows, key=lambda f: f.priority)
+        rates = {f.name: float(f.rate_bps[mask].mean()) for f in flows}
+        where = ", ".join(f"{a:g}–{b:g} s" for a, b in periods)
+        return Outcome(deviation <= max_deviation, deviation,
+                       f"{hi.name} : {lo.name} = {rates[hi.name] / rates[lo.name]:.2f} for priorities "
+                       f"{hi.priority:g} : {lo.priority:g} ({where})")
+
+    return Rule("priority-share",
+                f"the coupled flows' mean rates over their priorities are within a factor {max_deviation:g} of "
+                f"each other while all are active, from {settle_s:g} s after the last (re)join", source, check)
+
+
 def share_against_cross_traffic(min_fraction: float, source: str) -> Rule:
     """Each video flow's mean rate while it is active is at least ``min_fraction`` of its fair
     share of the link: capacity / (number of flows on the link), capped at its ``max_bitrate``."""
@@ -622,6 +653,9 @@ TCP_SHARE_MIN = 0.5  # §5.6: the media flow keeps at least half its fair share 
 # §6.3: a media flow gets ≥ 60 % of its max-min share: two flows splitting a link 1 : 0.5 while using
 # 90 % of it (Jain 0.9, the fairness rule's edge) leave the lesser one 0.6 of its share
 MAX_MIN_MIN = 0.6
+# §6.1: each flow's rate over its priority within a factor 1.25 of the others' (2 : 1 priorities:
+# a rate ratio in [1.6, 2.5]); equal shares, what uncoupled flows get, are a factor 2 off
+PRIORITY_DEVIATION_MAX = 1.25
 
 
 def _basic(section: str) -> list[Rule]:
@@ -676,6 +710,14 @@ CASES: dict[str, Case] = {c.id: c for c in [
               "what they leave without starving."),
     Case("5.8", "Media pause and resume", "RFC 8867 §5.8",
          tuple(_sharing("RFC 8867 §5.8") + _basic("RFC 8867 §5.8"))),
+    Case("6.1", "Media flows with priority (coupled)", "RFC 8867 §6.1",
+         (rate_follows_capacity(RATE_LOW, "RFC 8867 §6.1; RFC 8868 §3 (bandwidth utilization)"),
+          priority_share(PRIORITY_DEVIATION_MAX, SETTLE_S, "RFC 8867 §6.1 expected behaviour: shares by "
+                         "priority; RFC 8699 §5.3 (FSE_R = P · S_CR / S_P)"),
+          *_basic("RFC 8867 §6.1")),
+         note="§5's defaults stand for §6.1's numbers; the two flows are coupled by RFC 8699's flow state "
+              "exchange around the controller under test (priorities 2 and 1); a controller that cannot take "
+              "a rate from outside is not applicable."),
     Case("6.2", "ECN: CoDel marking, ECN-capable flow", "RFC 8867 §6.2",
          tuple(_variable("RFC 8867 §6.2 (on §5.1's setup)") + _basic("RFC 8867 §6.2")
                + [signals_bounded(LOSS_MAX, "RFC 8867 §6.2 expected behaviour: react to CE marks; RFC 3168 §5")]),
@@ -848,8 +890,11 @@ def view_of_run(folder: str | os.PathLike) -> RunView:
         else:
             periods = [(float(fs["start_s"]), float(fs["stop_s"]))]
         rate_of = lambda key: _core.parse_rate(spec[key]) if key in spec else None  # noqa: E731
+        coupling = spec.get("coupling")
+        priority = float(coupling.get("priority", 1.0)) if isinstance(coupling, dict) else None
         flows.append(FlowView(fs["name"], spec.get("kind", "video"), links[0], periods, rate_of("min_bitrate"),
-                              rate_of("max_bitrate"), fs, rate, queue_t, queue_ms, links if len(links) > 1 else ()))
+                              rate_of("max_bitrate"), fs, rate, queue_t, queue_ms, links if len(links) > 1 else (),
+                              priority))
     return RunView(duration, flows, capacity, segments, summary)
 
 
@@ -942,12 +987,21 @@ def _fmt(value: float | None, digits: int) -> str:
     return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
-def summarize(judged: list[Judged], cases: list[str], controllers: list[str]) -> list[dict]:
+def summarize(judged: list[Judged], cases: list[str], controllers: list[str],
+              not_applicable: dict[tuple[str, str], str] | None = None) -> list[dict]:
     """One row per case and controller: verdict (pass when every seed passes every rule), seeds
-    passing, the failing rules with their worst measured value, and the key figures' means."""
+    passing, the failing rules with their worst measured value, and the key figures' means. A
+    (case, controller) in ``not_applicable`` (e.g. §6.1 for a controller that cannot be coupled)
+    is the verdict "n/a" with the reason in place of the failing rules."""
     rows = []
     for case_id in cases:
         for label in controllers:
+            reason = (not_applicable or {}).get((case_id, label))
+            if reason is not None:
+                rows.append({"case": case_id, "controller": label, "verdict": "n/a", "seeds_passing": 0,
+                             "seeds": 0, "failing": f"not applicable: {reason}",
+                             **{key: None for key, _, _ in FIGURES}})
+                continue
             runs = [j for j in judged if j.case == case_id and j.controller == label]
             failing: dict[str, tuple[Outcome, int]] = {}
             for j in runs:
@@ -1007,7 +1061,8 @@ def text_table(rows: list[dict]) -> str:
                                    for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
     out = [line(headers), line(["-" * w for w in widths])] + [line(b) for b in body]
     failing = [f"  {r['case']} {r['controller']}: {r['failing']}" for r in rows if r["failing"]]
-    return "\n".join(out + (["failing rules (first seed that failed each):"] + failing if failing else [])) + "\n"
+    return "\n".join(out + (["failing rules (first seed that failed each) and cases not applicable:"] + failing
+                            if failing else [])) + "\n"
 
 
 # -- the report ----------------------------------------------------------------------------------
@@ -1027,7 +1082,7 @@ def _index_html(folder: Path, rows: list[dict], judged: list[Judged], cases: lis
             '<a href="rules.csv">rules.csv</a>.</p>',
             "<table>", "<tr>" + "".join(f"<th>{e(h)}</th>" for h in headers) + "</tr>"]
     for r in rows:
-        colour = "#e6f4e6" if r["verdict"] == "pass" else "#fbe3e3"
+        colour = {"pass": "#e6f4e6", "n/a": "#eeeeee"}.get(r["verdict"], "#fbe3e3")
         cells = [f'<td><a href="#case-{e(r["case"])}">{e(r["case"])}</a></td>', f"<td>{e(r['controller'])}</td>",
                  f'<td style="background:{colour}">{e(r["verdict"])}</td>',
                  f'<td class="num">{r["seeds_passing"]}/{r["seeds"]}</td>']
@@ -1058,6 +1113,15 @@ def _index_html(folder: Path, rows: list[dict], judged: list[Judged], cases: lis
     write_page(folder / "index.html", "rtcc rmcat: RFC 8867 test cases", "\n".join(body))
 
 
+def coupling_refusal(message: str) -> str | None:
+    """Why a case's coupled flow cannot run the controller under test (the scenario error names a
+    flow's ``coupling`` field), or None for any other error."""
+    marker = ".coupling: "
+    if marker not in message:
+        return None
+    return message.split(marker, 1)[1].strip()
+
+
 def run_suite(out_dir: str | os.PathLike, controllers: list | None = None, cases: list[str] | None = None,
               seeds: list[int] | None = None, force: bool = False, jobs: int | None = None,
               backend: str = "local", address: str | None = None, progress: bool = False,
@@ -1086,11 +1150,19 @@ def run_suite(out_dir: str | os.PathLike, controllers: list | None = None, cases
     files = case_files()
     check_dest(out_dir, force)
     tasks, keys = [], []
+    not_applicable: dict[tuple[str, str], str] = {}
     for case_id in cases:
         base = Scenario.from_file(files[case_id])
         for spec in specs:
             variant = base.with_controller(spec)
-            variant.validate()
+            try:
+                variant.validate()
+            except ScenarioError as err:
+                reason = coupling_refusal(str(err))
+                if reason is None:
+                    raise
+                not_applicable[(case_id, spec.label)] = reason
+                continue
             for seed in seeds:
                 rel = f"runs/{case_id}/{folder_name(spec.label)}/seed{seed}"
                 keys.append((case_id, spec.label, seed, rel))
@@ -1118,7 +1190,7 @@ def run_suite(out_dir: str | os.PathLike, controllers: list | None = None, cases
         items = [(c, label, seed, str(tmp / rel)) for c, label, seed, rel in keys]
         judged = [_judged(item, result) for item, result in
                   zip(items, parallel_map(_judge_folder, items, jobs if backend == "local" else None))]
-        rows = summarize(judged, cases, labels)
+        rows = summarize(judged, cases, labels, not_applicable)
         (tmp / "table.md").write_text(f"# rtcc rmcat\n\n`{command}`\n\n" + markdown(rows), encoding="utf-8")
         (tmp / "table.csv").write_text(table_csv(rows), encoding="utf-8")
         (tmp / "rules.csv").write_text(rules_csv(judged), encoding="utf-8")
@@ -1138,6 +1210,8 @@ def _draw(folder: Path, keys: list, cases: list[str], labels: list[str], seed: i
     out = {}
     for case_id in cases:
         views = {label: view_of_run(folder / rel) for c, label, s, rel in keys if c == case_id and s == seed}
+        if not views:  # every controller not applicable
+            continue
         path = folder / "plots" / f"case-{case_id}.png"
         rmcat_case_plot({label: views[label] for label in labels if label in views}, path,
                         f"{CASES[case_id].section}: {CASES[case_id].title} (seed {seed})")

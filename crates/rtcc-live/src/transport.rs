@@ -274,7 +274,16 @@ pub fn live_flow(
     }
     f.clock_offset = Duration::ZERO;
     let capacity: Arc<dyn CapacityView> = Arc::new(sc.controller_capacity(&f));
-    let ends = rtcc_sim::sim::flow_endpoints(sc, index, &f, &capacity, registry)?;
+    // One flow per process: there is no flow group to share, so a coupled flow is refused.
+    if let Some(c) = &f.coupling {
+        return Err(format!(
+            "--flow {index}: the flow is coupled (coupling group {:?}, RFC 8699); the live \
+             transport runs one flow per process and cannot share a flow state exchange between \
+             flows; remove `coupling` to run it alone",
+            c.group
+        ));
+    }
+    let ends = rtcc_sim::sim::flow_endpoints(sc, index, &f, &capacity, registry, None)?;
     Ok((f, ends))
 }
 

@@ -193,6 +193,30 @@ pub struct FlowSpec {
     /// The sender marks its data ECN-capable (ECT(0), RFC 3168) and the receiver reports CE
     /// marks (default false: Not-ECT). Video, cbr and tcp flows.
     pub ecn: Option<serde_json::Value>,
+    /// Coupled congestion control with the sender's other flows (RFC 8699): the flow's
+    /// controller becomes the inner controller of a `coupled` wrapper,
+    /// `coupling = { group = "sender1", priority = 2.0 }` (video flows).
+    pub coupling: Option<CouplingSpec>,
+}
+
+/// A flow's coupling as written in a scenario.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CouplingSpec {
+    /// The flow group: flows of one sender sharing a bottleneck (required).
+    pub group: String,
+    /// The flow's priority, > 0 (default 1).
+    pub priority: Option<f64>,
+    /// `"active"` (default) or `"conservative"` (RFC 8699 §5.3.1 / §5.3.2).
+    pub algorithm: Option<cc::coupled::Algorithm>,
+}
+
+/// A validated coupling: the flow's controller runs inside `coupled` in `group`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Coupling {
+    pub group: String,
+    pub priority: f64,
+    pub algorithm: cc::coupled::Algorithm,
 }
 
 /// Loss recovery of a video flow as written in a scenario; every field is optional.
@@ -391,6 +415,8 @@ pub struct FlowConfig {
     /// ECN-capable data (ECT(0)) and CE reports back (RFC 3168; RFC 8888 for video, ECN-Echo
     /// for TCP).
     pub ecn: bool,
+    /// Coupled with the other flows of its group (RFC 8699); `None`: its controller alone.
+    pub coupling: Option<Coupling>,
 }
 
 /// A validated scenario, ready to run.
@@ -586,6 +612,8 @@ impl Scenario {
             ));
         }
         let mut flows = Vec::new();
+        // Flow groups of the validation builds, so a group's flows must agree on its algorithm.
+        let validation_groups = cc::coupled::CouplingGroups::default();
         for (i, f) in spec.flows.into_iter().enumerate() {
             let at = |field: &str| format!("flows[{i}].{field}");
             let name = f.name.clone().unwrap_or_else(|| format!("flow{i}"));
@@ -714,8 +742,13 @@ impl Scenario {
                 | FlowKind::Tcp { .. }
                 | FlowKind::ShortTcp { .. }
                 | FlowKind::Dash => {
+                    // A hand-built `coupled` controller asks for its inner controller's feedback.
+                    let inner = match (controller.as_str(), f.params.get("inner")) {
+                        ("coupled", Some(toml::Value::String(inner))) => inner.clone(),
+                        _ => controller.clone(),
+                    };
                     registry
-                        .lookup(&controller)
+                        .lookup(&inner)
                         .map_err(|e| err(&at("controller"), e.to_string()))?
                         .feedback
                 }
@@ -754,6 +787,30 @@ impl Scenario {
                 }
                 Some(names) => {
                     resolve_flow_hops(names, &hops, &at("hops")).map_err(|(f, m)| err(&f, m))?
+                }
+            };
+            let coupling = match &f.coupling {
+                None => None,
+                Some(c) => {
+                    let priority = c.priority.unwrap_or(1.0);
+                    if !(priority.is_finite() && priority > 0.0) {
+                        return Err(err(
+                            &at("coupling.priority"),
+                            format!("must be a positive number, got {priority}"),
+                        ));
+                    }
+                    if c.group.is_empty() {
+                        return Err(err(
+                            &at("coupling.group"),
+                            "must name the flow group (flows of one sender sharing a bottleneck)"
+                                .into(),
+                        ));
+                    }
+                    Some(Coupling {
+                        group: c.group.clone(),
+                        priority,
+                        algorithm: c.algorithm.unwrap_or_default(),
+                    })
                 }
             };
             let ecn = match &f.ecn {
@@ -867,15 +924,16 @@ impl Scenario {
                 active,
                 dash,
                 ecn,
+                coupling,
             };
             // Build the controller once now so that bad parameters fail before the run.
             if !kind.is_unadapted() {
+                let ctx = flow.context(
+                    Some(Arc::new(path_capacity(&hops, &flow, false))),
+                    Some(&validation_groups),
+                );
                 registry
-                    .create(
-                        &flow.controller,
-                        &flow.params,
-                        &flow.context(Some(Arc::new(path_capacity(&hops, &flow, false)))),
-                    )
+                    .create(&flow.controller, &flow.params, &ctx)
                     .map_err(|e| {
                         let field = match &e {
                             cc::ControllerError::UnknownParam { param, .. } => {
@@ -885,6 +943,12 @@ impl Scenario {
                         };
                         err(&field, e.to_string())
                     })?;
+                if flow.coupling.is_some() {
+                    let (name, params) = flow.controller_spec();
+                    registry
+                        .create(&name, &params, &ctx)
+                        .map_err(|e| err(&at("coupling"), e.to_string()))?;
+                }
             }
             flows.push(flow);
         }
@@ -993,15 +1057,43 @@ impl Scenario {
 }
 
 impl FlowConfig {
-    /// What the flow's controller may know when it is created.
-    pub fn context(&self, capacity: Option<Arc<dyn cc::CapacityView>>) -> ControllerContext {
+    /// What the flow's controller may know when it is created; `coupling` holds the run's flow
+    /// groups (`None` where flows cannot share them).
+    pub fn context(
+        &self,
+        capacity: Option<Arc<dyn cc::CapacityView>>,
+        coupling: Option<&cc::coupled::CouplingGroups>,
+    ) -> ControllerContext {
         ControllerContext {
             now: self.start,
             fps: self.fps,
             max_payload: self.payload,
             media: self.media,
             capacity,
+            coupling: coupling.cloned(),
         }
+    }
+
+    /// The controller to build and its parameters: the flow's own, or for a coupled flow
+    /// `coupled` wrapping it (`inner`, `inner_params`, `group`, `priority`, `algorithm`).
+    pub fn controller_spec(&self) -> (String, Params) {
+        let Some(c) = &self.coupling else {
+            return (self.controller.clone(), self.params.clone());
+        };
+        let mut params = Params::new();
+        params.insert("inner".into(), toml::Value::String(self.controller.clone()));
+        params.insert(
+            "inner_params".into(),
+            toml::Value::Table(self.params.clone()),
+        );
+        params.insert("group".into(), toml::Value::String(c.group.clone()));
+        params.insert("priority".into(), toml::Value::Float(c.priority));
+        let algorithm = match c.algorithm {
+            cc::coupled::Algorithm::Active => "active",
+            cc::coupled::Algorithm::Conservative => "conservative",
+        };
+        params.insert("algorithm".into(), toml::Value::String(algorithm.into()));
+        ("coupled".into(), params)
     }
 }
 
@@ -1029,6 +1121,7 @@ const KIND_FIELDS: &[(&str, &[&str])] = &[
             "degradation",
             "pushback",
             "ecn",
+            "coupling",
         ],
     ),
     ("cbr", &["rate", "packet_size", "ecn"]),
@@ -1108,6 +1201,7 @@ fn resolve_kind(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> Result<FlowKind, (
         ("segment_sizes", f.segment_sizes.is_some()),
         ("line_rate", f.line_rate.is_some()),
         ("ecn", f.ecn.is_some()),
+        ("coupling", f.coupling.is_some()),
     ];
     if let Some((field, _)) = given.iter().find(|(name, g)| *g && !own.contains(name)) {
         let owners: Vec<&str> = KIND_FIELDS

@@ -30,6 +30,7 @@
 
 use crate::path::PathCapacity;
 use crate::scenario::{FlowConfig, FlowKind, Scenario};
+use rtcc_core::cc::coupled::CouplingGroups;
 use rtcc_core::cc::{self, CapacityView};
 use rtcc_core::dash::qoe::SegmentRecord;
 use rtcc_core::endpoint::video_send::Ssrcs;
@@ -391,18 +392,25 @@ pub fn derive_seed(seed: u64, stream: u64) -> u64 {
 /// the live transport (`rtcc-live send` / `recv`) both build their flows here, so a flow is the
 /// same object in both.
 /// `f` is `sc.flows[i]` or an adjusted copy of it (the live transport's); of `sc` only the seed
-/// is read.
+/// is read. `coupling` is the run's flow groups (RFC 8699, shared by every flow of one run);
+/// `None` where flows cannot share them, and a coupled flow is then refused.
 pub fn flow_endpoints(
     sc: &Scenario,
     i: usize,
     f: &FlowConfig,
     capacity: &Arc<dyn CapacityView>,
     registry: &cc::Registry,
+    coupling: Option<&CouplingGroups>,
 ) -> Result<[Box<dyn Endpoint>; 2], String> {
     let ssrcs = Ssrcs::for_flow(i as u32);
+    let (controller_name, controller_params) = f.controller_spec();
     let controller = || {
         registry
-            .create(&f.controller, &f.params, &f.context(Some(capacity.clone())))
+            .create(
+                &controller_name,
+                &controller_params,
+                &f.context(Some(capacity.clone()), coupling),
+            )
             .map_err(|e| format!("flows[{i}]: {e}"))
     };
     // B's clock at the flow's start.
@@ -464,8 +472,8 @@ pub fn flow_endpoints(
             // Fails here, not when the first download starts, if the controller cannot be built.
             controller()?;
             let registry = registry.clone();
-            let (name, params) = (f.controller.clone(), f.params.clone());
-            let ctx = f.context(Some(capacity.clone()));
+            let (name, params) = (controller_name.clone(), controller_params.clone());
+            let ctx = f.context(Some(capacity.clone()), coupling);
             // Each download is a fresh connection with its own controller.
             let make = move |now: Time| {
                 let mut ctx = ctx.clone();
@@ -505,8 +513,8 @@ pub fn flow_endpoints(
             controller()?;
             // Each connection gets its own controller, built when it opens.
             let registry = registry.clone();
-            let (name, params) = (f.controller.clone(), f.params.clone());
-            let ctx = f.context(Some(capacity.clone()));
+            let (name, params) = (controller_name.clone(), controller_params.clone());
+            let ctx = f.context(Some(capacity.clone()), coupling);
             let make = move |now: Time| {
                 let mut ctx = ctx.clone();
                 ctx.now = now;
@@ -546,11 +554,13 @@ impl Simulation {
     /// [`Simulation::new`] with the controllers of `registry`.
     pub fn with_registry(sc: &Scenario, registry: &cc::Registry) -> Result<Simulation, String> {
         let span = sc.flow_span();
+        // One set of flow groups per run: its coupled flows share them, other runs do not.
+        let coupling = CouplingGroups::default();
         let mut flows = Vec::new();
         for (i, f) in sc.flows.iter().enumerate() {
             let capacity: Arc<dyn CapacityView> = Arc::new(sc.controller_capacity(f));
             flows.push(FlowState {
-                ends: flow_endpoints(sc, i, f, &capacity, registry)?,
+                ends: flow_endpoints(sc, i, f, &capacity, registry, Some(&coupling))?,
                 logs: FlowLogs {
                     config: f.clone(),
                     packets: Vec::new(),

@@ -1080,6 +1080,7 @@ mod tests {
                 min_fps: 10.0,
             },
             capacity: None,
+            coupling: None,
         }
     }
 

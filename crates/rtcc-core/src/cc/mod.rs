@@ -24,6 +24,7 @@ pub mod bbr_common;
 pub mod c3g;
 pub mod c3g_bbr;
 pub mod copa;
+pub mod coupled;
 pub mod cubic;
 pub mod delivery_rate;
 pub mod fixed;
@@ -199,6 +200,18 @@ pub trait Controller: Send {
     }
     /// Internal signals for logs and plots (name, value), e.g. `("trend", 0.3)`.
     fn state(&self, _out: &mut Vec<(&'static str, f64)>) {}
+    /// Make `rate` the controller's rate from now on, as if it had computed it itself: the
+    /// coupled congestion control of RFC 8699 (§5.3, `coupled.rs`) hands each flow its share of
+    /// the aggregate and requires the controller to use it as its new rate. Returns whether the
+    /// controller can (default: it cannot, and is left unchanged). Setting the rate the
+    /// controller already has changes nothing, so `set_rate(now, decision().target_bitrate)`
+    /// asks whether it can without side effects.
+    fn set_rate(&mut self, _now: Time, _rate: Rate) -> bool {
+        false
+    }
+    /// The flow stopped for good: nothing more will be sent (the controller may still be asked
+    /// for its state). Default: nothing.
+    fn on_stop(&mut self, _now: Time) {}
 }
 
 /// The optional frame-level side of a [`Controller`], reached through
@@ -240,6 +253,10 @@ pub struct ControllerContext {
     pub media: crate::media::range::MediaRange,
     /// Capacity of the forward bottleneck (only reference controllers such as `oracle` use it).
     pub capacity: Option<Arc<dyn CapacityView>>,
+    /// The flow-state exchanges of this run, shared by the flows it builds (RFC 8699 coupling,
+    /// [`coupled`]): one object per simulation run, so runs stay independent. `None` where flows
+    /// cannot share one (the live transport runs one flow per process); `coupled` refuses then.
+    pub coupling: Option<coupled::CouplingGroups>,
 }
 
 /// Parameters as written in a scenario (`params = { rate = "5Mbps" }`).

@@ -93,6 +93,7 @@ static BUILTIN: LazyLock<Registry> = LazyLock::new(|| {
         vidaptive::info(),
         c3g::info(),
         c3g_bbr::info(),
+        coupled::info(),
     ] {
         r.register(info).expect("builtin names are unique");
     }
@@ -211,6 +212,7 @@ mod tests {
             max_payload: Bytes(1200),
             media: Default::default(),
             capacity: Some(Arc::new(TenMbps)),
+            coupling: Some(crate::cc::coupled::CouplingGroups::default()),
         }
     }
 

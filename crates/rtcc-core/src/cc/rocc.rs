@@ -453,6 +453,7 @@ mod tests {
             max_payload: Bytes(1200),
             media: Default::default(),
             capacity: None,
+            coupling: None,
         };
         for bad in ["gamma = 0", "gamma = -1", "alpha = -1", "initial_cwnd = 0"] {
             let p: Params = toml::from_str(bad).unwrap();

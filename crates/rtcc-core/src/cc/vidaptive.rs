@@ -988,6 +988,7 @@ mod tests {
             max_payload: Bytes(1200),
             media: Default::default(),
             capacity: None,
+            coupling: None,
         }
     }
 

@@ -22,6 +22,7 @@ fn video_sender(recovery: Recovery) -> VideoSendEndpoint {
         max_payload: Bytes(1200),
         media: Default::default(),
         capacity: None,
+        coupling: None,
     };
     let controller = cc::create("fixed", &params, &ctx).unwrap();
     let packetizer = Packetizer {

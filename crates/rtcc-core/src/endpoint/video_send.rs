@@ -525,9 +525,9 @@ impl Endpoint for VideoSendEndpoint {
         self.active = active;
     }
 
-    fn close(&mut self, _now: Time) {
+    fn close(&mut self, now: Time) {
         self.closed = true;
-        self.sender.stop();
+        self.sender.stop(now);
     }
 
     fn controller_timeout(&self) -> Option<Time> {

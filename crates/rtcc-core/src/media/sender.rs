@@ -581,9 +581,10 @@ impl VideoSender {
     }
 
     /// Stop: drop queued media and forget what is in flight.
-    pub fn stop(&mut self) {
+    pub fn stop(&mut self, now: Time) {
         self.pacer.clear();
         self.pacer_wake = None;
+        self.controller.on_stop(now);
     }
 
     /// Append the controller's decision and internal signals to `out`.

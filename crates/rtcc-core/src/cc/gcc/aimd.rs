@@ -139,6 +139,14 @@ impl Aimd {
         self.last_change_ms = Some(now_ms);
     }
 
+    /// Replace the estimate from outside (RFC 8699 coupling) keeping the timing of the last
+    /// change: unlike [`Self::set_estimate`], the next decrease and the increase's elapsed time
+    /// stay where the controller's own changes put them (a coupled flow gets a new rate at every
+    /// update of every flow of its group, which would otherwise hold off its decreases for good).
+    pub fn replace_estimate(&mut self, bps: f64) {
+        self.current = bps.max(self.min_bps);
+    }
+
     /// Whether another decrease is due: one RTT (clamped to [10, 200] ms) since the last change,
     /// or the throughput fell below half the estimate.
     pub fn time_to_reduce_further(&self, now_ms: f64, throughput_bps: f64) -> bool {

@@ -90,6 +90,14 @@ impl LossBased {
         self.min_history.clear();
     }
 
+    /// A rate set from outside (RFC 8699 coupling): the delay-based limit and the target both
+    /// become `bps` (within [min, max]), and the increase starts again from it.
+    pub fn set_rate(&mut self, bps: f64) {
+        self.delay_limit = bps;
+        self.set_target(bps);
+        self.min_history.clear();
+    }
+
     pub fn update_delay_based(&mut self, bps: f64) {
         self.delay_limit = if bps > 0.0 { bps } else { f64::INFINITY };
         self.set_target(self.current);

@@ -1082,6 +1082,7 @@ mod tests {
             max_payload: Bytes(1200),
             media: Default::default(),
             capacity: None,
+            coupling: None,
         };
         let build = |text: &str| {
             let params: Params = toml::from_str(text).unwrap();

@@ -403,6 +403,24 @@ impl Controller for WebRtcGcc {
         Some(self.next_process)
     }
 
+    /// RFC 8699 Appendix A: GCC's rate is the smaller of the delay-based estimate (A_hat, AIMD's)
+    /// and the loss-based one (A_s), so a coupled GCC sets both to the FSE's rate — the
+    /// loss-based target capped by the new delay-based estimate, its 1 s minimum history
+    /// restarted (else the next 8 % increase would start from the old rate), as a probe result
+    /// resets it. The ALR detector and the probe controller learn the new target as they learn
+    /// any. AIMD's timing (when it may decrease again, how long since it last changed) stays its
+    /// own. Loss-based v2 keeps its own state and proposes from it, capped by the new A_hat.
+    fn set_rate(&mut self, now: Time, rate: Rate) -> bool {
+        let bps = rate.bps();
+        if (bps - self.loss.target_bps()).abs() <= 1e-9 * bps.abs().max(1.0) {
+            return true;
+        }
+        self.aimd.replace_estimate(bps);
+        self.loss.set_rate(self.aimd.estimate_bps());
+        self.on_network_changed(now);
+        true
+    }
+
     fn decision(&self) -> Decision {
         let target = Rate(self.loss.target_bps());
         Decision {

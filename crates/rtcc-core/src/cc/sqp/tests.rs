@@ -263,6 +263,7 @@ fn bad_parameters_are_rejected_with_a_message() {
             max_payload: crate::units::Bytes(1200),
             media: Default::default(),
             capacity: None,
+            coupling: None,
         };
         let e = (info().build)(&params, &ctx, crate::cc::registry())
             .err()
