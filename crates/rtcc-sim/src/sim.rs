@@ -33,6 +33,7 @@ use crate::scenario::{FlowConfig, FlowKind, Scenario};
 use rtcc_core::cc::coupled::CouplingGroups;
 use rtcc_core::cc::{self, CapacityView};
 use rtcc_core::dash::qoe::SegmentRecord;
+use rtcc_core::endpoint::dash::ControllerFactory;
 use rtcc_core::endpoint::video_send::Ssrcs;
 use rtcc_core::endpoint::{
     CbrSendEndpoint, DashClientEndpoint, DashServerEndpoint, Download, Endpoint, EndpointEvent,
@@ -413,6 +414,21 @@ pub fn flow_endpoints(
             )
             .map_err(|e| format!("flows[{i}]: {e}"))
     };
+    // A controller per connection, built as each opens (dash, short TCP); one is built here so
+    // that a controller that cannot be built fails now, not when the first connection opens.
+    let connection_controllers = || -> Result<ControllerFactory, String> {
+        controller()?;
+        let registry = registry.clone();
+        let (name, params) = (controller_name.clone(), controller_params.clone());
+        let ctx = f.context(Some(capacity.clone()), coupling);
+        Ok(Box::new(move |now: Time| {
+            let mut ctx = ctx.clone();
+            ctx.now = now;
+            registry
+                .create(&name, &params, &ctx)
+                .expect("the controller was built once already")
+        }))
+    };
     // B's clock at the flow's start.
     let b_start = f.start + f.clock_offset;
     Ok(match f.kind {
@@ -469,30 +485,14 @@ pub fn flow_endpoints(
             delayed_ack,
             mss,
         } => {
-            // Fails here, not when the first download starts, if the controller cannot be built.
-            controller()?;
-            let registry = registry.clone();
-            let (name, params) = (controller_name.clone(), controller_params.clone());
-            let ctx = f.context(Some(capacity.clone()), coupling);
             // Each download is a fresh connection with its own controller.
-            let make = move |now: Time| {
-                let mut ctx = ctx.clone();
-                ctx.now = now;
-                registry
-                    .create(&name, &params, &ctx)
-                    .expect("the controller was built once already")
-            };
+            let make = connection_controllers()?;
             // Seed stream 4 << 32 | i: independent of the frame source's (i), the links' (1 << 32,
             // 2 << 32) and the encoders' (3 << 32).
             let generator =
                 ShortFlowGenerator::new(config, derive_seed(sc.seed, (4 << 32) | i as u64));
-            let mut send = ShortTcpSendEndpoint::new(
-                generator,
-                Box::new(make),
-                mss.0 as u32,
-                ssrcs.media,
-                f.start,
-            );
+            let mut send =
+                ShortTcpSendEndpoint::new(generator, make, mss.0 as u32, ssrcs.media, f.start);
             send.set_ecn(f.ecn);
             let mut recv = TcpRecvEndpoint::new(ssrcs.media, delayed_ack);
             recv.set_ecn(f.ecn);
@@ -509,25 +509,9 @@ pub fn flow_endpoints(
                 .dash
                 .clone()
                 .ok_or_else(|| format!("flows[{i}]: a dash flow without its session"))?;
-            // Fails here, not when a connection opens, if the controller cannot be built.
-            controller()?;
-            // Each connection gets its own controller, built when it opens.
-            let registry = registry.clone();
-            let (name, params) = (controller_name.clone(), controller_params.clone());
-            let ctx = f.context(Some(capacity.clone()), coupling);
-            let make = move |now: Time| {
-                let mut ctx = ctx.clone();
-                ctx.now = now;
-                registry
-                    .create(&name, &params, &ctx)
-                    .expect("the controller was built once already")
-            };
+            let make = connection_controllers()?;
             [
-                Box::new(DashServerEndpoint::new(
-                    cfg.clone(),
-                    Box::new(make),
-                    ssrcs.media,
-                )),
+                Box::new(DashServerEndpoint::new(cfg.clone(), make, ssrcs.media)),
                 Box::new(DashClientEndpoint::new(cfg, b_start, ssrcs.media)),
             ]
         }
