@@ -12,14 +12,18 @@ flow. Tolerances:
   wire and its segments are 1500 bytes; kernel TCP carries 1448 bytes of payload in a 1500-byte
   packet (20 IP + 20 TCP + 12 timestamp option), so the prediction is the simulated wire rate
   times 1448/1500.
-- for Cubic behind drop-tail, the longest time in the queue within 2 ms: the emulator runs the
-  simulator's own queue, so a full 100-packet queue holds a packet for the same 120 ms in both.
+- for Cubic behind drop-tail, the longest time in the queue within 3.5 ms: the emulator runs the
+  simulator's own queue, so a full 100-packet queue holds a packet for the same 120 ms in both;
+  the live side adds its scheduling delay (122.0 against 119.0 ms was seen once on a loaded
+  machine, 120.0 otherwise).
 - the median time in the queue within a tolerance per case. CoDel holds it near its 5 ms target
   and BBR near its own, within 2-3.5 ms. Cubic behind drop-tail needs 10 ms more: its epochs
   last about 4.7 s (K = cbrt(W_max * 0.3 / 0.4) with W_max near 140 packets), so a 15 s run
   holds three sawtooths whose phase follows the slow-start exit, which the kernel's HyStart
-  decides from real timing. Medians of 88.9 and 99.0 ms (live, simulated) were measured in CI
-  for the same case that matched within 1 ms on other runs.
+  decides from real timing. Live medians of 86.9, 88.9 and 100.9 ms against the simulator's
+  99.0 ms were measured in CI runs of the same case (it matched within 1 ms on others), so the
+  tolerance is 15 ms: a third of the 0–120 ms sawtooth's mean-to-edge swing, still far below a
+  queue that is not filled (CoDel's 5 ms) or that overflows.
 """
 
 from __future__ import annotations
@@ -136,8 +140,8 @@ def _constant_trace(path: Path, mbps: int) -> str:
 @needs_live
 @pytest.mark.parametrize("cc,name,queue,queue_tol_ms", [
     # Three Cubic sawtooths in 15 s: the median follows their phase (module docstring).
-    ("cubic", "droptail", '"100pkts"', 12.0),
-    ("cubic", "trace", '"100pkts"', 12.0),
+    ("cubic", "droptail", '"100pkts"', 15.0),
+    ("cubic", "trace", '"100pkts"', 15.0),
     ("cubic", "codel", '{ kind = "codel" }', 2.0),
     # Kernel BBR kept 8.2-8.6 ms queued over three runs, the simulator's 10.5 ms.
     ("bbr", "droptail", '"100pkts"', 3.5),
@@ -172,7 +176,7 @@ def test_kernel_tcp_through_emu_matches_the_simulator(tmp_path, cc, name, queue,
     assert abs(emu_queue.median() - sim_queue.median()) < queue_tol_ms, report
     if cc == "cubic" and name != "codel":
         # Cubic fills the drop-tail queue: both hold a packet for the queue's full 120 ms.
-        assert abs(emu_queue.max() - sim_queue.max()) < 2.0, report
+        assert abs(emu_queue.max() - sim_queue.max()) < 3.5, report
     drops = summary["emulator_drops"]
     assert drops["failed_writes"] == 0 and not drops["uplink_intake"] and not drops["downlink_intake"], report
 
