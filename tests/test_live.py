@@ -22,8 +22,8 @@ flow. Tolerances:
   holds three sawtooths whose phase follows the slow-start exit, which the kernel's HyStart
   decides from real timing. Live medians of 86.9, 88.9 and 100.9 ms against the simulator's
   99.0 ms were measured in CI runs of the same case (it matched within 1 ms on others), so the
-  tolerance is 15 ms: a third of the 0–120 ms sawtooth's mean-to-edge swing, still far below a
-  queue that is not filled (CoDel's 5 ms) or that overflows.
+  tolerance is 15 ms, an eighth of the 120 ms queue: a queue that is not kept full (CoDel's
+  5 ms) or a different sawtooth (a median under 84 ms) still fails.
 """
 
 from __future__ import annotations
