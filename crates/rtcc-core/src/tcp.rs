@@ -577,16 +577,22 @@ mod tests {
         assert!(resent.iter().all(|p| p.kind == PacketKind::Retransmission));
     }
 
-    #[test]
-    fn a_finite_transfer_completes_when_all_bytes_are_acknowledged() {
+    /// A 4000-byte transfer with its first window (three 1500-byte segments) sent at 0.
+    fn finite_transfer_sent() -> BulkSender {
         let mut s = BulkSender::new(
             Box::new(Window(10)),
             1500,
             App::Finite { bytes: 4000 },
             Time::ZERO,
         );
-        let sent: Vec<_> = std::iter::from_fn(|| s.poll_transmit(Time::ZERO)).collect();
-        assert_eq!(sent.len(), 3, "4000 bytes need three 1500-byte segments");
+        let sent = std::iter::from_fn(|| s.poll_transmit(Time::ZERO)).count();
+        assert_eq!(sent, 3, "4000 bytes need three 1500-byte segments");
+        s
+    }
+
+    #[test]
+    fn a_finite_transfer_completes_when_all_bytes_are_acknowledged() {
+        let mut s = finite_transfer_sent();
         s.on_feedback(Time::from_millis(30), &ack(0..3, &[]));
         assert_eq!(s.completed_at(), Some(Time::from_millis(30)));
         assert!(s.poll_transmit(Time::from_millis(30)).is_none());
@@ -594,14 +600,7 @@ mod tests {
 
     #[test]
     fn a_new_transfer_ignores_reports_of_the_previous_connections_packets() {
-        let mut s = BulkSender::new(
-            Box::new(Window(10)),
-            1500,
-            App::Finite { bytes: 4000 },
-            Time::ZERO,
-        );
-        let sent: Vec<_> = std::iter::from_fn(|| s.poll_transmit(Time::ZERO)).collect();
-        assert_eq!(sent.len(), 3);
+        let mut s = finite_transfer_sent();
         s.on_feedback(Time::from_millis(30), &ack(0..2, &[]));
         // Packets 2 and 3 of the old connection are still unreported when the next one opens.
         s.new_transfer(Time::from_millis(40), 1000, Box::new(Window(10)));

@@ -6,7 +6,7 @@ use crate::sim::{
     capacity_fn, FlowLogs, LinkCounters, PacketSink, SimOutput, Simulation, StateLog,
 };
 use rtcc_core::cc::{self, Registry};
-use rtcc_core::metrics::{self, sqp_frame_delay, FlowLog, FlowSummary, PacketStats, TotalSummary};
+use rtcc_core::metrics::{self, sqp_frame_delay, FlowLog, FlowSummary, TotalSummary};
 use rtcc_core::{Duration, Time};
 use serde::Serialize;
 
@@ -238,11 +238,7 @@ pub fn summarize(sc: &Scenario, flows: &mut [FlowLogs], streamed: bool) -> Summa
     let mut flow_summaries: Vec<FlowSummary> = Vec::with_capacity(flows.len());
     for f in flows.iter_mut() {
         if !streamed {
-            let (start, stop) = (f.config.start, f.config.stop);
-            f.stats = PacketStats::new(start, stop, sc.flow_span(), end)
-                .keeping_transits(f.config.kind.audio_packet().is_some());
-            f.stats
-                .set_propagation_between_links(sc.propagation_between_links(&f.config));
+            f.stats = sc.packet_stats(&f.config);
             f.stats.add_all(&f.packets);
             f.stats.sort_delays();
         }

@@ -15,6 +15,7 @@ use rtcc_core::media::degradation::Preference;
 use rtcc_core::media::encoder::EncoderConfig;
 use rtcc_core::media::range::{MediaRange, DEFAULT_MIN_BITRATE, DEFAULT_MIN_FPS};
 use rtcc_core::media::source::JitterModel;
+use rtcc_core::metrics::PacketStats;
 use rtcc_core::net::impair::{ImpairmentConfig, Jitter, LossModel};
 use rtcc_core::net::pdv::PdvConfig;
 use rtcc_core::net::{Capacity, MahimahiTrace, QueueConfig, Schedule};
@@ -990,6 +991,20 @@ impl Scenario {
     /// flow.
     pub fn data_capacity(&self, flow: &FlowConfig) -> PathCapacity {
         path_capacity(&self.hops, flow, flow.reverse)
+    }
+
+    /// The empty per-packet statistics of `flow`: its interval, the run's span, the propagation
+    /// its queuing delays leave out, and each packet's transit kept for audio's jitter.
+    pub fn packet_stats(&self, flow: &FlowConfig) -> PacketStats {
+        let mut stats = PacketStats::new(
+            flow.start,
+            flow.stop,
+            self.flow_span(),
+            Time(self.duration.0),
+        )
+        .keeping_transits(flow.kind.audio_packet().is_some());
+        stats.set_propagation_between_links(self.propagation_between_links(flow));
+        stats
     }
 
     /// From the first start to the last stop of the flows that cross hop `h` (`None` if none

@@ -537,7 +537,6 @@ impl Simulation {
 
     /// [`Simulation::new`] with the controllers of `registry`.
     pub fn with_registry(sc: &Scenario, registry: &cc::Registry) -> Result<Simulation, String> {
-        let span = sc.flow_span();
         // One set of flow groups per run: its coupled flows share them, other runs do not.
         let coupling = CouplingGroups::default();
         let mut flows = Vec::new();
@@ -548,12 +547,7 @@ impl Simulation {
                 logs: FlowLogs {
                     config: f.clone(),
                     packets: Vec::new(),
-                    stats: {
-                        let mut s = PacketStats::new(f.start, f.stop, span, Time(sc.duration.0))
-                            .keeping_transits(f.kind.audio_packet().is_some());
-                        s.set_propagation_between_links(sc.propagation_between_links(f));
-                        s
-                    },
+                    stats: sc.packet_stats(f),
                     frames: Vec::new(),
                     segments: Vec::new(),
                     downloads: Vec::new(),

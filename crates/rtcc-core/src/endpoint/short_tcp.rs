@@ -23,12 +23,11 @@
 //! Completed downloads are reported as [`EndpointEvent::Download`].
 
 use super::dash::ControllerFactory;
-use super::tcp::transmit_segment;
+use super::tcp::{receive_acks, transmit_segment};
 use super::{Endpoint, EndpointEvent, Transmit};
 use crate::short_tcp::ShortFlowGenerator;
 use crate::tcp::{App, BulkSender, TCP_IP_HEADER};
 use crate::units::Time;
-use crate::wire::rtcp::{self, RtcpPacket};
 use std::collections::VecDeque;
 
 /// One completed download: when it started, when its last byte was acknowledged, its size in
@@ -129,15 +128,9 @@ impl Endpoint for ShortTcpSendEndpoint {
         if self.closed {
             return;
         }
-        let Ok(packets) = rtcp::parse_compound(datagram) else {
+        if !receive_acks(&mut self.sender, now, datagram) {
             self.malformed += 1;
             return;
-        };
-        let ecn_echo = packets.iter().any(|p| matches!(p, RtcpPacket::EcnEcho(_)));
-        for p in packets {
-            if let RtcpPacket::TransportCc(fb) = p {
-                super::tcp::apply_feedback(&mut self.sender, now, fb, ecn_echo);
-            }
         }
         self.check_completion();
     }

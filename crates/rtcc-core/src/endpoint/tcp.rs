@@ -66,6 +66,21 @@ pub(super) fn transmit_segment(
     })
 }
 
+/// A datagram from the receiver given to the sender: its acknowledgements, with the ECN-Echo the
+/// same compound packet carries. `false` if it is not RTCP the sender can read.
+pub(super) fn receive_acks(sender: &mut BulkSender, now: Time, datagram: &[u8]) -> bool {
+    let Ok(packets) = rtcp::parse_compound(datagram) else {
+        return false;
+    };
+    let ecn_echo = packets.iter().any(|p| matches!(p, RtcpPacket::EcnEcho(_)));
+    for p in packets {
+        if let RtcpPacket::TransportCc(fb) = p {
+            apply_feedback(sender, now, fb, ecn_echo);
+        }
+    }
+    true
+}
+
 /// An acknowledgement (transport-wide feedback, 16-bit sequence numbers) given to a sender:
 /// its base is unwrapped near the sender's newest sequence number. `ecn_echo`: the
 /// acknowledgement carried ECN-Echo.
@@ -109,18 +124,8 @@ impl TcpSendEndpoint {
 
 impl Endpoint for TcpSendEndpoint {
     fn handle_datagram(&mut self, now: Time, datagram: &[u8], _size: u32) {
-        if self.closed {
-            return;
-        }
-        let Ok(packets) = rtcp::parse_compound(datagram) else {
+        if !self.closed && !receive_acks(&mut self.sender, now, datagram) {
             self.malformed += 1;
-            return;
-        };
-        let ecn_echo = packets.iter().any(|p| matches!(p, RtcpPacket::EcnEcho(_)));
-        for p in packets {
-            if let RtcpPacket::TransportCc(fb) = p {
-                apply_feedback(&mut self.sender, now, fb, ecn_echo);
-            }
         }
     }
 
