@@ -228,6 +228,12 @@ pub struct Period {
     /// period, or the few periods that make up `rate_window`).
     pub sent_bps: f64,
     pub received_bps: f64,
+    /// λ̄ over μ̄'s window moved back to the sender's clock by the base one-way delay (bit/s):
+    /// bits sent in the window whose packets μ̄ would count had none of them queued, so
+    /// λ̄_aligned − μ̄ is the growth of the bottleneck queue over the window (§V-A: "the server's
+    /// responsibility to calculate λ(t) for the same time window used by the client for μ(t)").
+    /// `sent_bps` when no new arrival was reported.
+    pub sent_aligned_bps: f64,
     /// Share of the period's sent bits that were retransmissions (r).
     pub retransmitted: f64,
     /// RTVL samples of the period: (acknowledgement time, RTVL in ms), in order.
@@ -261,6 +267,13 @@ pub struct Meter {
     /// newest arrival at the previous close.
     arrivals: VecDeque<(Time, u32)>,
     newest_at_close: Option<Time>,
+    /// Packets sent (sender clock, bytes), kept to cover μ̄'s window moved to the sender's clock.
+    sent_log: VecDeque<(Time, u32)>,
+    /// The smallest receive − send time (ns; receiver clock minus sender clock) of the period's
+    /// reported packets, and of each recent period over `BASE_DELAY_WINDOW`: the base one-way
+    /// delay plus the clocks' offset.
+    period_offset: Option<i64>,
+    offsets: VecDeque<(Time, i64)>,
     /// Encoded frames not acknowledged yet: (frame, S_0, when a later frame was first
     /// acknowledged).
     pending: VecDeque<(u64, Time, Option<Time>)>,
@@ -279,6 +292,9 @@ impl Meter {
             retransmitted_bytes: 0,
             arrivals: VecDeque::new(),
             newest_at_close: None,
+            sent_log: VecDeque::new(),
+            period_offset: None,
+            offsets: VecDeque::new(),
             pending: VecDeque::new(),
             rtvl: Vec::new(),
             frames: 0,
@@ -288,6 +304,7 @@ impl Meter {
 
     pub fn on_packet_sent(&mut self, pkt: &SentPacket) {
         self.sent_bytes += pkt.size as u64;
+        self.sent_log.push_back((pkt.send_time, pkt.size));
         if pkt.kind == PacketKind::Retransmission {
             self.retransmitted_bytes += pkt.size as u64;
         }
@@ -297,6 +314,8 @@ impl Meter {
         for p in report.received() {
             let at = p.receive_time.expect("received() has a receive time");
             self.arrivals.push_back((at, p.sent.size));
+            let offset = at.0 as i64 - p.sent.send_time.0 as i64;
+            self.period_offset = Some(self.period_offset.map_or(offset, |o| o.min(offset)));
         }
     }
 
@@ -362,10 +381,54 @@ impl Meter {
             }
             _ => 0.0,
         };
+        let fresh = newest.filter(|&n| self.newest_at_close.is_none_or(|old| n > old));
         self.newest_at_close = newest.or(self.newest_at_close);
+        if let Some(o) = self.period_offset.take() {
+            self.offsets.push_back((now, o));
+        }
+        while self
+            .offsets
+            .front()
+            .is_some_and(|&(t, _)| t + BASE_DELAY_WINDOW < now)
+        {
+            self.offsets.pop_front();
+        }
+        while self
+            .sent_log
+            .front()
+            .is_some_and(|&(t, _)| t + BASE_DELAY_WINDOW + window < now)
+        {
+            self.sent_log.pop_front();
+        }
+        let sent_bps = self.sent_periods.iter().sum::<f64>() / secs;
+        let base = self.offsets.iter().map(|o| o.1).min();
+        let sent_aligned_bps = match (fresh, base) {
+            (Some(n), Some(base)) => {
+                // μ̄ counts arrivals in (n − W, n]; without queueing they were sent in
+                // (n − base − W, n − base] by the sender's clock.
+                let end = n.0 as i64 - base;
+                let start = end - window.0 as i64;
+                while self
+                    .sent_log
+                    .front()
+                    .is_some_and(|&(t, _)| (t.0 as i64) < start - SENT_LOG_SLACK.0 as i64)
+                {
+                    self.sent_log.pop_front();
+                }
+                let bits: f64 = self
+                    .sent_log
+                    .iter()
+                    .filter(|&&(t, _)| (t.0 as i64) > start && (t.0 as i64) <= end)
+                    .map(|&(_, size)| size as f64 * 8.0)
+                    .sum();
+                bits / secs
+            }
+            _ => sent_bps,
+        };
         let period = Period {
-            sent_bps: self.sent_periods.iter().sum::<f64>() / secs,
+            sent_bps,
             received_bps: received_bits / secs,
+            sent_aligned_bps,
             retransmitted: if sent_bits > 0.0 {
                 self.retransmitted_bytes as f64 * 8.0 / sent_bits
             } else {
@@ -599,6 +662,13 @@ const PENDING_LIMIT: Duration = Duration(10_000_000_000);
 /// v_min; an outage would hold the floor long after the link came back.
 const MAX_DRAIN: Duration = Duration(2_000_000_000);
 
+/// Window of the base one-way delay that aligns λ̄'s window with μ̄'s (ours, as RTVL_min's).
+const BASE_DELAY_WINDOW: Duration = Duration(10_000_000_000);
+
+/// Sent packets older than the aligned window's start by more than this are forgotten: the base
+/// delay can grow back (its minimum expires) by up to this much and still find them.
+const SENT_LOG_SLACK: Duration = Duration(2_000_000_000);
+
 /// Window of RTVL_min for the queue estimate at a drain (ours; BBR's RTprop window is 10 s).
 const RTVL_MIN_WINDOW: Duration = Duration(10_000_000_000);
 
@@ -775,7 +845,7 @@ impl C3g {
             self.rtvl_floor.pop_front();
         }
         let rising = matches!((rtvl, self.previous_rtvl), (Some(a), Some(b)) if a > b);
-        let diff = p.sent_bps - p.received_bps;
+        let diff = p.sent_aligned_bps - p.received_bps;
         // ε learns from calm periods once both ends are measured (the first periods' λ̄ holds the
         // first keyframe and μ̄ nothing yet). Calm also means under the threshold with no lost
         // frame: a full queue keeps RTVL high but flat, and learning from it would raise ε to the
@@ -955,6 +1025,7 @@ impl Controller for C3g {
     fn state(&self, out: &mut Vec<(&'static str, f64)>) {
         out.push(("lambda_bps", self.last.sent_bps));
         out.push(("mu_bps", self.last.received_bps));
+        out.push(("lambda_aligned_bps", self.last.sent_aligned_bps));
         out.push(("epsilon_bps", self.epsilon));
         out.push(("rtvl_ms", self.previous_rtvl.unwrap_or(f64::NAN)));
         out.push(("queued_kbit", self.queued_bits / 1e3));
