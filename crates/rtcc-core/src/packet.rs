@@ -12,7 +12,9 @@
 //! 3. The sender joins the feedback with its history into a [`FeedbackReport`] — each packet with
 //!    its send time, size, frame and receive time — which is what every controller consumes.
 //!
-//! Frame-level controllers additionally get a [`FrameAck`] when the receiver has a frame whole.
+//! Frame-level controllers additionally get a [`FrameAck`] when the receiver has a frame whole,
+//! and controllers that ask for them a [`RateReport`] every fixed interval: what the receiver got
+//! in that window, in bytes and packets.
 //! Receive times are on the receiver's clock: controllers must only use differences between
 //! them (or against send times with an unknown offset), never absolute one-way delays.
 
@@ -228,6 +230,42 @@ pub struct FrameAck {
     /// The receiver gave up on the frame (it missed the presentation timeout or was never
     /// complete) and acknowledged it late, after a later frame ([`crate::endpoint::frame_acks`]).
     pub lost: bool,
+}
+
+/// The receiver's count of what it got in one window, sent every fixed interval when the
+/// controller's policy asks ([`crate::cc::FeedbackPolicy::rate_reports`]). C³G's client measures
+/// the received rate μ this way and reports it every Δt (c3g_rtvl.txt §V-A).
+///
+/// All times are on the receiver's clock (truncated to whole microseconds on the wire). The
+/// windows of consecutive reports are contiguous: a report's `window_start` is the previous
+/// report's `window_end` (the receiver's start for the first one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RateReport {
+    /// The end of the previous window (exclusive).
+    pub window_start: Time,
+    /// When the receiver built this report (inclusive).
+    pub window_end: Time,
+    /// Wire bytes of every RTP datagram received in `(window_start, window_end]`: media,
+    /// retransmissions, FEC, padding and probes, each counted with the size the receiver got it
+    /// with. A datagram arriving at the very instant of a report counts in the window the
+    /// receiver handled it in (before or after building the report).
+    pub bytes: u64,
+    /// How many datagrams those bytes are.
+    pub packets: u32,
+    /// The transport-wide sequence number of the packet that arrived last in the window (of
+    /// those that carry one) and its arrival time, for the sender to align its clock with the
+    /// receiver's; `None` when no such packet arrived. The sender unwraps the 16-bit number on
+    /// the wire against its own numbering.
+    pub last: Option<(u64, Time)>,
+}
+
+impl RateReport {
+    /// The received rate over the window, bytes × 8 / window length (μ); `None` for an empty
+    /// window.
+    pub fn rate(&self) -> Option<Rate> {
+        let window = self.window_end.saturating_since(self.window_start);
+        (window.0 > 0).then(|| Rate(self.bytes as f64 * 8.0 / window.as_secs_f64()))
+    }
 }
 
 /// A frame as the encoder produced it.

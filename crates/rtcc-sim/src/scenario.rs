@@ -768,6 +768,14 @@ impl Scenario {
                     "must be longer than 0ms".into(),
                 ));
             }
+            // Only video flows take `feedback` (KIND_FIELDS), and only their receivers send
+            // rate reports; other receivers ignore a controller's wish for them.
+            if feedback.rate_reports.is_some_and(|d| d.0 == 0) {
+                return Err(err(
+                    &at("feedback.rate_reports"),
+                    "must be longer than 0ms".into(),
+                ));
+            }
             let reverse = match f.direction.as_deref() {
                 None | Some("forward") => false,
                 Some("reverse") => true,
@@ -2164,6 +2172,35 @@ params = { rate = "5Mbps" }
              rate = \"100kbps\"\nframe_ack = { at = \"display\" }\n",
         );
         assert_eq!(e.field, "flows[0].frame_ack");
+    }
+
+    #[test]
+    fn rate_reports_parse_default_to_none_and_name_their_bad_fields() {
+        use rtcc_core::cc::FeedbackPolicy;
+        assert_eq!(parse(OK).unwrap().flows[0].feedback.rate_reports, None);
+        let with = |line: &str| format!("{OK}{line}\n");
+        let s = parse(&with(
+            "feedback = { interval = \"20ms\", frame_acks = true, rate_reports = \"50ms\" }",
+        ))
+        .unwrap();
+        assert_eq!(
+            s.flows[0].feedback,
+            FeedbackPolicy {
+                interval: Some(Duration::from_millis(20)),
+                per_frame: false,
+                frame_acks: true,
+                rate_reports: Some(Duration::from_millis(50)),
+            }
+        );
+        let e = error_of(&with(
+            "feedback = { interval = \"20ms\", rate_reports = \"0ms\" }",
+        ));
+        assert_eq!(e.field, "flows[0].feedback.rate_reports");
+        assert!(e.message.contains("longer than 0ms"), "{e}");
+        let e = error_of(&with(
+            "feedback = { interval = \"20ms\", rate_reports = \"often\" }",
+        ));
+        assert!(e.to_string().contains("rate_reports"), "{e}");
     }
 
     #[test]

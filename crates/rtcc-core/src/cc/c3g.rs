@@ -1065,6 +1065,7 @@ pub fn feedback() -> FeedbackPolicy {
         interval: Some(Duration::from_millis(20)),
         per_frame: false,
         frame_acks: true,
+        rate_reports: None,
     }
 }
 

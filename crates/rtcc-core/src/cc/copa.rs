@@ -507,6 +507,7 @@ pub(crate) const WINDOW_FEEDBACK: FeedbackPolicy = FeedbackPolicy {
     interval: Some(Duration(10_000_000)),
     per_frame: true,
     frame_acks: false,
+    rate_reports: None,
 };
 
 pub fn info() -> ControllerInfo {

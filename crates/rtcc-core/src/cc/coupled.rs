@@ -83,7 +83,7 @@ use super::{
     Controller, ControllerContext, ControllerError, ControllerInfo, Decision, FeedbackPolicy,
     FrameController, ParamDoc, Params, Registry,
 };
-use crate::packet::{FeedbackReport, SentPacket};
+use crate::packet::{FeedbackReport, RateReport, SentPacket};
 use crate::units::{Rate, Time};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -413,6 +413,9 @@ impl Controller for Coupled {
     fn on_ecn_echo(&mut self, now: Time) {
         self.around(now, |c| c.on_ecn_echo(now));
     }
+    fn on_rate_report(&mut self, now: Time, report: &RateReport) {
+        self.around(now, |c| c.on_rate_report(now, report));
+    }
     fn on_timeout(&mut self, now: Time) {
         self.around(now, |c| c.on_timeout(now));
     }
@@ -506,6 +509,7 @@ pub fn info() -> ControllerInfo {
             interval: Some(crate::units::Duration::from_millis(50)),
             per_frame: true,
             frame_acks: false,
+            rate_reports: None,
         },
         build: Arc::new(build),
     }
@@ -738,6 +742,21 @@ mod tests {
         no_groups.coupling = None;
         let e = build_err("inner = \"gcc\"", &no_groups);
         assert!(e.contains("live transport"), "{e}");
+    }
+
+    #[test]
+    fn rate_reports_reach_the_inner_controller() {
+        use crate::cc::test_support::{recorder, report};
+        let g = CouplingGroups::default();
+        let fse = g.join("default", Algorithm::Active).unwrap();
+        let (inner, got) = recorder();
+        let mut c = Coupled::new(Time::ZERO, inner, fse, 1.0, None).unwrap();
+        c.on_rate_report(Time::from_millis(1070), &report());
+        assert_eq!(
+            *got.lock().unwrap(),
+            vec![(Time::from_millis(1070), report())]
+        );
+        assert_eq!(report().rate(), Some(Rate::from_mbps(1.0)));
     }
 
     #[test]

@@ -75,6 +75,7 @@ pub fn info() -> ControllerInfo {
             interval: Some(crate::units::Duration(50_000_000)),
             per_frame: false,
             frame_acks: false,
+            rate_reports: None,
         },
         build: build_fn(build),
     }

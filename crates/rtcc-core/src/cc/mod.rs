@@ -13,7 +13,7 @@
 //! parameters are rejected with the list of valid ones.
 
 use crate::media::quality::Resolution;
-use crate::packet::{FeedbackReport, FrameAck, FrameInfo, SentPacket};
+use crate::packet::{FeedbackReport, FrameAck, FrameInfo, RateReport, SentPacket};
 use crate::units::{Bytes, Duration, Rate, Time};
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
@@ -145,6 +145,11 @@ pub struct FeedbackPolicy {
     /// a frame whole. Only controllers that use them ask for them.
     #[serde(default)]
     pub frame_acks: bool,
+    /// Send a rate report ([`Controller::on_rate_report`]) every this long: the bytes and packets
+    /// the receiver got since its previous report (C³G's μ, reported every Δt). `None`: none.
+    /// Only video receivers send them.
+    #[serde(default)]
+    pub rate_reports: Option<Duration>,
 }
 
 impl Default for FeedbackPolicy {
@@ -154,6 +159,7 @@ impl Default for FeedbackPolicy {
             interval: Some(Duration::from_millis(50)),
             per_frame: false,
             frame_acks: false,
+            rate_reports: None,
         }
     }
 }
@@ -180,6 +186,10 @@ pub trait Controller: Send {
     /// the default does nothing (BBR, like Linux's `tcp_bbr`, ignores ECN; controllers that
     /// read CE marks per packet see them in [`PacketResult::ecn`](crate::packet::PacketResult)).
     fn on_ecn_echo(&mut self, _now: Time) {}
+    /// A rate report arrived: what the receiver got in its last window (receiver clock; sent
+    /// only if [`FeedbackPolicy::rate_reports`] is set, one per interval, also for a window in
+    /// which nothing arrived). Default: nothing.
+    fn on_rate_report(&mut self, _now: Time, _report: &RateReport) {}
     /// A timer set through [`Controller::next_timeout`] expired.
     fn on_timeout(&mut self, _now: Time) {}
     /// When the controller next wants [`Controller::on_timeout`]; `None` for never.
@@ -286,4 +296,57 @@ pub fn parse_config<C: DeserializeOwned>(
             controller: controller.to_string(),
             message: e.message().trim().to_string(),
         })
+}
+
+/// Controllers for the tests of controllers that wrap others.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::{Controller, Decision};
+    use crate::packet::{FeedbackReport, RateReport};
+    use crate::units::{Rate, Time};
+    use std::sync::{Arc, Mutex};
+
+    /// A window-based controller at a rate it takes from anyone, keeping the rate reports it gets.
+    pub struct RateReportRecorder {
+        pub rate: Rate,
+        pub reports: Arc<Mutex<Vec<(Time, RateReport)>>>,
+    }
+
+    impl Controller for RateReportRecorder {
+        fn on_feedback(&mut self, _now: Time, _report: &FeedbackReport) {}
+        fn on_rate_report(&mut self, now: Time, report: &RateReport) {
+            self.reports.lock().unwrap().push((now, *report));
+        }
+        fn decision(&self) -> Decision {
+            Decision {
+                cwnd: Some(30_000),
+                ..Decision::rate_only(self.rate, Some(self.rate))
+            }
+        }
+        fn set_rate(&mut self, _now: Time, rate: Rate) -> bool {
+            self.rate = rate;
+            true
+        }
+    }
+
+    /// A recorder at 1 Mbit/s and the list it fills.
+    pub fn recorder() -> (Box<dyn Controller>, Arc<Mutex<Vec<(Time, RateReport)>>>) {
+        let reports = Arc::new(Mutex::new(Vec::new()));
+        let c = RateReportRecorder {
+            rate: Rate::from_mbps(1.0),
+            reports: reports.clone(),
+        };
+        (Box::new(c), reports)
+    }
+
+    /// A report of 6250 bytes in 50 ms (1 Mbit/s).
+    pub fn report() -> RateReport {
+        RateReport {
+            window_start: Time::from_millis(1000),
+            window_end: Time::from_millis(1050),
+            bytes: 6250,
+            packets: 5,
+            last: Some((70_000, Time::from_millis(1049))),
+        }
+    }
 }

@@ -493,6 +493,7 @@ pub(crate) const TCP_FEEDBACK: FeedbackPolicy = FeedbackPolicy {
     interval: Some(Duration(20_000_000)),
     per_frame: true,
     frame_acks: false,
+    rate_reports: None,
 };
 
 pub fn info() -> ControllerInfo {

@@ -37,7 +37,7 @@ use super::{
     EncodeAction, FeedbackPolicy, FrameAction, FrameController, FrameView, ParamDoc, Params,
     Registry,
 };
-use crate::packet::{FeedbackReport, FrameAck, FrameInfo, PacketKind, SentPacket};
+use crate::packet::{FeedbackReport, FrameAck, FrameInfo, PacketKind, RateReport, SentPacket};
 use crate::units::{Bytes, Duration, Rate, Time};
 use serde::Deserialize;
 use std::collections::VecDeque;
@@ -491,6 +491,10 @@ impl Controller for Vidaptive {
         self.inner.on_rto(now);
     }
 
+    fn on_rate_report(&mut self, now: Time, report: &RateReport) {
+        self.inner.on_rate_report(now, report);
+    }
+
     fn on_timeout(&mut self, now: Time) {
         if self.blackout_start().is_some_and(|t| t <= now) {
             self.in_blackout = true;
@@ -835,6 +839,19 @@ mod tests {
         let mut k: Vec<f64> = s.iter().map(|&(d, a)| d / a).collect();
         k.sort_by(f64::total_cmp);
         (a, objective(a, &k, &p))
+    }
+
+    #[test]
+    fn rate_reports_reach_the_wrapped_controller() {
+        use crate::cc::test_support::{recorder, report};
+        let (inner, got) = recorder();
+        let cfg: VidaptiveConfig = parse_config("vidaptive", &Params::new()).unwrap();
+        let mut v = Vidaptive::new(cfg, inner, Time::ZERO, 30.0).unwrap();
+        v.on_rate_report(Time::from_millis(1070), &report());
+        assert_eq!(
+            *got.lock().unwrap(),
+            vec![(Time::from_millis(1070), report())]
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@
 //!
 //! | endpoint | sends | receives |
 //! |---|---|---|
-//! | [`VideoSendEndpoint`] | RTP media, RTX retransmissions, FEC, padding | RTCP: transport-wide feedback, frame acks, NACK, PLI, receiver reports |
+//! | [`VideoSendEndpoint`] | RTP media, RTX retransmissions, FEC, padding | RTCP: transport-wide feedback, frame acks, rate reports, NACK, PLI, receiver reports |
 //! | [`VideoRecvEndpoint`] | RTCP (only the feedback its controller asks for, plus NACK/PLI/RR) | RTP |
 //! | [`TcpSendEndpoint`] / [`TcpRecvEndpoint`] | segments / delayed ACKs | ACKs / segments |
 //! | [`ShortTcpSendEndpoint`] / [`TcpRecvEndpoint`] | downloads interleaved with idle periods / delayed ACKs | ACKs / segments |
@@ -27,6 +27,7 @@
 pub mod cbr;
 pub mod dash;
 pub mod frame_acks;
+pub mod rate_reports;
 pub mod short_tcp;
 pub mod tcp;
 pub mod video_recv;

@@ -24,7 +24,11 @@ fn video_sender(recovery: Recovery) -> VideoSendEndpoint {
         capacity: None,
         coupling: None,
     };
-    let controller = cc::create("fixed", &params, &ctx).unwrap();
+    video_sender_with(cc::create("fixed", &params, &ctx).unwrap(), recovery)
+}
+
+/// A 30 fps video sender with an ideal encoder run by `controller`.
+fn video_sender_with(controller: Box<dyn cc::Controller>, recovery: Recovery) -> VideoSendEndpoint {
     let packetizer = Packetizer {
         payload: Bytes(1200),
         overhead: Bytes(40),
@@ -46,6 +50,7 @@ fn policy(frame_acks: bool) -> FeedbackPolicy {
         interval: Some(Duration::from_millis(50)),
         per_frame: false,
         frame_acks,
+        rate_reports: None,
     }
 }
 
@@ -54,6 +59,9 @@ fn policy(frame_acks: bool) -> FeedbackPolicy {
 struct Log {
     /// (time, bytes) of each datagram, per direction (0: sender → receiver).
     sent: [Vec<(Time, Vec<u8>)>; 2],
+    /// (time, bytes, wire size) of each datagram handed to an end, per receiving end (1: the
+    /// receiver).
+    delivered: [Vec<(Time, Vec<u8>, u32)>; 2],
     frames: Vec<FrameEvent>,
 }
 
@@ -81,6 +89,7 @@ fn call_marking(
         while wire.first().is_some_and(|w| w.0 <= now) {
             let (_, to, bytes, size, ecn) = wire.remove(0);
             ends[to].handle_datagram_with_ecn(now, &bytes, size, ecn);
+            log.delivered[to].push((now, bytes, size));
         }
         for (side, end) in ends.iter_mut().enumerate() {
             if end.poll_timeout().is_some_and(|t| t <= now) {
@@ -526,4 +535,214 @@ fn the_tcp_receiver_echoes_ce_until_cwr() {
     // Without ECN negotiated the receiver never echoes (it still counts the marks).
     let mut plain = TcpRecvEndpoint::new(9, false);
     assert!(!ack_has_ece(&mut plain, 0, 0, false, Ecn::Ce));
+}
+
+fn rate_report_policy(every_ms: u64) -> FeedbackPolicy {
+    FeedbackPolicy {
+        rate_reports: Some(Duration::from_millis(every_ms)),
+        ..policy(false)
+    }
+}
+
+/// The rate reports in the receiver's datagrams, in the order it sent them.
+fn rate_reports(log: &Log) -> Vec<rtcp::RateReportMessage> {
+    rtcp_packets(log)
+        .into_iter()
+        .filter_map(|p| match p {
+            RtcpPacket::RateReport(r) => Some(r),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `t` truncated to whole microseconds, as rate reports carry times.
+fn whole_us(t: Time) -> Time {
+    Time(t.0 / 1000 * 1000)
+}
+
+/// The transport-wide sequence number of an RTP datagram.
+fn transport_seq(bytes: &[u8]) -> Option<u16> {
+    RtpHeader::parse(bytes)
+        .ok()
+        .and_then(|(h, _)| h.transport_seq)
+}
+
+#[test]
+fn the_receiver_reports_what_it_got_in_each_window_of_a_call() {
+    let recovery = Recovery::default();
+    let ssrcs = Ssrcs::for_flow(0);
+    let mut ends: [Box<dyn Endpoint>; 2] = [
+        Box::new(video_sender(recovery)),
+        Box::new(VideoRecvEndpoint::new(
+            Time::ZERO,
+            ssrcs.media,
+            rate_report_policy(50),
+            recovery,
+        )),
+    ];
+    // Every 10th media packet lost: NACKed and resent on RTX, which counts too.
+    let log = call(&mut ends, Time::from_millis(2000), |b| {
+        let h = rtp(b);
+        h.payload_type == PT_MEDIA && h.sequence % 10 == 5
+    });
+    let reports = rate_reports(&log);
+    assert_eq!(reports.len(), 40, "one every 50 ms for 2 s");
+    let got = &log.delivered[1];
+    assert!(got.iter().any(|(_, b, _)| rtp(b).payload_type == PT_RTX));
+    let mut start = Time::ZERO;
+    for (k, r) in reports.iter().enumerate() {
+        assert_eq!(r.window_start, start, "report {k}: windows are contiguous");
+        assert_eq!(r.window_end, Time::from_millis(50 * (k as u64 + 1)));
+        assert_eq!(r.media_ssrc, ssrcs.media);
+        let inside: Vec<_> = got
+            .iter()
+            .filter(|(t, ..)| *t > r.window_start && *t <= r.window_end)
+            .collect();
+        let bytes: u64 = inside.iter().map(|(_, _, size)| u64::from(*size)).sum();
+        assert_eq!(
+            (r.bytes, r.packets as usize),
+            (bytes, inside.len()),
+            "report {k}: the wire sizes of the datagrams it got in ({start:?}, {:?}]",
+            r.window_end
+        );
+        let newest = inside
+            .last()
+            .map(|(t, b, _)| (transport_seq(b).unwrap(), whole_us(*t)));
+        assert_eq!(
+            r.last, newest,
+            "report {k}: the last arrival (µs on the wire)"
+        );
+        start = r.window_end;
+    }
+    let total: u64 = reports.iter().map(|r| r.bytes).sum();
+    let all: u64 = got.iter().map(|(_, _, size)| u64::from(*size)).sum();
+    assert_eq!(total, all, "the windows cover every datagram");
+    // The fixed 1 Mbit/s controller's rate, give or take a frame (33 ms of 2 s).
+    let rate = total as f64 * 8.0 / 2.0;
+    assert!((rate / 1e6 - 1.0).abs() < 0.05, "{rate} bit/s");
+}
+
+#[test]
+fn silence_is_reported_and_windows_follow_the_receivers_start() {
+    let ms = Time::from_millis;
+    let mut rx = VideoRecvEndpoint::new(ms(7), 7, rate_report_policy(50), Recovery::default());
+    let arrivals = [
+        (20, media_packet(0, 0, 0, 2, true), 1240),
+        (21, media_packet(1, 0, 1, 2, true), 1240),
+        (57, media_packet(2, 1, 0, 1, false), 800),
+        (190, media_packet(3, 2, 0, 1, false), 700),
+    ];
+    let mut reports = Vec::new();
+    let mut buf = Vec::new();
+    let mut next = 0;
+    while let Some(t) = rx.poll_timeout().filter(|&t| t <= ms(260)) {
+        while let Some((at, b, size)) = arrivals.get(next).filter(|a| ms(a.0) <= t) {
+            rx.handle_datagram(ms(*at), b, *size);
+            next += 1;
+        }
+        rx.handle_timeout(t);
+        while rx.poll_transmit(t, &mut buf).is_some() {
+            for p in rtcp::parse_compound(&buf).unwrap() {
+                if let RtcpPacket::RateReport(r) = p {
+                    reports.push((
+                        r.window_start.0 / 1_000_000,
+                        r.window_end.0 / 1_000_000,
+                        r.bytes,
+                        r.packets,
+                        r.last.map(|(seq, at)| (seq, at.0 / 1_000_000)),
+                    ));
+                }
+            }
+        }
+    }
+    assert_eq!(
+        reports,
+        vec![
+            (7, 57, 3280, 3, Some((2, 57))),
+            (57, 107, 0, 0, None),
+            (107, 157, 0, 0, None),
+            (157, 207, 700, 1, Some((3, 190))),
+            (207, 257, 0, 0, None),
+        ],
+        "a window (previous report, report] from the receiver's start at 7 ms; silence gives \
+         zero reports"
+    );
+    let mut quiet = VideoRecvEndpoint::new(ms(7), 7, policy(false), Recovery::default());
+    quiet.handle_datagram(ms(20), &arrivals[0].1, 1240);
+    quiet.handle_timeout(ms(57));
+    while quiet.poll_transmit(ms(57), &mut buf).is_some() {
+        assert!(!rtcp::parse_compound(&buf)
+            .unwrap()
+            .iter()
+            .any(|p| matches!(p, RtcpPacket::RateReport(_))));
+    }
+    assert!(
+        quiet.poll_timeout() > Some(ms(57)),
+        "no report timer without the policy"
+    );
+}
+
+/// A fixed 1 Mbit/s controller that keeps the rate reports it gets.
+struct RecordingController {
+    reports: Arc<std::sync::Mutex<Vec<(Time, crate::packet::RateReport)>>>,
+}
+
+impl cc::Controller for RecordingController {
+    fn on_feedback(&mut self, _now: Time, _report: &FeedbackReport) {}
+    fn on_rate_report(&mut self, now: Time, report: &crate::packet::RateReport) {
+        self.reports.lock().unwrap().push((now, *report));
+    }
+    fn decision(&self) -> cc::Decision {
+        cc::Decision::rate_only(Rate::from_mbps(1.0), None)
+    }
+}
+
+#[test]
+fn rate_reports_reach_the_controller_with_the_senders_sequence_numbers() {
+    let reports = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let controller = RecordingController {
+        reports: reports.clone(),
+    };
+    let recovery = Recovery::default();
+    let ssrcs = Ssrcs::for_flow(0);
+    let mut ends: [Box<dyn Endpoint>; 2] = [
+        Box::new(video_sender_with(Box::new(controller), recovery)),
+        Box::new(VideoRecvEndpoint::new(
+            Time::ZERO,
+            ssrcs.media,
+            rate_report_policy(100),
+            recovery,
+        )),
+    ];
+    let log = call(&mut ends, Time::from_millis(2000), |_| false);
+    let sent = rate_reports(&log);
+    let got = reports.lock().unwrap().clone();
+    // The last report leaves at 2000 ms and is still on the wire when the call ends.
+    assert_eq!(got.len(), sent.len() - 1);
+    assert_eq!(got.len(), 19);
+    for (k, ((now, r), m)) in got.iter().zip(&sent).enumerate() {
+        assert_eq!(
+            *now,
+            m.window_end + ONE_WAY,
+            "report {k} arrives one way later"
+        );
+        assert_eq!(
+            (r.window_start, r.window_end, r.bytes, r.packets),
+            (m.window_start, m.window_end, m.bytes, m.packets),
+            "report {k} as sent"
+        );
+        assert!(r.rate().is_some_and(|rate| rate.bps() > 0.0));
+        // The newest arrival's number is the sender's own (the transport-wide number it put on
+        // the datagram, unwrapped), sent one way before it arrived.
+        let (seq, at) = r.last.expect("media arrives in every 100 ms window");
+        let (when_sent, _) = log.sent[0]
+            .iter()
+            .find(|(_, b)| transport_seq(b) == Some(seq as u16))
+            .unwrap();
+        assert_eq!(
+            whole_us(*when_sent + ONE_WAY),
+            at,
+            "report {k}: packet {seq}"
+        );
+    }
 }

@@ -10,6 +10,9 @@
 //! - a **frame acknowledgement** when a frame is complete, or when it is displayed, with late
 //!   acknowledgements of the frames given up on ([`super::frame_acks`], the flow's `frame_ack`),
 //!   only if the policy asks for them;
+//! - a **rate report** every `rate_reports` of the policy from the receiver's start, only if the
+//!   policy asks for them: the bytes and packets of every RTP datagram received since the previous
+//!   one ([`super::rate_reports`]);
 //! - **generic NACK** (RFC 4585 §6.2.1) with the [`NackRequester`]'s timing, when NACK is on;
 //! - **PLI** (RFC 4585 §6.3.1) when a frame cannot be decoded ([`Playout`] paces the requests),
 //!   or when the NACK list overflows;
@@ -20,6 +23,7 @@
 //! recovery has none), as in libwebrtc.
 
 use super::frame_acks::{FrameAckConfig, FrameAcker};
+use super::rate_reports::RateReporter;
 use super::{rtp_time, unwrap_near, Endpoint, EndpointEvent, Recovery, Transmit};
 use super::{PT_FEC, PT_MEDIA, PT_RTX};
 use crate::cc::FeedbackPolicy;
@@ -62,6 +66,8 @@ pub struct VideoRecvEndpoint {
     /// Frame acknowledgements, when the policy asks for them.
     frame_acks: Option<FrameAcker>,
     ack_scratch: Vec<FrameAckMessage>,
+    /// Rate reports, when the policy asks for them.
+    rate_reports: Option<RateReporter>,
     /// Recent media packets (sequence number, contents, wire size) for FEC recovery.
     fec_window: VecDeque<(u16, Vec<u8>, u32)>,
     /// Parity packets that could not recover anything yet.
@@ -115,6 +121,9 @@ impl VideoRecvEndpoint {
                 .frame_acks
                 .then(|| FrameAcker::new(FrameAckConfig::default(), RECEIVER_SSRC, media_ssrc)),
             ack_scratch: Vec::new(),
+            rate_reports: policy
+                .rate_reports
+                .map(|iv| RateReporter::new(now, iv, RECEIVER_SSRC, media_ssrc)),
             fec_window: VecDeque::new(),
             fec_parity: VecDeque::new(),
             next_feedback: policy.interval.map(|iv| now + iv),
@@ -189,7 +198,12 @@ impl VideoRecvEndpoint {
     }
 
     fn on_rtp(&mut self, now: Time, datagram: &[u8], size: u32, ecn: Ecn) {
-        let (h, len) = match RtpHeader::parse(datagram) {
+        let parsed = RtpHeader::parse(datagram);
+        if let Some(r) = &mut self.rate_reports {
+            let transport_seq = parsed.as_ref().ok().and_then(|(h, _)| h.transport_seq);
+            r.on_datagram(now, size, transport_seq);
+        }
+        let (h, len) = match parsed {
             Ok(v) => v,
             Err(_) => {
                 self.malformed += 1;
@@ -434,8 +448,9 @@ impl Endpoint for VideoRecvEndpoint {
     fn poll_timeout(&self) -> Option<Time> {
         let nack = self.nack.as_ref().and_then(|n| n.poll_timeout());
         let acks = self.frame_acks.as_ref().and_then(|a| a.poll_timeout());
+        let rates = self.rate_reports.as_ref().map(|r| r.poll_timeout());
         let timers = earliest(
-            earliest(self.next_feedback, acks),
+            earliest(earliest(self.next_feedback, acks), rates),
             earliest(nack, self.jitter.poll_timeout()),
         );
         Some(timers.map_or(self.next_report, |t| t.min(self.next_report)))
@@ -454,6 +469,9 @@ impl Endpoint for VideoRecvEndpoint {
                 self.pending.push(rr);
             }
             self.next_report += REPORT_INTERVAL;
+        }
+        if let Some(m) = self.rate_reports.as_mut().and_then(|r| r.poll(now)) {
+            self.pending.push(RtcpPacket::RateReport(m));
         }
         self.jitter.handle_timeout(now);
         self.after_input(now);
@@ -487,6 +505,7 @@ mod tests {
             interval: None,
             per_frame: false,
             frame_acks: false,
+            rate_reports: None,
         };
         let mut rx = VideoRecvEndpoint::new(Time::ZERO, 7, policy, recovery);
         let (mut recovered, mut recovered_late) = (0, 0);
@@ -557,6 +576,7 @@ mod tests {
             interval: None,
             per_frame: false,
             frame_acks: true,
+            rate_reports: None,
         }
     }
 

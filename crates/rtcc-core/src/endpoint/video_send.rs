@@ -22,8 +22,9 @@
 //! through the pacer, so the controller sees all of them (`on_packet_sent`, feedback).
 //!
 //! What comes back (RTCP compound datagrams): transport-wide feedback (into the controller),
-//! frame acknowledgements, late ones of lost frames included (for frame-level controllers), generic NACK (retransmissions), PLI
-//! (the next frame is a keyframe) and receiver reports (counted only).
+//! frame acknowledgements, late ones of lost frames included (for frame-level controllers), rate
+//! reports (into the controller's `on_rate_report`), generic NACK (retransmissions), PLI (the
+//! next frame is a keyframe) and receiver reports (counted only).
 
 use super::{
     rtp_timestamp, unwrap_near, EncodedFrameInfo, Endpoint, EndpointEvent, Recovery, Transmit,
@@ -31,7 +32,7 @@ use super::{
 };
 use crate::media::protection::RetransmissionBudget;
 use crate::media::{FrameSource, VideoSender};
-use crate::packet::{Ecn, FrameAck, PacketKind, SentPacket, TransportFeedback};
+use crate::packet::{Ecn, FrameAck, PacketKind, RateReport, SentPacket, TransportFeedback};
 use crate::units::{earliest, Duration, Time};
 use crate::wire::fec::{FecEncoder, FecHeader};
 use crate::wire::rtcp::{self, RtcpPacket};
@@ -298,6 +299,19 @@ impl VideoSendEndpoint {
                             lost: a.lost,
                         },
                     );
+                }
+                RtcpPacket::RateReport(r) => {
+                    let newest = self.sender.next_transport_seq().saturating_sub(1);
+                    let report = RateReport {
+                        window_start: r.window_start,
+                        window_end: r.window_end,
+                        bytes: r.bytes,
+                        packets: r.packets,
+                        last: r
+                            .last
+                            .map(|(seq, at)| (unwrap_near(newest, seq as u64, 16), at)),
+                    };
+                    self.sender.on_rate_report(now, &report);
                 }
                 RtcpPacket::Nack(n) => self.on_nack(now, &n.lost),
                 RtcpPacket::Pli(_) => self.sender.request_keyframe(),

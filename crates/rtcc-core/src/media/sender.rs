@@ -52,7 +52,9 @@ use super::queue_limit::{drain_rate, Pushback};
 use super::range::MediaRange;
 use crate::cc::{Controller, Decision, EncodeAction, FrameAction, FrameView};
 use crate::packet::TransportFeedback;
-use crate::packet::{FeedbackReport, FrameAck, FrameInfo, PacketKind, SendHistory, SentPacket};
+use crate::packet::{
+    FeedbackReport, FrameAck, FrameInfo, PacketKind, RateReport, SendHistory, SentPacket,
+};
 use crate::rto::RtoTimer;
 use crate::units::{earliest, Rate, Time};
 
@@ -548,6 +550,12 @@ impl VideoSender {
         if let Some(f) = self.controller.frame_controller() {
             f.on_frame_ack(now, ack);
         }
+        self.pacer_wake = None;
+    }
+
+    /// A rate report from the receiver arrived at `now`.
+    pub fn on_rate_report(&mut self, now: Time, report: &RateReport) {
+        self.controller.on_rate_report(now, report);
         self.pacer_wake = None;
     }
 

@@ -15,7 +15,8 @@
 use super::fec::{self, FecEncoder, FecHeader};
 use super::rtcp::{
     self, parse_compound, parse_single, CcfbBlock, CcfbReport, FrameAckMessage, Nack, Pli,
-    ReceiverReport, Remb, ReportBlock, RtcpPacket, SenderReport, TransportCcFeedback,
+    RateReportMessage, ReceiverReport, Remb, ReportBlock, RtcpPacket, SenderReport,
+    TransportCcFeedback,
 };
 use super::rtp::{extension_subsets, FrameDescriptor, RtpHeader};
 use crate::units::Time;
@@ -172,6 +173,25 @@ fn rtcp_corpus() -> Vec<Vec<u8>> {
             complete: Time::from_millis(4011),
             size: 30_000,
             lost: false,
+        }),
+        RtcpPacket::RateReport(RateReportMessage {
+            sender_ssrc: 5,
+            media_ssrc: 8,
+            window_start: Time::from_millis(4000),
+            window_end: Time::from_millis(4050),
+            bytes: 62_500,
+            packets: 50,
+            last: Some((65535, Time::from_millis(4049))),
+        }),
+        // A rate report of a silent window.
+        RtcpPacket::RateReport(RateReportMessage {
+            sender_ssrc: 5,
+            media_ssrc: 8,
+            window_start: Time::from_millis(4050),
+            window_end: Time::from_millis(4100),
+            bytes: 0,
+            packets: 0,
+            last: None,
         }),
         // A late acknowledgement of a frame the receiver gave up on (the L bit).
         RtcpPacket::FrameAck(FrameAckMessage {

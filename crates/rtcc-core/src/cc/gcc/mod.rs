@@ -274,6 +274,7 @@ pub fn info() -> ControllerInfo {
             interval: Some(Duration(50_000_000)),
             per_frame: true,
             frame_acks: false,
+            rate_reports: None,
         },
         build: build_fn(build),
     }

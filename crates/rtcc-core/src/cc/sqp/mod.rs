@@ -408,6 +408,7 @@ pub fn info() -> ControllerInfo {
             interval: Some(FEEDBACK_INTERVAL),
             per_frame: true,
             frame_acks: false,
+            rate_reports: None,
         },
         build: build_fn(build),
     }

@@ -28,6 +28,7 @@
 //! | 200 |  –  | sender report | [`report`] |
 //! | 201 |  –  | receiver report | [`report`] |
 //! | 204 | 0, "RTFA" | rtcc frame acknowledgement | [`frame_ack`] |
+//! | 204 | 0, "RTRR" | rtcc receiver rate report | [`rate_report`] |
 //! | 204 | 0, "RECE" | rtcc TCP model's ECN-Echo flag | [`ecn_echo`] |
 //! | 205 |  1  | generic NACK | [`feedback`] |
 //! | 205 | 11  | RFC 8888 congestion control feedback | [`ccfb`] |
@@ -39,6 +40,7 @@ pub mod ccfb;
 pub mod ecn_echo;
 pub mod feedback;
 pub mod frame_ack;
+pub mod rate_report;
 pub mod report;
 pub mod twcc;
 
@@ -46,6 +48,7 @@ pub use ccfb::{CcfbBlock, CcfbMetric, CcfbReport};
 pub use ecn_echo::EcnEchoMessage;
 pub use feedback::{Nack, Pli, Remb};
 pub use frame_ack::FrameAckMessage;
+pub use rate_report::RateReportMessage;
 pub use report::{ntp_middle32, ntp_time, ReceiverReport, ReportBlock, SenderReport};
 pub use twcc::TransportCcFeedback;
 
@@ -158,6 +161,7 @@ pub enum RtcpPacket {
     Nack(Nack),
     Pli(Pli),
     FrameAck(FrameAckMessage),
+    RateReport(RateReportMessage),
     EcnEcho(EcnEchoMessage),
     /// A packet type (or FMT, or APP name) rtcc does not know; skipped, not an error.
     Unknown {
@@ -182,6 +186,9 @@ fn parse_packet(h: &RtcpHeader, body: &[u8]) -> Result<RtcpPacket, WireError> {
         (PT_PSFB, FMT_AFB) if Remb::is_remb(body) => RtcpPacket::Remb(Remb::parse_body(body)?),
         (PT_APP, subtype) if FrameAckMessage::is_frame_ack(subtype, body) => {
             RtcpPacket::FrameAck(FrameAckMessage::parse_body(body)?)
+        }
+        (PT_APP, subtype) if RateReportMessage::is_rate_report(subtype, body) => {
+            RtcpPacket::RateReport(RateReportMessage::parse_body(body)?)
         }
         (PT_APP, subtype) if EcnEchoMessage::is_ecn_echo(subtype, body) => {
             RtcpPacket::EcnEcho(EcnEchoMessage::parse_body(body)?)
@@ -233,6 +240,7 @@ impl RtcpPacket {
             RtcpPacket::Nack(_) => "generic NACK",
             RtcpPacket::Pli(_) => "PLI",
             RtcpPacket::FrameAck(_) => "frame ack",
+            RtcpPacket::RateReport(_) => "rate report",
             RtcpPacket::EcnEcho(_) => "ECN-Echo",
             RtcpPacket::Unknown { .. } => "unknown RTCP packet",
         }
@@ -250,6 +258,7 @@ impl RtcpPacket {
             RtcpPacket::Nack(p) => p.encode(out),
             RtcpPacket::Pli(p) => p.encode(out),
             RtcpPacket::FrameAck(p) => p.encode(out),
+            RtcpPacket::RateReport(p) => p.encode(out),
             RtcpPacket::EcnEcho(p) => p.encode(out),
             RtcpPacket::Unknown { packet_type, fmt } => Err(WireError::Unsupported {
                 what: "RTCP packet",
