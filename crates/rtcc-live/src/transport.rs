@@ -1115,6 +1115,40 @@ mod tests {
     }
 
     #[test]
+    fn the_live_receiver_sends_the_rate_reports_the_scenario_asks_for() {
+        use rtcc_core::wire::rtcp::{parse_compound, RtcpPacket};
+        // Every RTRR the receiver of `feedback` sends by 300 ms with nothing arriving.
+        let reports = |feedback: &str| {
+            let text = format!(
+                "duration = \"2s\"\n[path.forward]\ncapacity = \"10Mbps\"\n[[flows]]\n\
+                 controller = \"fixed\"\nparams = {{ rate = \"1Mbps\" }}\n{feedback}\n"
+            );
+            let sc = Scenario::from_toml_str(&text, Path::new("."), "test", None).unwrap();
+            let (_, [_, mut receiver]) = live_flow(&sc, 0, None).unwrap();
+            let (mut windows, mut buf) = (Vec::new(), Vec::new());
+            while let Some(t) = receiver
+                .poll_timeout()
+                .filter(|&t| t <= Time::from_millis(300))
+            {
+                receiver.handle_timeout(t);
+                while receiver.poll_transmit(t, &mut buf).is_some() {
+                    for p in parse_compound(&buf).unwrap() {
+                        if let RtcpPacket::RateReport(r) = p {
+                            windows.push((r.window_end.0 / 1_000_000, r.bytes));
+                        }
+                    }
+                }
+            }
+            windows
+        };
+        assert_eq!(
+            reports("feedback = { interval = \"50ms\", rate_reports = \"100ms\" }"),
+            vec![(100, 0), (200, 0), (300, 0)]
+        );
+        assert_eq!(reports(""), vec![], "fixed does not ask for them");
+    }
+
+    #[test]
     fn a_receiver_takes_its_defaults_from_the_scenario() {
         let (_dir, path) = scenario_file();
         let a = RecvCli::try_parse_from([

@@ -306,10 +306,14 @@ pub(crate) mod test_support {
     use crate::units::{Rate, Time};
     use std::sync::{Arc, Mutex};
 
-    /// A window-based controller at a rate it takes from anyone, keeping the rate reports it gets.
+    /// The rate reports a controller got, with the times they arrived.
+    pub type Reports = Arc<Mutex<Vec<(Time, RateReport)>>>;
+
+    /// A controller at a rate it takes from anyone (paced at it), keeping the rate reports it
+    /// gets.
     pub struct RateReportRecorder {
         pub rate: Rate,
-        pub reports: Arc<Mutex<Vec<(Time, RateReport)>>>,
+        pub reports: Reports,
     }
 
     impl Controller for RateReportRecorder {
@@ -318,10 +322,7 @@ pub(crate) mod test_support {
             self.reports.lock().unwrap().push((now, *report));
         }
         fn decision(&self) -> Decision {
-            Decision {
-                cwnd: Some(30_000),
-                ..Decision::rate_only(self.rate, Some(self.rate))
-            }
+            Decision::rate_only(self.rate, Some(self.rate))
         }
         fn set_rate(&mut self, _now: Time, rate: Rate) -> bool {
             self.rate = rate;
@@ -330,8 +331,8 @@ pub(crate) mod test_support {
     }
 
     /// A recorder at 1 Mbit/s and the list it fills.
-    pub fn recorder() -> (Box<dyn Controller>, Arc<Mutex<Vec<(Time, RateReport)>>>) {
-        let reports = Arc::new(Mutex::new(Vec::new()));
+    pub fn recorder() -> (Box<dyn Controller>, Reports) {
+        let reports = Reports::default();
         let c = RateReportRecorder {
             rate: Rate::from_mbps(1.0),
             reports: reports.clone(),

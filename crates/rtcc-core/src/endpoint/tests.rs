@@ -682,31 +682,13 @@ fn silence_is_reported_and_windows_follow_the_receivers_start() {
     );
 }
 
-/// A fixed 1 Mbit/s controller that keeps the rate reports it gets.
-struct RecordingController {
-    reports: Arc<std::sync::Mutex<Vec<(Time, crate::packet::RateReport)>>>,
-}
-
-impl cc::Controller for RecordingController {
-    fn on_feedback(&mut self, _now: Time, _report: &FeedbackReport) {}
-    fn on_rate_report(&mut self, now: Time, report: &crate::packet::RateReport) {
-        self.reports.lock().unwrap().push((now, *report));
-    }
-    fn decision(&self) -> cc::Decision {
-        cc::Decision::rate_only(Rate::from_mbps(1.0), None)
-    }
-}
-
 #[test]
 fn rate_reports_reach_the_controller_with_the_senders_sequence_numbers() {
-    let reports = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let controller = RecordingController {
-        reports: reports.clone(),
-    };
+    let (controller, reports) = cc::test_support::recorder();
     let recovery = Recovery::default();
     let ssrcs = Ssrcs::for_flow(0);
     let mut ends: [Box<dyn Endpoint>; 2] = [
-        Box::new(video_sender_with(Box::new(controller), recovery)),
+        Box::new(video_sender_with(controller, recovery)),
         Box::new(VideoRecvEndpoint::new(
             Time::ZERO,
             ssrcs.media,
