@@ -18,14 +18,20 @@
 //! acknowledged when a later frame was acknowledged `lost_frame_timeout` ago counts as lost, with
 //! RTVL = now − S_0 (judgment call A8 of the extraction; the fallback, kept for such receivers).
 //!
-//! Every control period Δt the controller reads λ̄ (bits it sent in the period / Δt, media and
-//! repairs alike), μ̄ (bits received in the newest Δt of reported arrivals, by the receiver's
-//! clock: the paper's client reports the bytes received since its previous report on TCP
-//! keep-alives every Δt; rtcc's transport-wide feedback comes every 20 ms with each packet's
-//! arrival time, which gives the same quantity without tying the report to Δt) and the RTVL
-//! samples of the period. λ̄ and μ̄ cover windows offset by the feedback delay, the misalignment
-//! the paper's ε exists for.
-//!
+//! Every control period Δt the controller reads λ̄ (bits it sent over the rate window / its
+//! length, media and repairs alike), μ̄ (bits the receiver got, from its rate reports: the paper's
+//! client counts the bytes of every UDP packet received since its previous report and sends the
+//! count every Δt on TCP keep-alives, §V-A; rtcc's receiver sends an RTCP APP "RTRR" every
+//! `feedback.rate_reports`, which C³G's feedback policy sets to Δt, and μ̄ sums the reports of the
+//! newest rate window; without reports, it falls back on the arrivals the transport-wide
+//! feedback reports) and the RTVL samples of the period. "It is therefore the server's
+//! responsibility to calculate λ(t) for the same time window used by the client for μ(t)"
+//! (§V-A): for the test λ̄ − μ̄ > ε, λ̄ is taken over μ̄'s window moved back to the sender's clock
+//! by the base one-way delay (the smallest arrival − send time of the last 10 s, which holds the
+//! clocks' offset; a report names its newest packet for this), so that λ̄ − μ̄ is what the
+//! bottleneck queue gained over the window. What is left of the misalignment the paper's ε exists
+//! for is the frames' own burstiness: a frame sent at once arrives spread over its transmission.
+
 //! # Congestion and drain: the reactive branch (§III-C, §IV-A, Eqs. 1–2)
 //!
 //! ```text
@@ -95,7 +101,7 @@ use super::{
     build_fn, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo,
     Decision, FeedbackPolicy, FrameController, ParamDoc, Params,
 };
-use crate::packet::{FeedbackReport, FrameAck, FrameInfo, PacketKind, SentPacket};
+use crate::packet::{FeedbackReport, FrameAck, FrameInfo, PacketKind, RateReport, SentPacket};
 use crate::units::{Duration, Rate, Time};
 use serde::Deserialize;
 use std::collections::{BTreeMap, VecDeque};
@@ -267,8 +273,12 @@ pub struct Meter {
     /// newest arrival at the previous close.
     arrivals: VecDeque<(Time, u32)>,
     newest_at_close: Option<Time>,
-    /// Packets sent (sender clock, bytes), kept to cover μ̄'s window moved to the sender's clock.
-    sent_log: VecDeque<(Time, u32)>,
+    /// The receiver's rate reports (§V-A: μ every Δt), newest last: (window start, window end,
+    /// bytes), receiver clock, those whose windows end within the rate window of the newest.
+    reports: VecDeque<(Time, Time, u64)>,
+    /// Packets sent (transport-wide sequence number, sender clock, bytes), kept to cover μ̄'s
+    /// window moved to the sender's clock and to time the packet a rate report names.
+    sent_log: VecDeque<(u64, Time, u32)>,
     /// The smallest receive − send time (ns; receiver clock minus sender clock) of the period's
     /// reported packets, and of each recent period over `BASE_DELAY_WINDOW`: the base one-way
     /// delay plus the clocks' offset.
@@ -292,6 +302,7 @@ impl Meter {
             retransmitted_bytes: 0,
             arrivals: VecDeque::new(),
             newest_at_close: None,
+            reports: VecDeque::new(),
             sent_log: VecDeque::new(),
             period_offset: None,
             offsets: VecDeque::new(),
@@ -304,7 +315,7 @@ impl Meter {
 
     pub fn on_packet_sent(&mut self, pkt: &SentPacket) {
         self.sent_bytes += pkt.size as u64;
-        self.sent_log.push_back((pkt.send_time, pkt.size));
+        self.sent_log.push_back((pkt.seq, pkt.send_time, pkt.size));
         if pkt.kind == PacketKind::Retransmission {
             self.retransmitted_bytes += pkt.size as u64;
         }
@@ -314,9 +325,30 @@ impl Meter {
         for p in report.received() {
             let at = p.receive_time.expect("received() has a receive time");
             self.arrivals.push_back((at, p.sent.size));
-            let offset = at.0 as i64 - p.sent.send_time.0 as i64;
-            self.period_offset = Some(self.period_offset.map_or(offset, |o| o.min(offset)));
+            self.note_offset(at, p.sent.send_time);
         }
+    }
+
+    /// A rate report: μ over its window, and the newest packet it counted, whose send time gives
+    /// one more sample of the receiver's clock against the sender's.
+    pub fn on_rate_report(&mut self, report: &RateReport) {
+        if report.window_end <= report.window_start {
+            return; // an empty window says nothing about a rate
+        }
+        self.reports
+            .push_back((report.window_start, report.window_end, report.bytes));
+        if let Some((seq, arrival)) = report.last {
+            let i = self.sent_log.partition_point(|p| p.0 < seq);
+            if let Some(&(s, sent, _)) = self.sent_log.get(i).filter(|p| p.0 == seq) {
+                debug_assert_eq!(s, seq);
+                self.note_offset(arrival, sent);
+            }
+        }
+    }
+
+    fn note_offset(&mut self, arrival: Time, sent: Time) {
+        let offset = arrival.0 as i64 - sent.0 as i64;
+        self.period_offset = Some(self.period_offset.map_or(offset, |o| o.min(offset)));
     }
 
     pub fn on_frame_encoded(&mut self, frame: &FrameInfo) {
@@ -373,16 +405,27 @@ impl Meter {
         while self.sent_periods.len() > periods {
             self.sent_periods.pop_front();
         }
+        // μ̄ and the receiver-clock window it covers: the receiver's rate reports when it sends
+        // them (§V-A; a period with no new report keeps the last), else the arrivals the
+        // transport-wide feedback reported in the newest window (0 if nothing new came).
         let newest = self.arrivals.iter().map(|a| a.0).max();
-        let received_bits = match newest {
-            Some(n) if self.newest_at_close.is_none_or(|old| n > old) => {
-                self.arrivals.retain(|a| a.0 + window > n);
-                self.arrivals.iter().map(|a| a.1 as f64 * 8.0).sum()
-            }
-            _ => 0.0,
-        };
         let fresh = newest.filter(|&n| self.newest_at_close.is_none_or(|old| n > old));
         self.newest_at_close = newest.or(self.newest_at_close);
+        if let Some(n) = newest {
+            self.arrivals.retain(|a| a.0 + window > n);
+        }
+        let measured = if let Some(&(_, newest_end, _)) = self.reports.back() {
+            self.reports.retain(|r| r.1 + window > newest_end);
+            let span: u64 = self.reports.iter().map(|r| (r.1 - r.0).0).sum();
+            let bytes: u64 = self.reports.iter().map(|r| r.2).sum();
+            let first_start = self.reports.front().map_or(newest_end, |r| r.0);
+            Some((first_start, newest_end, Duration(span), bytes as f64 * 8.0))
+        } else {
+            fresh.map(|n| {
+                let bits = self.arrivals.iter().map(|a| a.1 as f64 * 8.0).sum();
+                (Time(n.0.saturating_sub(window.0)), n, window, bits)
+            })
+        };
         if let Some(o) = self.period_offset.take() {
             self.offsets.push_back((now, o));
         }
@@ -396,38 +439,35 @@ impl Meter {
         while self
             .sent_log
             .front()
-            .is_some_and(|&(t, _)| t + BASE_DELAY_WINDOW + window < now)
+            .is_some_and(|&(_, t, _)| t + SENT_LOG_KEEP + window < now)
         {
             self.sent_log.pop_front();
         }
         let sent_bps = self.sent_periods.iter().sum::<f64>() / secs;
         let base = self.offsets.iter().map(|o| o.1).min();
-        let sent_aligned_bps = match (fresh, base) {
-            (Some(n), Some(base)) => {
-                // μ̄ counts arrivals in (n − W, n]; without queueing they were sent in
-                // (n − base − W, n − base] by the sender's clock.
-                let end = n.0 as i64 - base;
-                let start = end - window.0 as i64;
-                while self
-                    .sent_log
-                    .front()
-                    .is_some_and(|&(t, _)| (t.0 as i64) < start - SENT_LOG_SLACK.0 as i64)
-                {
-                    self.sent_log.pop_front();
-                }
-                let bits: f64 = self
-                    .sent_log
-                    .iter()
-                    .filter(|&&(t, _)| (t.0 as i64) > start && (t.0 as i64) <= end)
-                    .map(|&(_, size)| size as f64 * 8.0)
-                    .sum();
-                bits / secs
+        let (received_bps, sent_aligned_bps) = match measured {
+            Some((from, to, span, bits)) if span.0 > 0 => {
+                let span_secs = span.as_secs_f64();
+                let aligned = base.map_or(sent_bps, |base| {
+                    // μ̄ counts arrivals in (from, to]; without queueing they were sent in
+                    // (from − base, to − base] by the sender's clock.
+                    let (start, end) = (from.0 as i64 - base, to.0 as i64 - base);
+                    let after =
+                        |edge: i64| self.sent_log.partition_point(|p| p.1 .0 as i64 <= edge);
+                    let bits: f64 = self
+                        .sent_log
+                        .range(after(start)..after(end).max(after(start)))
+                        .map(|&(_, _, size)| size as f64 * 8.0)
+                        .sum();
+                    bits / span_secs
+                });
+                (bits / span_secs, aligned)
             }
-            _ => sent_bps,
+            _ => (0.0, sent_bps),
         };
         let period = Period {
             sent_bps,
-            received_bps: received_bits / secs,
+            received_bps,
             sent_aligned_bps,
             retransmitted: if sent_bits > 0.0 {
                 self.retransmitted_bytes as f64 * 8.0 / sent_bits
@@ -665,9 +705,9 @@ const MAX_DRAIN: Duration = Duration(2_000_000_000);
 /// Window of the base one-way delay that aligns λ̄'s window with μ̄'s (ours, as RTVL_min's).
 const BASE_DELAY_WINDOW: Duration = Duration(10_000_000_000);
 
-/// Sent packets older than the aligned window's start by more than this are forgotten: the base
-/// delay can grow back (its minimum expires) by up to this much and still find them.
-const SENT_LOG_SLACK: Duration = Duration(2_000_000_000);
+/// How long sent packets are remembered beyond the rate window: enough for μ̄'s window moved
+/// back to the sender's clock, behind a queue and a reverse path of a few seconds.
+const SENT_LOG_KEEP: Duration = Duration(5_000_000_000);
 
 /// Window of RTVL_min for the queue estimate at a drain (ours; BBR's RTprop window is 10 s).
 const RTVL_MIN_WINDOW: Duration = Duration(10_000_000_000);
@@ -1005,6 +1045,10 @@ impl Controller for C3g {
         self.meter.on_feedback(report);
     }
 
+    fn on_rate_report(&mut self, _now: Time, report: &RateReport) {
+        self.meter.on_rate_report(report);
+    }
+
     fn on_timeout(&mut self, now: Time) {
         self.next_tick = catch_up(self.next_tick, now, self.cfg.interval, |t| self.tick(t));
     }
@@ -1058,14 +1102,17 @@ impl FrameController for C3g {
     }
 }
 
-/// Feedback C³G needs: transport-wide reports every 20 ms (μ, finer than any Δt swept) and
-/// per-frame acknowledgements (RTVL).
-pub fn feedback() -> FeedbackPolicy {
+/// Feedback C³G needs, with a rate report every `report_every`: per-frame acknowledgements
+/// (RTVL), the receiver's rate reports (μ, §V-A: every Δt in the paper's client, though "not
+/// required by our C³G algorithm"; a flow whose Δt differs from the default sets its own
+/// `feedback`), and transport-wide reports every 20 ms, which μ̄ falls back on when a flow's
+/// feedback sends no rate reports.
+pub fn feedback_every(report_every: Duration) -> FeedbackPolicy {
     FeedbackPolicy {
         interval: Some(Duration::from_millis(20)),
         per_frame: false,
         frame_acks: true,
-        rate_reports: None,
+        rate_reports: Some(report_every),
     }
 }
 
@@ -1121,7 +1168,7 @@ pub fn info() -> ControllerInfo {
             ),
             ParamDoc::new("warmup", "2s", "observe only for this long from the start"),
         ],
-        feedback: feedback(),
+        feedback: feedback_every(default_interval()),
         build: build_fn(build),
     }
 }
@@ -1284,6 +1331,89 @@ mod tests {
     }
 
     /// Frame `n` of a 30 frame/s stream of 1000-byte frames.
+    /// A meter fed 1250-byte packets sent at `sends` (sender clock), which arrive at
+    /// `arrival(i)` (receiver clock), and the receiver's rate reports every 50 ms of its clock
+    /// for the second from `from`; returns the period closed at 1 s.
+    fn meter_with_reports(sends: &[Time], arrival: impl Fn(u64) -> Time, from: Time) -> Period {
+        let mut m = Meter::new(Duration::from_millis(100), Duration::from_millis(200));
+        let mut arrived = Vec::new();
+        for (i, &t) in sends.iter().enumerate() {
+            m.on_packet_sent(&SentPacket {
+                seq: i as u64,
+                size: 1250,
+                send_time: t,
+                frame: None,
+                index_in_frame: 0,
+                packets_in_frame: 1,
+                kind: PacketKind::Media,
+                in_flight: 0,
+            });
+            arrived.push((i as u64, arrival(i as u64)));
+        }
+        let mut start = from;
+        while let Some(end) = Some(start + Duration::from_millis(50))
+            .filter(|&e| e <= from + Duration::from_millis(1000))
+        {
+            let window: Vec<_> = arrived
+                .iter()
+                .filter(|a| a.1 > start && a.1 <= end)
+                .collect();
+            m.on_rate_report(&RateReport {
+                window_start: start,
+                window_end: end,
+                bytes: 1250 * window.len() as u64,
+                packets: window.len() as u32,
+                last: window.last().map(|a| (a.0, a.1)),
+            });
+            start = end;
+        }
+        m.close(ms(1000), Duration::from_millis(50))
+    }
+
+    #[test]
+    fn mu_comes_from_the_rate_reports_and_lambda_from_their_window_on_the_senders_clock() {
+        // 1 Mbit/s (a packet every 10 ms) to 800 ms, then 2 Mbit/s; 100 ms one way, no queue, the
+        // receiver's clock 1000 s ahead. μ̄'s window, the last 200 ms of reports, holds what was
+        // sent in 700-900 ms: 1.5 Mbit/s, as λ̄ over that window (the sender's own last 200 ms
+        // sent 2 Mbit/s).
+        let sends: Vec<Time> = (0..80)
+            .map(|i| ms(10 * i))
+            .chain((0..40).map(|i| ms(800 + 5 * i)))
+            .collect();
+        let offset = Duration::from_secs_f64(1000.0);
+        let at = sends.clone();
+        let p = meter_with_reports(
+            &sends,
+            |i| at[i as usize] + Duration::from_millis(100) + offset,
+            ms(0) + offset,
+        );
+        assert!(
+            (p.received_bps - 1.5e6).abs() < 1e3,
+            "μ̄ = {}",
+            p.received_bps
+        );
+        assert!(
+            (p.sent_aligned_bps - p.received_bps).abs() < 1e3,
+            "no queue, so λ̄ over μ̄'s window equals μ̄: {} against {}",
+            p.sent_aligned_bps,
+            p.received_bps
+        );
+        // 1 Mbit/s into 0.8 Mbit/s (a packet every 12.5 ms, the first after 5 ms): the queue
+        // gains 0.2 Mbit/s, which is λ̄ − μ̄ over the same window.
+        let sends: Vec<Time> = (0..100).map(|i| ms(10 * i)).collect();
+        let p = meter_with_reports(&sends, |i| ms(5) + Duration::from_micros(12_500 * i), ms(0));
+        assert!(
+            (p.received_bps - 0.8e6).abs() < 0.05e6,
+            "μ̄ = {}",
+            p.received_bps
+        );
+        let gain = p.sent_aligned_bps - p.received_bps;
+        assert!(
+            (gain - 0.2e6).abs() < 0.05e6,
+            "λ̄ − μ̄ is the queue's growth, 0.2 Mbit/s: {gain}"
+        );
+    }
+
     fn frame_at_30fps(n: u64) -> FrameInfo {
         FrameInfo {
             frame: n,

@@ -32,12 +32,12 @@
 //! μ(t))·w'": one period's difference times a second would count a frame that straddles two
 //! periods as a second's worth of queue).
 
-use super::c3g::{catch_up, feedback, period_rtvl, rate_bounds, Meter, SendRatio};
+use super::c3g::{catch_up, feedback_every, period_rtvl, rate_bounds, Meter, SendRatio};
 use super::{
     build_fn, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo,
-    Decision, FrameController, ParamDoc, Params,
+    Decision, FeedbackPolicy, FrameController, ParamDoc, Params,
 };
-use crate::packet::{FeedbackReport, FrameAck, FrameInfo, SentPacket};
+use crate::packet::{FeedbackReport, FrameAck, FrameInfo, RateReport, SentPacket};
 use crate::units::{Duration, Rate, Time};
 use serde::Deserialize;
 use std::collections::VecDeque;
@@ -238,6 +238,10 @@ impl Controller for C3gBbr {
         self.meter.on_feedback(report);
     }
 
+    fn on_rate_report(&mut self, _now: Time, report: &RateReport) {
+        self.meter.on_rate_report(report);
+    }
+
     fn on_timeout(&mut self, now: Time) {
         self.next_tick = catch_up(self.next_tick, now, self.cfg.interval, |t| self.tick(t));
     }
@@ -307,7 +311,12 @@ pub fn info() -> ControllerInfo {
                 "measure only, at the start rate, for this long",
             ),
         ],
-        feedback: feedback(),
+        // μ from transport-wide feedback, not from rate reports (docs/c3g.md: with the report's
+        // μ, a report period behind λ̄, the inflight test reads every increase as a queue).
+        feedback: FeedbackPolicy {
+            rate_reports: None,
+            ..feedback_every(default_interval())
+        },
         build: build_fn(build),
     }
 }

@@ -11,13 +11,16 @@ default), c3g-bbr at 100 ms (its default). Writes runs.csv (one row per run) and
 
 The metrics (the paper's definitions; docs/c3g.md has the reasoning):
 - RTVL of a frame: the sender's view, frame complete at the receiver (the frame acknowledgement leaves
-  then) plus the 3 ms back. A frame that never completes is lost (its RTVL counts as over 100 ms).
+  then) plus the 3 ms back. A frame still incomplete 100 ms after its first packet arrived (the client's
+  presentation timeout) is lossy (l > 0, section V-B) and shown then, so that is its RTVL; a frame none
+  of whose packets arrived has no RTVL (it counts as over 100 ms).
 - AP: time after the drop during which RTVL exceeds 100 ms (frames over it, or lost, x 1/30 s), from the
-  drop until the first second in which every frame is under 100 ms. L_AP: frames in that episode with a
-  lost packet. Peak: the largest RTVL of a frame that arrived in it.
+  drop until the first second in which every frame is under 100 ms. L_AP: lossy frames in that episode
+  (a packet repaired before the timeout does not make a frame lossy). Peak: the largest RTVL of a
+  frame that arrived in it.
 - Stability, from the end of the AP episode to 60 s after the drop: channel use = bits sent per 1 s over
-  c_lim (mean and standard deviation), RTVL mean and peak of the frames that arrived, L_rate = frames with
-  a lost packet per second, R_rate = retransmitted kbit/s.
+  c_lim (mean and standard deviation), RTVL mean and peak of the frames that arrived, L_rate = lossy frames
+  per second, R_rate = retransmitted kbit/s.
 - EP: time from the increase to the start of the first 1 s in which the flow sends 90 % of c_init (the
   paper: "recover lambda = c_init"; 90 % because the sent rate varies by a few percent per second; inf:
   not within 180 s).
@@ -68,6 +71,8 @@ def scenario(controller: str, c_lim: float, alpha: float, seed: int, interval: s
                                            [f"{DROP_AT + STABLE:g}s", f"{c_init:g}Mbps"]]
     flow = data["flows"][0]
     flow["controller"], flow["params"] = controller, {"interval": interval}
+    if controller == "c3g":  # the paper's client reports mu every dt (section V-A)
+        flow["feedback"] = {"interval": "20ms", "frame_acks": True, "rate_reports": interval}
     if controller == "c3g-bbr":  # the paper's drop tests start from a known rate: straight to ProbeBW
         flow["params"]["skip_startup"] = True
     flow["start_bitrate"] = f"{c_init:g}Mbps"
