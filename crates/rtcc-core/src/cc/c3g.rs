@@ -111,9 +111,12 @@ use std::collections::{BTreeMap, VecDeque};
 pub struct C3gConfig {
     /// Control period Δt (open in the paper). Default 50 ms: of the periods swept (33, 50, 100,
     /// 200 ms; `experiments/c3g/tables.py`, docs/c3g.md) it is the one closest to the paper on the
-    /// increase test (EP 41 ± 15 s against 36 ± 16 s) with the paper's channel use (96-97 %
-    /// against 93-96 %); 33 ms is as steady and climbs faster (28 ± 9 s), 100 ms and 200 ms climb
-    /// slower (73 s; 200 ms misses 180 s in 34 of 60 runs).
+    /// increase test (EP 40 ± 15 s against 36 ± 16 s) with the paper's channel use (90-95 %
+    /// against 93-96 %); 33 ms climbs faster (25 ± 10 s), 100 ms and 200 ms slower (74 s; 200 ms
+    /// misses 180 s in 24 of 60 runs), though 200 ms comes closest to the paper's stability
+    /// (Table 1). The receiver's rate reports follow the feedback policy (every 50 ms by
+    /// default): a flow with another Δt sets `feedback.rate_reports` to it, as the paper's
+    /// client reports every Δt.
     #[serde(default = "default_interval")]
     pub interval: Duration,
     /// Playability threshold RTVL_th (§IV-A). Default 100 ms.
