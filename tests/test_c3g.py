@@ -23,6 +23,9 @@ def _tables():
     return module
 
 
+KNOWN = _tables().KNOWN_MISSES
+
+
 @pytest.fixture(scope="module")
 def runs() -> pl.DataFrame:
     t = _tables()
@@ -53,13 +56,13 @@ def test_r1_c3g_adapts_within_a_second(runs):
     assert (ap <= 1.2).all(), ap
 
 
-@pytest.mark.xfail(strict=True, reason="ours adapts sooner than the paper: 7 of 15 combo medians under 0.2 s, 0-0.42 s (the client gives up on a frame after its 100 ms presentation timeout, so a drop's backlog clears sooner)")
+@pytest.mark.xfail(strict=True, reason=KNOWN["test_r1_c3g_ap_is_not_shorter_than_the_papers"])
 def test_r1_c3g_ap_is_not_shorter_than_the_papers(runs):
     ap = per_combo(ctrl(runs, "c3g"), "ap_s")
     assert (ap >= 0.2).all(), ap
 
 
-@pytest.mark.xfail(strict=True, reason="BBR's AP is 1.3x C3G's in 10 of 15 combos, not 12 (combo medians 0.02-0.98 s against 0-0.42 s; two of the five misses are at alpha 1.25, where both adapt at once)")
+@pytest.mark.xfail(strict=True, reason=KNOWN["test_r2_bbr_adapts_slower"])
 def test_r2_bbr_adapts_slower(runs):
     # Paper: BBR's AP "consistently higher ... for all values of alpha and c_lim". R2: 1.3x in 12 of 15.
     c3g, bbr = per_combo(ctrl(runs, "c3g"), "ap_s"), per_combo(ctrl(runs, "c3g-bbr"), "ap_s")
@@ -72,20 +75,20 @@ def test_r3_c3g_ap_grows_with_the_drop(runs):
     assert spearman(c3g["ap_s"], c3g["alpha"]) >= 0.3
 
 
-@pytest.mark.xfail(strict=True, reason="Spearman rho of C3G's peak RTVL after the drop with alpha is 0.40: a frame given up on is shown at its 100 ms timeout, so the peaks sit at 170-190 ms for every alpha but the smallest")
+@pytest.mark.xfail(strict=True, reason=KNOWN["test_r4_peak_rtvl_grows_with_the_drop"])
 def test_r4_peak_rtvl_grows_with_the_drop(runs):
     # Paper: peak RTVL "highly correlated with alpha". R4: rho >= 0.6.
     c3g = ctrl(runs, "c3g")
     assert spearman(c3g["ap_peak_ms"], c3g["alpha"]) >= 0.6
 
 
-@pytest.mark.xfail(strict=True, reason="peaks comparable (within 30 %) in only 8 of 15 combos: BBR's run higher")
+@pytest.mark.xfail(strict=True, reason=KNOWN["test_r4_peaks_are_comparable"])
 def test_r4_peaks_are_comparable(runs):
     c3g, bbr = per_combo(ctrl(runs, "c3g"), "ap_peak_ms"), per_combo(ctrl(runs, "c3g-bbr"), "ap_peak_ms")
     assert (np.abs(c3g / bbr - 1) <= 0.3).sum() >= 12
 
 
-@pytest.mark.xfail(strict=True, reason="frames are lost after small drops too: L_AP = 0 in half of C3G's runs at alpha <= 1.5 (46 % of BBR's)")
+@pytest.mark.xfail(strict=True, reason=KNOWN["test_r5_no_losses_after_small_drops"])
 def test_r5_no_losses_after_small_drops(runs):
     small = runs.filter(pl.col("alpha") <= 1.5)
     assert (small["l_ap"] == 0).all()
@@ -98,7 +101,7 @@ def test_r6_c3g_loses_few_frames(runs):
     assert np.median(l_ap) <= 10 and (l_ap <= 10).mean() >= 0.75, l_ap
 
 
-@pytest.mark.xfail(strict=True, reason="90 % of C3G's runs lose 10 frames or fewer, not 95 %")
+@pytest.mark.xfail(strict=True, reason=KNOWN["test_r6_strict"])
 def test_r6_strict(runs):
     assert (ctrl(runs, "c3g")["l_ap"] <= 10).mean() >= 0.95
 
@@ -111,7 +114,7 @@ def test_r7_bbr_loses_more_after_large_drops(runs):
         assert bbr.median() >= c3g.median() and (bbr > 20).mean() >= 0.25, (alpha, bbr.to_list(), c3g.to_list())
 
 
-@pytest.mark.xfail(strict=True, reason="C3G's AP at alpha 2 differs by 0.3 s across c_lim (0.12-0.42 s: more than 25 % and 0.2 s)")
+@pytest.mark.xfail(strict=True, reason=KNOWN["test_r8_ap_does_not_depend_on_c_lim"])
 def test_r8_ap_does_not_depend_on_c_lim(runs):
     c3g = ctrl(runs, "c3g")
     for alpha in _tables().ALPHA:
@@ -132,7 +135,7 @@ def test_s1_channel_use(runs):
     assert (by_clim(ctrl(runs, "c3g-bbr"), "use_sd_pct") >= 5).all()  # S3's spread
 
 
-@pytest.mark.xfail(strict=True, reason="BBR uses 78.9-83.6 % of the link (S3: 82-95 %): below the band at c_lim 7 and 9 Mbit/s")
+@pytest.mark.xfail(strict=True, reason=KNOWN["test_s3_bbr_channel_use_below_c3g"])
 def test_s3_bbr_channel_use_below_c3g(runs):
     # Table 1: BBR 86.9 / 92.6 / 93.4 % (sd 6.8-7.8 %), below C3G at each c_lim.
     c3g, bbr = by_clim(ctrl(runs, "c3g"), "use_pct"), by_clim(ctrl(runs, "c3g-bbr"), "use_pct")
@@ -146,7 +149,7 @@ def test_s4_c3g_uses_clearly_more_than_bbr(runs):
     assert (c3g - bbr >= 1.5).all(), (c3g, bbr)
 
 
-@pytest.mark.xfail(strict=True, reason="C3G's sent rate varies by 7.3-7.8 % per second (paper 2-3 %; the encoder alone at a constant target: 2.7 %)")
+@pytest.mark.xfail(strict=True, reason=KNOWN["test_s2_c3g_rate_is_steady"])
 def test_s2_c3g_rate_is_steady(runs):
     assert (by_clim(ctrl(runs, "c3g"), "use_sd_pct") <= 4.5).all()
 
@@ -157,12 +160,12 @@ def test_s5_s6_c3g_keeps_rtvl_lower_than_bbr(runs):
     assert (by_clim(ctrl(runs, "c3g-bbr"), "rtvl_peak_ms") >= 120).all()                                         # S5
 
 
-@pytest.mark.xfail(strict=True, reason="C3G's stable RTVL peaks are 139-167 ms (paper 86-97 ms)")
+@pytest.mark.xfail(strict=True, reason=KNOWN["test_s5_c3g_stable_peak"])
 def test_s5_c3g_stable_peak(runs):
     assert (by_clim(ctrl(runs, "c3g"), "rtvl_peak_ms") <= 110).all()
 
 
-@pytest.mark.xfail(strict=True, reason="C3G loses 0.15-0.30 frames/s when stable (paper: none); a quarter of its runs lose none")
+@pytest.mark.xfail(strict=True, reason=KNOWN["test_s7_c3g_loses_no_frames_when_stable"])
 def test_s7_c3g_loses_no_frames_when_stable(runs):
     assert (ctrl(runs, "c3g")["l_rate_fps"] == 0).all()
 
@@ -173,7 +176,7 @@ def test_s8_bbr_retransmits_far_more(runs):
     assert (bbr >= 5 * c3g).all(), (bbr, c3g)
 
 
-@pytest.mark.xfail(strict=True, reason="C3G retransmits 18-41 kbit/s when stable (paper 3-4)")
+@pytest.mark.xfail(strict=True, reason=KNOWN["test_s8_c3g_retransmits_little"])
 def test_s8_c3g_retransmits_little(runs):
     assert (by_clim(ctrl(runs, "c3g"), "r_rate_kbps") <= 10).all()
 
