@@ -1,7 +1,8 @@
 //! No flow stalls for good.
 //!
 //! Every registered video controller is sending again within 2 s of a link's recovery from a
-//! 1 s outage (4 Mbit/s → 50 kbit/s for one second), and above 60 % utilisation within 10 s; and
+//! 1 s outage (4 Mbit/s → 50 kbit/s for one second; also with the reverse link down to 8 kbit/s
+//! for that second, so that feedback stops too), and above 60 % utilisation within 10 s; and
 //! keeps sending through bursts of Gilbert–Elliott loss on a 1000-packet queue. Without the video
 //! sender's retransmission timeout the window controllers (copa, rocc, reno, cubic, bbr,
 //! vidaptive) stopped for good here: every packet in flight was lost, no feedback came back.
@@ -41,7 +42,14 @@ fn first_after(
         .find(|&s| s >= t_s)
 }
 
-fn outage_scenario(controller: &str, params: &str) -> String {
+/// A 1 s outage at 10 s of the forward link and, with `both_ways`, of the reverse link too (its
+/// feedback, acknowledgements and reports then stop as well).
+fn outage_scenario(controller: &str, params: &str, both_ways: bool) -> String {
+    let reverse = if both_ways {
+        "schedule = [[\"0s\", \"10Mbps\"], [\"10s\", \"8kbps\"], [\"11s\", \"10Mbps\"]]\nqueue = \"100ms\"\n"
+    } else {
+        ""
+    };
     format!(
         r#"
 duration = "30s"
@@ -52,6 +60,7 @@ delay = "20ms"
 queue = "1000pkts"
 [path.reverse]
 delay = "20ms"
+{reverse}
 [[flows]]
 controller = "{controller}"
 {params}
@@ -67,8 +76,17 @@ const SLOW_CLIMBERS: [&str; 1] = ["c3g"];
 
 #[test]
 fn every_video_controller_recovers_from_a_one_second_outage() {
+    recovers_from_an_outage(false);
+}
+
+#[test]
+fn every_video_controller_recovers_when_both_directions_go_down() {
+    recovers_from_an_outage(true);
+}
+
+fn recovers_from_an_outage(both_ways: bool) {
     for (name, params) in video_controllers() {
-        let r = simulate(&outage_scenario(&name, &params));
+        let r = simulate(&outage_scenario(&name, &params, both_ways));
         // Sending again: something new reaches the receiver within 2 s of the recovery at 11 s.
         let back = first_after(&r, 11.0, |p| p.recv);
         assert!(

@@ -279,6 +279,8 @@ pub struct Meter {
     /// The receiver's rate reports (§V-A: μ every Δt), newest last: (window start, window end,
     /// bytes), receiver clock, those whose windows end within the rate window of the newest.
     reports: VecDeque<(Time, Time, u64)>,
+    /// When the newest report arrived (sender clock).
+    last_report_at: Option<Time>,
     /// Packets sent (transport-wide sequence number, sender clock, bytes), kept to cover μ̄'s
     /// window moved to the sender's clock and to time the packet a rate report names.
     sent_log: VecDeque<(u64, Time, u32)>,
@@ -306,6 +308,7 @@ impl Meter {
             arrivals: VecDeque::new(),
             newest_at_close: None,
             reports: VecDeque::new(),
+            last_report_at: None,
             sent_log: VecDeque::new(),
             period_offset: None,
             offsets: VecDeque::new(),
@@ -334,10 +337,11 @@ impl Meter {
 
     /// A rate report: μ over its window, and the newest packet it counted, whose send time gives
     /// one more sample of the receiver's clock against the sender's.
-    pub fn on_rate_report(&mut self, report: &RateReport) {
+    pub fn on_rate_report(&mut self, now: Time, report: &RateReport) {
         if report.window_end <= report.window_start {
             return; // an empty window says nothing about a rate
         }
+        self.last_report_at = Some(now);
         self.reports
             .push_back((report.window_start, report.window_end, report.bytes));
         if let Some((seq, arrival)) = report.last {
@@ -417,7 +421,16 @@ impl Meter {
         if let Some(n) = newest {
             self.arrivals.retain(|a| a.0 + window > n);
         }
-        let measured = if let Some(&(_, newest_end, _)) = self.reports.back() {
+        // Reports that stopped coming (both directions down, or the reverse path alone) leave μ̄
+        // unknown: read as nothing received, as when no feedback reports new arrivals, once the
+        // newest is older than two report windows (one may just be late at a tick).
+        let silent = match (self.reports.back(), self.last_report_at) {
+            (Some(&(from, to, _)), Some(at)) => now > at + (to - from) + (to - from),
+            _ => false,
+        };
+        let measured = if silent {
+            None
+        } else if let Some(&(_, newest_end, _)) = self.reports.back() {
             self.reports.retain(|r| r.1 + window > newest_end);
             let span: u64 = self.reports.iter().map(|r| (r.1 - r.0).0).sum();
             let bytes: u64 = self.reports.iter().map(|r| r.2).sum();
@@ -1048,8 +1061,8 @@ impl Controller for C3g {
         self.meter.on_feedback(report);
     }
 
-    fn on_rate_report(&mut self, _now: Time, report: &RateReport) {
-        self.meter.on_rate_report(report);
+    fn on_rate_report(&mut self, now: Time, report: &RateReport) {
+        self.meter.on_rate_report(now, report);
     }
 
     fn on_timeout(&mut self, now: Time) {
@@ -1361,16 +1374,59 @@ mod tests {
                 .iter()
                 .filter(|a| a.1 > start && a.1 <= end)
                 .collect();
-            m.on_rate_report(&RateReport {
-                window_start: start,
-                window_end: end,
-                bytes: 1250 * window.len() as u64,
-                packets: window.len() as u32,
-                last: window.last().map(|a| (a.0, a.1)),
-            });
+            m.on_rate_report(
+                ms(1000),
+                &RateReport {
+                    window_start: start,
+                    window_end: end,
+                    bytes: 1250 * window.len() as u64,
+                    packets: window.len() as u32,
+                    last: window.last().map(|a| (a.0, a.1)),
+                },
+            );
             start = end;
         }
         m.close(ms(1000), Duration::from_millis(50))
+    }
+
+    #[test]
+    fn reports_that_stop_coming_read_as_nothing_received() {
+        let sends: Vec<Time> = (0..100).map(|i| ms(10 * i)).collect();
+        let mut m = Meter::new(Duration::from_millis(100), Duration::from_millis(200));
+        for (i, &t) in sends.iter().enumerate() {
+            m.on_packet_sent(&SentPacket {
+                seq: i as u64,
+                size: 1250,
+                send_time: t,
+                frame: None,
+                index_in_frame: 0,
+                packets_in_frame: 1,
+                kind: PacketKind::Media,
+                in_flight: 0,
+            });
+        }
+        for k in 0..20u64 {
+            let report = RateReport {
+                window_start: ms(50 * k),
+                window_end: ms(50 * (k + 1)),
+                bytes: 6250,
+                packets: 5,
+                last: Some((5 * k + 4, ms(50 * k + 45))),
+            };
+            m.on_rate_report(ms(50 * (k + 1) + 5), &report);
+        }
+        let dt = Duration::from_millis(50);
+        let p = m.close(ms(1050), dt);
+        assert!((p.received_bps - 1e6).abs() < 1e3, "μ̄ = {}", p.received_bps);
+        // One report window late: maybe a report that missed this tick; μ̄ holds.
+        let p = m.close(ms(1100), dt);
+        assert!((p.received_bps - 1e6).abs() < 1e3, "μ̄ = {}", p.received_bps);
+        // Two windows and more without a report: the receiver (or the way back) is gone.
+        let p = m.close(ms(1150), dt);
+        assert_eq!(
+            p.received_bps, 0.0,
+            "no report for 145 ms (report windows of 50 ms): μ̄ must read 0, not the last value"
+        );
     }
 
     #[test]

@@ -238,8 +238,8 @@ impl Controller for C3gBbr {
         self.meter.on_feedback(report);
     }
 
-    fn on_rate_report(&mut self, _now: Time, report: &RateReport) {
-        self.meter.on_rate_report(report);
+    fn on_rate_report(&mut self, now: Time, report: &RateReport) {
+        self.meter.on_rate_report(now, report);
     }
 
     fn on_timeout(&mut self, now: Time) {
