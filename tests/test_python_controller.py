@@ -61,6 +61,23 @@ class Failing(Constant):
         super().on_feedback(now_s, report)
 
 
+class Listening(Constant):
+    """Keeps the frame acknowledgements, encoded frames and rate reports it gets."""
+
+    def __init__(self, params, ctx):
+        super().__init__(params, ctx)
+        self.acks, self.encoded, self.rate_reports = [], [], []
+
+    def on_frame_ack(self, now_s, ack):
+        self.acks.append((now_s, ack))
+
+    def on_frame_encoded(self, now_s, frame):
+        self.encoded.append((now_s, frame))
+
+    def on_rate_report(self, now_s, report):
+        self.rate_reports.append((now_s, report))
+
+
 CREATED = []
 
 
@@ -79,6 +96,8 @@ def registered():
     rtcc.register_controller("pytest_constant", kept(Constant), "a constant rate", {"rate": ""})
     rtcc.register_controller("pytest_stepping", kept(Stepping), params={"rate": ""})
     rtcc.register_controller("pytest_failing", Failing, params={"rate": "", "fail": "false"})
+    rtcc.register_controller("pytest_listening", kept(Listening), params={"rate": ""},
+                             feedback={"interval": "50ms", "frame_acks": True, "rate_reports": "100ms"})
 
 
 def scenario(controller: str, **params) -> rtcc.Scenario:
@@ -126,3 +145,36 @@ def test_names_and_parameters_are_checked():
         rtcc.register_controller("gcc", Constant)
     with pytest.raises(rtcc.ScenarioError, match='no parameter "rat"; valid parameters: rate'):
         scenario("pytest_constant", rat="1Mbps").validate()
+
+
+def test_frames_and_rate_reports_reach_a_python_controller_that_asks_for_them():
+    result = scenario("pytest_listening").run()
+    c = CREATED[-1]
+    frames = result.frames.filter(result.frames["size"] > 0)
+    # Every encoded frame, in order, with its capture time and size.
+    assert [f["frame"] for _, f in c.encoded] == frames["frame"].to_list()
+    assert [f["size"] for _, f in c.encoded] == frames["size"].to_list()
+    assert c.encoded[1][1]["capture_time_s"] == pytest.approx(1 / 30)
+    # An acknowledgement for every frame the receiver completed in time for it to come back.
+    delivered = result.summary["flows"][0]["frames_delivered"]
+    assert delivered - 3 <= len(c.acks) <= delivered and not any(a["lost"] for _, a in c.acks)
+    assert all(now >= a["complete_time_s"] for now, a in c.acks)
+    # A report every 100 ms of the receiver's clock, windows end to end, whose bytes are what
+    # arrived in them.
+    reports = [r for _, r in c.rate_reports]
+    assert 38 <= len(reports) <= 40
+    assert all(a["window_end_s"] == pytest.approx(b["window_start_s"]) for a, b in zip(reports, reports[1:]))
+    packets = result.packets.filter(result.packets["recv_ns"] >= 0)
+    for r in reports[5:10]:
+        got = packets.filter((packets["recv_ns"] > r["window_start_s"] * 1e9)
+                             & (packets["recv_ns"] <= r["window_end_s"] * 1e9))
+        assert r["bytes"] == got["size"].sum() and r["packets"] == got.height
+
+
+def test_a_python_controllers_feedback_is_checked():
+    with pytest.raises(ValueError, match="unknown field `rate_report`"):
+        rtcc.register_controller("pytest_bad_feedback", Constant, feedback={"rate_report": "50ms"})
+    with pytest.raises(ValueError, match="longer than 0ms"):
+        rtcc.register_controller("pytest_bad_feedback", Constant, feedback={"interval": "50ms", "rate_reports": "0ms"})
+    with pytest.raises(ValueError, match="set an interval"):
+        rtcc.register_controller("pytest_bad_feedback", Constant, feedback={"frame_acks": True})

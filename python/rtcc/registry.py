@@ -26,7 +26,8 @@ def controllers() -> list[dict]:
     return _core.controllers()
 
 
-def register_controller(name: str, factory, summary: str = "", params: dict | None = None) -> None:
+def register_controller(name: str, factory, summary: str = "", params: dict | None = None,
+                        feedback: dict | None = None) -> None:
     """Register a controller written in Python under ``name`` (for this process).
 
     ``factory(params: dict, ctx: dict)`` returns the controller object; ``ctx`` has ``now_s``,
@@ -35,14 +36,21 @@ def register_controller(name: str, factory, summary: str = "", params: dict | No
     ``decision()`` (a dict with ``target_bps`` and optionally ``pacing_bps``, ``cwnd_bytes``,
     ``padding_bps``) and ``on_feedback(now_s, report)`` (``report``: numpy arrays ``seq``,
     ``size``, ``send_time_s``, ``receive_time_s`` with NaN for a lost packet); it may have
-    ``on_packet_sent(now_s, seq, size, kind)`` and the timer pair ``next_timeout()`` (seconds or
-    None) / ``on_timeout(now_s)``. An exception in any of them fails the run with a RuntimeError
-    naming the controller and the method. Sweeps with ``jobs > 1`` run in fresh processes, which
-    only know the controllers their own imports register.
+    ``on_packet_sent(now_s, seq, size, kind)``, the timer pair ``next_timeout()`` (seconds or
+    None) / ``on_timeout(now_s)``, and, for the feedback it asks for, ``on_frame_ack(now_s, ack)``
+    (``frame``, ``first_receive_time_s``, ``last_receive_time_s``, ``complete_time_s``, ``size``,
+    ``lost``; receiver clock), ``on_frame_encoded(now_s, frame)`` (``frame``, ``capture_time_s``,
+    ``size``, ``target_bps``, ``packets``, ``keyframe``) and ``on_rate_report(now_s, report)``
+    (``window_start_s``, ``window_end_s``, ``bytes``, ``packets``: what the receiver got in the
+    window, its clock). ``feedback`` is what the receiver sends the controller's flows, as a
+    scenario's ``feedback`` (``interval``, ``per_frame``, ``frame_acks``, ``rate_reports``;
+    default: transport-wide feedback every 50 ms). An exception in any of them fails the run
+    with a RuntimeError naming the controller and the method. Sweeps with ``jobs > 1`` run in
+    fresh processes, which only know the controllers their own imports register.
     """
     if not callable(factory):
         raise TypeError(f"factory must be callable, got {factory!r}")
-    _core.register_controller(name, factory, summary, params)
+    _core.register_controller(name, factory, summary, params, feedback)
     PYTHON_CONTROLLERS.add(name)
 
 

@@ -285,14 +285,15 @@ fn controllers(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
 /// Register a controller written in Python: `factory(params: dict, ctx: dict)` returns the
 /// object (see `docs/controllers.md`); `params` maps parameter names to their defaults.
 #[pyfunction]
-#[pyo3(signature = (name, factory, summary="", params=None))]
+#[pyo3(signature = (name, factory, summary="", params=None, feedback=None))]
 fn register_controller(
     name: &str,
     factory: Py<PyAny>,
     summary: &str,
     params: Option<&Bound<'_, PyDict>>,
+    feedback: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<()> {
-    pycontroller::register(name, factory, summary, params)
+    pycontroller::register(name, factory, summary, params, feedback)
 }
 
 /// The live commands (`emu`, `send`, `recv`): `argv` is the whole command line, program name

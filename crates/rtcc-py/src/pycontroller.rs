@@ -13,8 +13,9 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use rtcc_core::cc::{Controller, ControllerContext, ControllerError, ControllerInfo, Decision};
+use rtcc_core::cc::{FeedbackPolicy, FrameController};
 use rtcc_core::cc::{ParamDoc, Params, Registry};
-use rtcc_core::packet::{FeedbackReport, PacketKind, SentPacket};
+use rtcc_core::packet::{FeedbackReport, FrameAck, FrameInfo, PacketKind, RateReport, SentPacket};
 use rtcc_core::{Rate, Time};
 use std::cell::RefCell;
 use std::sync::{Arc, LazyLock, Mutex};
@@ -53,7 +54,40 @@ pub fn register(
     factory: Py<PyAny>,
     summary: &str,
     params: Option<&Bound<'_, PyDict>>,
+    feedback: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<()> {
+    // The feedback the receiver sends this controller's flows, in the scenario's `feedback`
+    // form; flows may still set their own.
+    let feedback = match feedback {
+        None => FeedbackPolicy::default(),
+        Some(d) => {
+            let json: String = d
+                .py()
+                .import("json")?
+                .call_method1("dumps", (d,))?
+                .extract()?;
+            let policy: FeedbackPolicy = serde_json::from_str(&json).map_err(|e| {
+                PyValueError::new_err(format!(
+                    "feedback: {e} (keys: interval, per_frame, frame_acks, rate_reports; \
+                     durations as text, e.g. \"50ms\")"
+                ))
+            })?;
+            if policy.interval.is_none() && !policy.per_frame {
+                return Err(PyValueError::new_err(
+                    "feedback: set an interval, per_frame = True, or both",
+                ));
+            }
+            if [policy.interval, policy.rate_reports]
+                .iter()
+                .any(|d| d.is_some_and(|d| d.0 == 0))
+            {
+                return Err(PyValueError::new_err(
+                    "feedback: interval and rate_reports must be longer than 0ms",
+                ));
+            }
+            policy
+        }
+    };
     let mut docs = Vec::new();
     for (k, v) in params.into_iter().flat_map(|d| d.iter()) {
         docs.push(ParamDoc {
@@ -67,7 +101,7 @@ pub fn register(
         name: name.into(),
         summary: summary.into(),
         params: docs,
-        feedback: Default::default(),
+        feedback,
         build: Arc::new(move |params, ctx, _registry| {
             Python::attach(|py| PyController::new(py, &controller, factory.bind(py), params, ctx))
                 .map(|c| Box::new(c) as Box<dyn Controller>)
@@ -85,6 +119,10 @@ struct PyController {
     obj: Py<PyAny>,
     on_packet_sent: bool,
     timer: bool,
+    /// The object has `on_frame_ack`, `on_frame_encoded`, `on_rate_report`.
+    frame_acks: bool,
+    frames_encoded: bool,
+    rate_reports: bool,
     decision: Decision,
     next_timeout: Option<Time>,
     failed: bool,
@@ -117,6 +155,9 @@ impl PyController {
             name: name.into(),
             on_packet_sent: obj.hasattr("on_packet_sent").unwrap_or(false),
             timer: obj.hasattr("next_timeout").unwrap_or(false),
+            frame_acks: obj.hasattr("on_frame_ack").unwrap_or(false),
+            frames_encoded: obj.hasattr("on_frame_encoded").unwrap_or(false),
+            rate_reports: obj.hasattr("on_rate_report").unwrap_or(false),
             obj: obj.unbind(),
             decision: Decision::rate_only(Rate::ZERO, None),
             next_timeout: None,
@@ -243,6 +284,23 @@ impl Controller for PyController {
         });
     }
 
+    fn on_rate_report(&mut self, now: Time, report: &RateReport) {
+        if self.rate_reports {
+            self.call("on_rate_report", |py| {
+                let d = PyDict::new(py);
+                d.set_item("window_start_s", report.window_start.as_secs_f64())?;
+                d.set_item("window_end_s", report.window_end.as_secs_f64())?;
+                d.set_item("bytes", report.bytes)?;
+                d.set_item("packets", report.packets)?;
+                (now.as_secs_f64(), d).into_pyobject(py)
+            });
+        }
+    }
+
+    fn frame_controller(&mut self) -> Option<&mut dyn FrameController> {
+        (self.frame_acks || self.frames_encoded).then_some(self as &mut dyn FrameController)
+    }
+
     fn on_timeout(&mut self, now: Time) {
         if self.timer {
             self.call("on_timeout", |py| (now.as_secs_f64(),).into_pyobject(py));
@@ -255,5 +313,40 @@ impl Controller for PyController {
 
     fn decision(&self) -> Decision {
         self.decision
+    }
+}
+
+/// Frames for a Python controller that has `on_frame_ack(now_s, ack)` or
+/// `on_frame_encoded(now_s, frame)` (each a dict; times in seconds, the receiver's clock for the
+/// acknowledgement's).
+impl FrameController for PyController {
+    fn on_frame_ack(&mut self, now: Time, ack: &FrameAck) {
+        if self.frame_acks {
+            self.call("on_frame_ack", |py| {
+                let d = PyDict::new(py);
+                d.set_item("frame", ack.frame)?;
+                d.set_item("first_receive_time_s", ack.first_receive_time.as_secs_f64())?;
+                d.set_item("last_receive_time_s", ack.last_receive_time.as_secs_f64())?;
+                d.set_item("complete_time_s", ack.complete_time.as_secs_f64())?;
+                d.set_item("size", ack.size)?;
+                d.set_item("lost", ack.lost)?;
+                (now.as_secs_f64(), d).into_pyobject(py)
+            });
+        }
+    }
+
+    fn on_frame_encoded(&mut self, now: Time, frame: &FrameInfo) {
+        if self.frames_encoded {
+            self.call("on_frame_encoded", |py| {
+                let d = PyDict::new(py);
+                d.set_item("frame", frame.frame)?;
+                d.set_item("capture_time_s", frame.capture_time.as_secs_f64())?;
+                d.set_item("size", frame.size)?;
+                d.set_item("target_bps", frame.target.bps())?;
+                d.set_item("packets", frame.packets)?;
+                d.set_item("keyframe", frame.keyframe)?;
+                (now.as_secs_f64(), d).into_pyobject(py)
+            });
+        }
     }
 }
