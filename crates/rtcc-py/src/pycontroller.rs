@@ -72,19 +72,10 @@ pub fn register(
                      durations as text, e.g. \"50ms\")"
                 ))
             })?;
-            if policy.interval.is_none() && !policy.per_frame {
-                return Err(PyValueError::new_err(
-                    "feedback: set an interval, per_frame = True, or both",
-                ));
-            }
-            if [policy.interval, policy.rate_reports]
-                .iter()
-                .any(|d| d.is_some_and(|d| d.0 == 0))
-            {
-                return Err(PyValueError::new_err(
-                    "feedback: interval and rate_reports must be longer than 0ms",
-                ));
-            }
+            policy.check().map_err(|(key, problem)| {
+                let dot = if key.is_empty() { "" } else { "." };
+                PyValueError::new_err(format!("feedback{dot}{key}: {problem}"))
+            })?;
             policy
         }
     };

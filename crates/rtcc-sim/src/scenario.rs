@@ -756,26 +756,16 @@ impl Scenario {
                 FlowKind::Cbr { .. } | FlowKind::Audio { .. } => FeedbackPolicy::default(),
             };
             let feedback = f.feedback.unwrap_or(preferred);
-            if feedback.interval.is_none() && !feedback.per_frame {
-                return Err(err(
-                    &at("feedback"),
-                    "set an interval, per_frame = true, or both".into(),
-                ));
-            }
-            if feedback.interval.is_some_and(|d| d.0 == 0) {
-                return Err(err(
-                    &at("feedback.interval"),
-                    "must be longer than 0ms".into(),
-                ));
-            }
             // Only video flows take `feedback` (KIND_FIELDS), and only their receivers send
             // rate reports; other receivers ignore a controller's wish for them.
-            if feedback.rate_reports.is_some_and(|d| d.0 == 0) {
-                return Err(err(
-                    &at("feedback.rate_reports"),
-                    "must be longer than 0ms".into(),
-                ));
-            }
+            feedback.check().map_err(|(key, problem)| {
+                let field = if key.is_empty() {
+                    at("feedback")
+                } else {
+                    at(&format!("feedback.{key}"))
+                };
+                err(&field, problem.into())
+            })?;
             let reverse = match f.direction.as_deref() {
                 None | Some("forward") => false,
                 Some("reverse") => true,

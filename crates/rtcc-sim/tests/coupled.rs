@@ -165,6 +165,14 @@ fn coupled_runs_are_deterministic_and_independent() {
     assert_eq!(a, common::run_quiet(&sc).summary.to_json());
 }
 
+/// The error a scenario is refused with.
+fn refused(toml: &str) -> String {
+    rtcc_sim::Scenario::from_toml_str(toml, std::path::Path::new("."), "test", None)
+        .err()
+        .unwrap_or_else(|| panic!("accepted:{toml}"))
+        .to_string()
+}
+
 #[test]
 fn coupling_errors_name_the_field() {
     let bad = |coupling: &str, controller: &str| {
@@ -178,10 +186,7 @@ controller = "{controller}"
 coupling = {coupling}
 "#
         );
-        rtcc_sim::Scenario::from_toml_str(&toml, std::path::Path::new("."), "test", None)
-            .err()
-            .unwrap_or_else(|| panic!("{coupling} with {controller} was accepted"))
-            .to_string()
+        refused(&toml)
     };
     let e = bad(r#"{ group = "g", priority = 0 }"#, "gcc");
     assert!(
@@ -211,9 +216,7 @@ coupling = { group = "g" }
 controller = "gcc"
 coupling = { group = "g", algorithm = "conservative" }
 "#;
-    let e = rtcc_sim::Scenario::from_toml_str(toml, std::path::Path::new("."), "test", None)
-        .unwrap_err()
-        .to_string();
+    let e = refused(toml);
     assert!(
         e.contains("flows[1].coupling") && e.contains("same one"),
         "{e}"
@@ -228,8 +231,6 @@ kind = "tcp"
 controller = "cubic"
 coupling = { group = "g" }
 "#;
-    let e = rtcc_sim::Scenario::from_toml_str(toml, std::path::Path::new("."), "test", None)
-        .unwrap_err()
-        .to_string();
+    let e = refused(toml);
     assert!(e.contains("coupling"), "{e}");
 }

@@ -31,7 +31,7 @@
 //! clocks' offset; a report names its newest packet for this), so that λ̄ − μ̄ is what the
 //! bottleneck queue gained over the window. What is left of the misalignment the paper's ε exists
 //! for is the frames' own burstiness: a frame sent at once arrives spread over its transmission.
-
+//!
 //! # Congestion and drain: the reactive branch (§III-C, §IV-A, Eqs. 1–2)
 //!
 //! ```text
@@ -346,8 +346,7 @@ impl Meter {
             .push_back((report.window_start, report.window_end, report.bytes));
         if let Some((seq, arrival)) = report.last {
             let i = self.sent_log.partition_point(|p| p.0 < seq);
-            if let Some(&(s, sent, _)) = self.sent_log.get(i).filter(|p| p.0 == seq) {
-                debug_assert_eq!(s, seq);
+            if let Some(&(_, sent, _)) = self.sent_log.get(i).filter(|p| p.0 == seq) {
                 self.note_offset(arrival, sent);
             }
         }
@@ -425,7 +424,7 @@ impl Meter {
         // unknown: read as nothing received, as when no feedback reports new arrivals, once the
         // newest is older than two report windows (one may just be late at a tick).
         let silent = match (self.reports.back(), self.last_report_at) {
-            (Some(&(from, to, _)), Some(at)) => now > at + (to - from) + (to - from),
+            (Some(&(from, to, _)), Some(at)) => now > at + Duration(2 * (to - from).0),
             _ => false,
         };
         let measured = if silent {
@@ -472,7 +471,7 @@ impl Meter {
                         |edge: i64| self.sent_log.partition_point(|p| p.1 .0 as i64 <= edge);
                     let bits: f64 = self
                         .sent_log
-                        .range(after(start)..after(end).max(after(start)))
+                        .range(after(start)..after(end))
                         .map(|&(_, _, size)| size as f64 * 8.0)
                         .sum();
                     bits / span_secs
@@ -1346,7 +1345,20 @@ mod tests {
         assert!(!c.drain_needed(&p, ms(1100)));
     }
 
-    /// Frame `n` of a 30 frame/s stream of 1000-byte frames.
+    /// A 1250-byte media packet, number `seq`, sent at `at`.
+    fn packet(seq: u64, at: Time) -> SentPacket {
+        SentPacket {
+            seq,
+            size: 1250,
+            send_time: at,
+            frame: None,
+            index_in_frame: 0,
+            packets_in_frame: 1,
+            kind: PacketKind::Media,
+            in_flight: 0,
+        }
+    }
+
     /// A meter fed 1250-byte packets sent at `sends` (sender clock), which arrive at
     /// `arrival(i)` (receiver clock), and the receiver's rate reports every 50 ms of its clock
     /// for the second from `from`; returns the period closed at 1 s.
@@ -1354,16 +1366,7 @@ mod tests {
         let mut m = Meter::new(Duration::from_millis(100), Duration::from_millis(200));
         let mut arrived = Vec::new();
         for (i, &t) in sends.iter().enumerate() {
-            m.on_packet_sent(&SentPacket {
-                seq: i as u64,
-                size: 1250,
-                send_time: t,
-                frame: None,
-                index_in_frame: 0,
-                packets_in_frame: 1,
-                kind: PacketKind::Media,
-                in_flight: 0,
-            });
+            m.on_packet_sent(&packet(i as u64, t));
             arrived.push((i as u64, arrival(i as u64)));
         }
         let mut start = from;
@@ -1391,19 +1394,9 @@ mod tests {
 
     #[test]
     fn reports_that_stop_coming_read_as_nothing_received() {
-        let sends: Vec<Time> = (0..100).map(|i| ms(10 * i)).collect();
         let mut m = Meter::new(Duration::from_millis(100), Duration::from_millis(200));
-        for (i, &t) in sends.iter().enumerate() {
-            m.on_packet_sent(&SentPacket {
-                seq: i as u64,
-                size: 1250,
-                send_time: t,
-                frame: None,
-                index_in_frame: 0,
-                packets_in_frame: 1,
-                kind: PacketKind::Media,
-                in_flight: 0,
-            });
+        for i in 0..100 {
+            m.on_packet_sent(&packet(i, ms(10 * i)));
         }
         for k in 0..20u64 {
             let report = RateReport {
@@ -1473,6 +1466,7 @@ mod tests {
         );
     }
 
+    /// Frame `n` of a 30 frame/s stream of 1000-byte frames.
     fn frame_at_30fps(n: u64) -> FrameInfo {
         FrameInfo {
             frame: n,

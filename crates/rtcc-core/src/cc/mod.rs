@@ -152,6 +152,24 @@ pub struct FeedbackPolicy {
     pub rate_reports: Option<Duration>,
 }
 
+impl FeedbackPolicy {
+    /// Whether the receiver can follow this policy: `Err((field, problem))`, with `field` the key
+    /// at fault (`""` for the policy as a whole), for the caller to name where it was written.
+    pub fn check(&self) -> Result<(), (&'static str, &'static str)> {
+        if self.interval.is_none() && !self.per_frame {
+            return Err(("", "set an interval, per_frame = true, or both"));
+        }
+        let zero = |d: Option<Duration>| d.is_some_and(|d| d.0 == 0);
+        if zero(self.interval) {
+            return Err(("interval", "must be longer than 0ms"));
+        }
+        if zero(self.rate_reports) {
+            return Err(("rate_reports", "must be longer than 0ms"));
+        }
+        Ok(())
+    }
+}
+
 impl Default for FeedbackPolicy {
     /// Transport-wide feedback every 50 ms (libwebrtc sends it every 50–250 ms depending on rate).
     fn default() -> Self {

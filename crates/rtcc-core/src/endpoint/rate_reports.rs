@@ -86,9 +86,9 @@ impl RateReporter {
             last: self.last.take(),
         };
         self.window_start = now;
-        while self.next_at <= now {
-            self.next_at += self.interval;
-        }
+        // The first grid instant after `now` (several may have passed on a late call).
+        let missed = (now - self.next_at).0 / self.interval.0 + 1;
+        self.next_at += Duration(missed * self.interval.0);
         Some(report)
     }
 }

@@ -119,6 +119,13 @@ pub struct VideoSendEndpoint {
 }
 
 impl VideoSendEndpoint {
+    /// A transport-wide sequence number as the receiver echoes it (16 bits), unwrapped near the
+    /// newest one sent.
+    fn unwrap_transport_seq(&self, seq: u16) -> u64 {
+        let newest = self.sender.next_transport_seq().saturating_sub(1);
+        unwrap_near(newest, seq as u64, 16)
+    }
+
     /// A sender whose first frame is captured at the source's first instant.
     pub fn new(
         mut sender: VideoSender,
@@ -260,8 +267,7 @@ impl VideoSendEndpoint {
         for p in packets {
             match p {
                 RtcpPacket::TransportCc(fb) => {
-                    let next = self.sender.next_transport_seq();
-                    let base = unwrap_near(next.saturating_sub(1), fb.base_seq as u64, 16);
+                    let base = self.unwrap_transport_seq(fb.base_seq);
                     let ecn = self.take_ecn_report(base, fb.receive_times.len());
                     let feedback = TransportFeedback {
                         base_seq: base,
@@ -274,9 +280,8 @@ impl VideoSendEndpoint {
                 RtcpPacket::Ccfb(report) => {
                     // The ECN receiver's RFC 8888 report precedes the transport-wide feedback
                     // on the same sequence numbers: keep its codepoints for it.
-                    let next = self.sender.next_transport_seq();
                     for block in report.blocks {
-                        let base = unwrap_near(next.saturating_sub(1), block.begin_seq as u64, 16);
+                        let base = self.unwrap_transport_seq(block.begin_seq);
                         self.ecn_report_base = base;
                         self.ecn_report = block
                             .metrics
@@ -301,15 +306,12 @@ impl VideoSendEndpoint {
                     );
                 }
                 RtcpPacket::RateReport(r) => {
-                    let newest = self.sender.next_transport_seq().saturating_sub(1);
                     let report = RateReport {
                         window_start: r.window_start,
                         window_end: r.window_end,
                         bytes: r.bytes,
                         packets: r.packets,
-                        last: r
-                            .last
-                            .map(|(seq, at)| (unwrap_near(newest, seq as u64, 16), at)),
+                        last: r.last.map(|(seq, at)| (self.unwrap_transport_seq(seq), at)),
                     };
                     self.sender.on_rate_report(now, &report);
                 }

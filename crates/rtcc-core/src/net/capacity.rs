@@ -401,13 +401,9 @@ impl Capacity {
         let rate = match self {
             Capacity::Unlimited => return None,
             Capacity::Constant(r) => *r,
-            Capacity::Schedule(s) => s.steps.iter().map(|&(_, r)| r).fold(Rate(0.0), |a, r| {
-                if r.bps() > a.bps() {
-                    r
-                } else {
-                    a
-                }
-            }),
+            Capacity::Schedule(s) => {
+                Rate(s.steps.iter().map(|&(_, r)| r.bps()).fold(0.0, f64::max))
+            }
             Capacity::Trace(t) => {
                 let busiest = t
                     .opportunities_ms

@@ -323,6 +323,32 @@ pub(crate) fn parse_as<T>(
     })
 }
 
+/// For the tests of rtcc's APP messages: `packet` (one of them, encoded) parses as an unknown
+/// APP packet once byte `name_byte` of its name is changed, and once its subtype is `subtype`.
+#[cfg(test)]
+pub(crate) fn assert_other_apps_are_unknown(packet: &[u8], name_byte: usize, subtype: u8) {
+    let mut b = packet.to_vec();
+    b[name_byte] = b'X';
+    assert_eq!(
+        parse_compound(&b).unwrap(),
+        vec![RtcpPacket::Unknown {
+            packet_type: PT_APP,
+            fmt: 0
+        }],
+        "another name"
+    );
+    let mut b = packet.to_vec();
+    b[0] |= subtype;
+    assert_eq!(
+        parse_compound(&b).unwrap(),
+        vec![RtcpPacket::Unknown {
+            packet_type: PT_APP,
+            fmt: subtype
+        }],
+        "subtype {subtype}"
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
