@@ -224,6 +224,7 @@ MEDIA_FIELDS = [
     ("degradation", "balanced", "WebRTC's preference: balanced, maintain-framerate, "
      "maintain-resolution, disabled"),
     ("pushback", "true", "the encoder backs off as the pacer queue grows (a frame skipped at 1 s of it)"),
+    ("frame_dropper", "true", "frames are skipped while the encoder's output runs ahead of its target"),
     ("payload", "1200B", "largest payload per packet (SQP: frames of up to two payloads go out as two halves)"),
 ]
 

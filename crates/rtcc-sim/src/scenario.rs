@@ -175,6 +175,9 @@ pub struct FlowSpec {
     pub degradation: Option<String>,
     /// Pacer pushback: the encoder backs off while the pacer queue is long (default true).
     pub pushback: Option<bool>,
+    /// The frame dropper: frames are skipped while the encoder runs ahead of its target
+    /// (default true).
+    pub frame_dropper: Option<bool>,
     pub padding_size: Option<Bytes>,
     pub extra_delay: Option<Duration>,
     pub clock_offset: Option<Duration>,
@@ -402,6 +405,7 @@ pub struct FlowConfig {
     pub media: MediaRange,
     pub degradation: Preference,
     pub pushback: bool,
+    pub frame_dropper: bool,
     /// The flow's data goes over the reverse links (last hop first).
     pub reverse: bool,
     /// The hops the flow crosses (indices into [`Scenario::hops`], in path order): its data
@@ -918,6 +922,7 @@ impl Scenario {
                 media,
                 degradation,
                 pushback: f.pushback.unwrap_or(true),
+                frame_dropper: f.frame_dropper.unwrap_or(true),
                 reverse,
                 hops: flow_hops,
                 active,
@@ -1133,6 +1138,7 @@ const KIND_FIELDS: &[(&str, &[&str])] = &[
             "min_fps",
             "degradation",
             "pushback",
+            "frame_dropper",
             "ecn",
             "coupling",
         ],
@@ -1199,6 +1205,7 @@ fn resolve_kind(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> Result<FlowKind, (
         ("min_fps", f.min_fps.is_some()),
         ("degradation", f.degradation.is_some()),
         ("pushback", f.pushback.is_some()),
+        ("frame_dropper", f.frame_dropper.is_some()),
         ("rate", f.rate.is_some()),
         ("ptime", f.ptime.is_some()),
         ("packet_size", f.packet_size.is_some()),

@@ -450,6 +450,7 @@ pub fn flow_endpoints(
             );
             sender.set_media(f.media, f.degradation);
             sender.set_pushback(f.pushback);
+            sender.set_frame_dropper(f.frame_dropper);
             let source = FrameSource::new(
                 f.start,
                 f.fps,

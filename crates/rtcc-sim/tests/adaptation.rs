@@ -287,3 +287,23 @@ fn pushback_can_be_switched_off_as_in_stock_libwebrtc() {
     );
     assert!(wait(&off) > wait(&on) && wait(&off) < 2500.0);
 }
+
+#[test]
+fn frame_dropper_can_be_switched_off_for_a_server_that_keeps_its_frame_rate() {
+    let last = |r: &RunResult, name: &str| common::signal(r, 0, name).last().map_or(0.0, |x| x.1);
+    let sent = |r: &RunResult| frames(r).iter().filter(|f| f.size > 0).count();
+    let extra = "degradation = \"disabled\"\npushback = false";
+    let on = simulate(&low_rate_link("gcc", extra));
+    let off = simulate(&low_rate_link(
+        "gcc",
+        &format!("{extra}\nframe_dropper = false"),
+    ));
+    assert!(
+        last(&on, "skipped_dropper") > 0.0,
+        "the lagged encoder overshoots the link's drops: the dropper skips frames"
+    );
+    assert_eq!(last(&off, "skipped_dropper"), 0.0, "no dropper, no skip");
+    // With neither the dropper nor the frame-rate policy nor pushback, every frame is sent.
+    assert_eq!(sent(&off), frames(&off).len(), "a frame was skipped");
+    assert!(sent(&off) > sent(&on));
+}

@@ -39,8 +39,9 @@
 //! ```
 //!
 //! ε filters the misalignment noise of λ and μ (they are measured at different ends): it holds
-//! the largest λ̄ − μ̄ seen over the last `epsilon_periods` periods whose RTVL did not rise (and,
-//! ours, stayed under RTVL_th with no frame lost: a full queue's RTVL is high but flat), and at
+//! the largest λ̄ − μ̄ seen over the last `epsilon_periods`·Δt in periods whose RTVL did not rise,
+//! neither since the previous period nor over the rate window the difference covers (and, ours,
+//! stayed under RTVL_th with no frame lost: a full queue's RTVL is high but flat), and at
 //! least `epsilon_floor` × λ̄ (our floor: a quiet link would otherwise drive ε to 0 and flag every
 //! jitter). Congestion alone changes nothing but anchors an episode, in which the bits sent and not
 //! received add up: qdData += (λ̄ − μ̄)·Δt for every period with λ̄ − μ̄ > ε. The episode ends when
@@ -90,7 +91,9 @@
 //!
 //! Only the encoder's target changes, never the frame rate: the desired send rate λ_target is
 //! turned into an encoder target v = λ_target / ρ with ρ the recent ratio of what was sent to what
-//! the encoder was asked for (an EWMA outside drains, clamped to [0.5, 2]). The scenario's
+//! the encoder was asked for (an EWMA outside drains, clamped to [0.5, 2], learned only once the
+//! target has held for a second, so that the encoder's lag behind a new target is not read as
+//! the ratio). The scenario's
 //! `degradation = "disabled"` keeps the resolution and frame rate as the paper's server does.
 //!
 //! Constants the paper leaves open, with our defaults: Δt = 50 ms (swept 33–200 ms in
@@ -149,7 +152,10 @@ pub struct C3gConfig {
     pub max_rate: Option<Rate>,
     /// Periods over which ε keeps the largest λ̄ − μ̄ with no RTVL rise (open). Default 50: the
     /// paper updates ε "periodically"; 50 periods (2.5 s at 50 ms) hold a few exploration steps,
-    /// so ε follows a change of rate without remembering one outlier for long.
+    /// so ε follows a change of rate without remembering one outlier for long. It is a span of
+    /// time, not a count of calm periods: while RTVL keeps rising no period is calm, and ε falls
+    /// back to its floor instead of holding an old value (one learned in the first second of a
+    /// run hid a queue of 400 ms for 4 s).
     #[serde(default = "default_epsilon_periods")]
     pub epsilon_periods: usize,
     /// ε's floor as a fraction of λ̄ (ours; the paper's ε has no start). Default 0.02: before any
@@ -237,6 +243,9 @@ pub struct Period {
     /// period, or the few periods that make up `rate_window`).
     pub sent_bps: f64,
     pub received_bps: f64,
+    /// The median μ of the rate reports in the window (each over one report interval, the
+    /// paper's μ(t) of one Δt); `received_bps` without reports.
+    pub received_median_bps: f64,
     /// λ̄ over μ̄'s window moved back to the sender's clock by the base one-way delay (bit/s):
     /// bits sent in the window whose packets μ̄ would count had none of them queued, so
     /// λ̄_aligned − μ̄ is the growth of the bottleneck queue over the window (§V-A: "the server's
@@ -460,6 +469,19 @@ impl Meter {
         }
         let sent_bps = self.sent_periods.iter().sum::<f64>() / secs;
         let base = self.offsets.iter().map(|o| o.1).min();
+        // The median of the window's reports, each the paper's μ(t) of one Δt (§V-A); without
+        // reports, μ̄.
+        let received_median_bps = if silent {
+            None
+        } else {
+            median(
+                self.reports
+                    .iter()
+                    .filter(|r| r.1 > r.0)
+                    .map(|r| r.2 as f64 * 8.0 / (r.1 - r.0).as_secs_f64())
+                    .collect(),
+            )
+        };
         let (received_bps, sent_aligned_bps) = match measured {
             Some((from, to, span, bits)) if span.0 > 0 => {
                 let span_secs = span.as_secs_f64();
@@ -483,6 +505,7 @@ impl Meter {
         let period = Period {
             sent_bps,
             received_bps,
+            received_median_bps: received_median_bps.unwrap_or(received_bps),
             sent_aligned_bps,
             retransmitted: if sent_bits > 0.0 {
                 self.retransmitted_bytes as f64 * 8.0 / sent_bits
@@ -543,25 +566,60 @@ pub struct SendRatio {
     rho: f64,
     gain: f64,
     last_target: Option<f64>,
+    /// The targets of the newest periods, as many as span `SETTLE`.
+    recent_targets: VecDeque<f64>,
+    settle_periods: usize,
 }
 
 impl SendRatio {
     const TIME_CONSTANT: f64 = 2.0;
+    /// How far the target may move within `settle` and still count as held.
+    const HELD: f64 = 0.05;
 
-    /// For a control period of `interval`.
-    pub fn new(interval: Duration) -> SendRatio {
+    /// For a control period of `interval`, learning only once the target has held for `settle`
+    /// (at most one period: always).
+    pub fn new(interval: Duration, settle: Duration) -> SendRatio {
         SendRatio {
             rho: 1.0,
             gain: (interval.as_secs_f64() / Self::TIME_CONSTANT).min(1.0),
             last_target: None,
+            recent_targets: VecDeque::new(),
+            settle_periods: (settle.0.div_ceil(interval.0.max(1))).max(1) as usize,
         }
     }
 
     /// Learn from a period in which the encoder was asked for the last target and `sent_bps`
-    /// went out (not during drains, whose λ̄ is the queue's, not the encoder's).
+    /// went out. Only once the target has held for `settle` (c3g: `ENCODER_SETTLE`): an encoder follows a new target with a lag (`lagged`: 0.5 s
+    /// up), and reading that lag as the ratio would set every later target too high: after each
+    /// drain λ̄ / v is low while the encoder climbs back, so drains every second or so pulled ρ
+    /// to 0.8 and the target to 1.25 times λ_target once the encoder caught up (ours; the paper
+    /// says only that v "does not necessarily" give λ "exactly and even less instantly").
     pub fn learn(&mut self, sent_bps: f64) {
-        if let Some(v) = self.last_target.filter(|&v| v > 0.0 && sent_bps > 0.0) {
+        let Some(v) = self.last_target else { return };
+        self.remember(v);
+        let (lo, hi) = self
+            .recent_targets
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+        let held =
+            self.recent_targets.len() == self.settle_periods && hi <= lo * (1.0 + Self::HELD);
+        if held && v > 0.0 && sent_bps > 0.0 {
             self.rho = (self.rho + self.gain * (sent_bps / v - self.rho)).clamp(0.5, 2.0);
+        }
+    }
+
+    /// A period not to learn from (a drain, whose λ̄ is the queue's, not the encoder's); its
+    /// target still counts as one the encoder was asked for.
+    pub fn skip(&mut self) {
+        if let Some(v) = self.last_target {
+            self.remember(v);
+        }
+    }
+
+    fn remember(&mut self, v: f64) {
+        self.recent_targets.push_back(v);
+        while self.recent_targets.len() > self.settle_periods {
+            self.recent_targets.pop_front();
         }
     }
 
@@ -574,6 +632,75 @@ impl SendRatio {
 
     pub fn rho(&self) -> f64 {
         self.rho
+    }
+}
+
+/// ε, the noise filter of Eq. 1's first condition (§V-A): "periodically updated to hold the
+/// maximum value of λ(t) − μ(t) reported without signs of an increasing RTVL". It holds the
+/// largest such difference of the last `memory` (a span of time: while RTVL keeps rising nothing
+/// is learned, and ε falls back to its floor rather than keep a value from long ago).
+#[derive(Debug, Clone)]
+pub struct Epsilon {
+    calm: VecDeque<(Time, f64)>,
+    memory: Duration,
+    /// The value last returned (bit/s), for the logs.
+    pub current: f64,
+}
+
+impl Epsilon {
+    pub fn new(memory: Duration) -> Epsilon {
+        Epsilon {
+            calm: VecDeque::new(),
+            memory,
+            current: 0.0,
+        }
+    }
+
+    /// A calm period's λ̄ − μ̄ (bit/s).
+    pub fn learn(&mut self, now: Time, diff: f64) {
+        self.calm.push_back((now, diff));
+    }
+
+    /// Drop what is older than the memory.
+    pub fn forget(&mut self, now: Time) {
+        while self
+            .calm
+            .front()
+            .is_some_and(|&(t, _)| t + self.memory <= now)
+        {
+            self.calm.pop_front();
+        }
+    }
+
+    /// ε: the largest remembered difference, at least `floor` (bit/s).
+    pub fn value(&mut self, floor: f64) -> f64 {
+        self.current = self.calm.iter().map(|c| c.1).fold(floor, f64::max);
+        self.current
+    }
+}
+
+/// The median of `values` (`None` when empty).
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    Some(if values.len() % 2 == 1 {
+        values[mid]
+    } else {
+        (values[mid - 1] + values[mid]) / 2.0
+    })
+}
+
+/// Whether RTVL samples show a sign of increase: their least-squares line rises.
+pub fn rose(samples: &[(Time, f64)]) -> bool {
+    match (samples.first(), samples.last()) {
+        (Some(first), Some(last)) => {
+            let at = |t| extrapolate(samples, t).unwrap_or(0.0);
+            at(last.0) > at(first.0)
+        }
+        _ => false,
     }
 }
 
@@ -724,6 +851,11 @@ const BASE_DELAY_WINDOW: Duration = Duration(10_000_000_000);
 /// back to the sender's clock, behind a queue and a reverse path of a few seconds.
 const SENT_LOG_KEEP: Duration = Duration(5_000_000_000);
 
+/// How long the encoder's target must hold before λ̄ / v says anything about the ratio ρ (ours):
+/// longer than an encoder takes to follow a new target (`lagged`'s 90 % settling: 0.5 s up in
+/// the C³G testbed, 2 s by default, where ρ then learns only on long holds) plus the rate window.
+const ENCODER_SETTLE: Duration = Duration(1_000_000_000);
+
 /// Window of RTVL_min for the queue estimate at a drain (ours; BBR's RTprop window is 10 s).
 const RTVL_MIN_WINDOW: Duration = Duration(10_000_000_000);
 
@@ -753,11 +885,12 @@ pub struct C3g {
     target: Rate,
     phase: Phase,
     previous_rtvl: Option<f64>,
-    /// λ̄ − μ̄ of recent periods whose RTVL did not rise (ε's history) and ε itself (bit/s).
-    calm_diffs: VecDeque<f64>,
+    /// ε and its history.
+    epsilon: Epsilon,
     /// The smallest RTVL sample of each recent period, over `RTVL_MIN_WINDOW` (RTVL_min).
     rtvl_floor: VecDeque<(Time, f64)>,
-    epsilon: f64,
+    /// The RTVL samples of the newest rate window (the window λ̄ − μ̄ covers).
+    window_rtvl: VecDeque<(Time, f64)>,
     episode: bool,
     queued_bits: f64,
     gain: u32,
@@ -805,7 +938,7 @@ impl C3g {
         }
         let (min, start, max) = rate_bounds(cfg.min_rate, cfg.start_rate, cfg.max_rate, ctx)?;
         let known_start = cfg.start_rate.or(ctx.media.start_bitrate).is_some();
-        let mut ratio = SendRatio::new(cfg.interval);
+        let mut ratio = SendRatio::new(cfg.interval, ENCODER_SETTLE);
         let target = Rate(ratio.target(start));
         let periods_left = cfg.g_max - cfg.g_min + 1;
         Ok(C3g {
@@ -820,9 +953,9 @@ impl C3g {
             target,
             phase: Phase::Explore,
             previous_rtvl: None,
-            calm_diffs: VecDeque::new(),
+            epsilon: Epsilon::new(Duration(cfg.interval.0 * cfg.epsilon_periods as u64)),
             rtvl_floor: VecDeque::new(),
-            epsilon: 0.0,
+            window_rtvl: VecDeque::new(),
             episode: false,
             queued_bits: 0.0,
             gain: cfg.g_min,
@@ -900,31 +1033,43 @@ impl C3g {
             self.rtvl_floor.pop_front();
         }
         let rising = matches!((rtvl, self.previous_rtvl), (Some(a), Some(b)) if a > b);
+        self.window_rtvl.extend(p.rtvl.iter().copied());
+        let window_start = Time(now.0.saturating_sub(self.cfg.rate_window.0));
+        while self
+            .window_rtvl
+            .front()
+            .is_some_and(|s| s.0 <= window_start)
+        {
+            self.window_rtvl.pop_front();
+        }
         let diff = p.sent_aligned_bps - p.received_bps;
         // ε learns from calm periods once both ends are measured (the first periods' λ̄ holds the
-        // first keyframe and μ̄ nothing yet). Calm also means under the threshold with no lost
-        // frame: a full queue keeps RTVL high but flat, and learning from it would raise ε to the
-        // overload itself and hide the congestion for good.
+        // first keyframe and μ̄ nothing yet). Calm means no "signs of an increasing RTVL" (§V-A)
+        // over the window λ̄ − μ̄ covers, not only since the last period (ours: a difference is
+        // the queue's growth over its window, and a window whose queue grew shows it in its
+        // RTVL; the period's mean alone let ε learn the queue's own growth, up to 7 % of λ̄).
+        // Calm also means under the threshold with no lost frame: a full queue keeps RTVL high
+        // but flat, and learning from it would raise ε to the overload itself and hide the
+        // congestion for good.
         // Nor during Startup, whose doublings open a gap between λ̄ and μ̄ of a round trip's worth
         // that is no measurement noise (learning it blinds Eq. 1 to the queue Startup leaves).
         let calm = !rising
+            && !rose(self.window_rtvl.make_contiguous())
             && !self.startup
             && matches!(self.phase, Phase::Explore)
             && rtvl.is_some_and(|r| r < self.cfg.rtvl_threshold.as_millis_f64())
             && p.lost_frames == 0;
         if calm && p.received_bps > 0.0 && self.previous_rtvl.is_some() {
-            self.calm_diffs.push_back(diff);
-            if self.calm_diffs.len() > self.cfg.epsilon_periods {
-                self.calm_diffs.pop_front();
-            }
+            self.epsilon.learn(now, diff);
         }
-        let calm_max = self.calm_diffs.iter().copied().fold(f64::MIN, f64::max);
-        self.epsilon = calm_max.max(self.cfg.epsilon_floor * p.sent_bps);
+        self.epsilon.forget(now);
+        let epsilon = self.epsilon.value(self.cfg.epsilon_floor * p.sent_bps);
         if let Some(r) = rtvl {
             self.previous_rtvl = Some(r);
         }
 
         if let Phase::Drain { until, oop } = self.phase {
+            self.ratio.skip();
             if now >= until {
                 self.phase = Phase::Explore;
                 self.episode = false;
@@ -943,7 +1088,7 @@ impl C3g {
             return;
         }
 
-        self.congestion = diff > self.epsilon && rising;
+        self.congestion = diff > epsilon && rising;
         if self.startup {
             // Startup ends when the queue it builds would take RTVL over the threshold: a drain
             // then takes the rate to μ̄, the operating point. (Eq. 1 alone fires at every doubling:
@@ -974,11 +1119,11 @@ impl C3g {
             }
         }
         let mut queued_now = 0.0;
-        if self.episode && diff > self.epsilon {
+        if self.episode && diff > epsilon {
             queued_now = diff * dt.as_secs_f64();
             self.queued_bits += queued_now;
         }
-        if !self.congestion && diff <= self.epsilon {
+        if !self.congestion && diff <= epsilon {
             self.episode = false;
             self.queued_bits = 0.0;
         }
@@ -1024,7 +1169,12 @@ impl C3g {
 
     fn drain(&mut self, p: &Period, now: Time) {
         let dt = self.cfg.interval.as_secs_f64();
-        let mu = p.received_bps;
+        // μ̄(t_drain), the capacity while the queue is full: the median of the window's reports,
+        // each the paper's μ(t) of one Δt (ours). The window's mean would still hold arrivals
+        // from before a capacity drop (8.1 Mbit/s 150 ms after a drop to 7), and λ_OOP at that
+        // rate overflows the queue again right after the drain; the newest report alone reads a
+        // burst of lost packets as the capacity (0.35 Mbit/s on a 4 Mbit/s link).
+        let mu = p.received_median_bps;
         // qdData sums only the periods above ε, so a queue that grew slowly before the episode
         // is missed and would stand after the drain; the RTVL model's estimate covers it (ours).
         self.queued_bits = self.queued_bits.max(self.queued_by_rtvl(p));
@@ -1085,7 +1235,7 @@ impl Controller for C3g {
         out.push(("lambda_bps", self.last.sent_bps));
         out.push(("mu_bps", self.last.received_bps));
         out.push(("lambda_aligned_bps", self.last.sent_aligned_bps));
-        out.push(("epsilon_bps", self.epsilon));
+        out.push(("epsilon_bps", self.epsilon.current));
         out.push(("rtvl_ms", self.previous_rtvl.unwrap_or(f64::NAN)));
         out.push(("queued_kbit", self.queued_bits / 1e3));
         out.push(("congestion", self.congestion as u8 as f64));
@@ -1519,10 +1669,90 @@ mod tests {
         c.queued_bits = 1e6;
         let p = Period {
             received_bps: 3.01e6,
+            received_median_bps: 3.01e6,
             ..Period::default()
         };
         c.drain(&p, ms(1000));
         assert!(matches!(c.phase, Phase::Drain { until, .. } if until == ms(3000)));
+    }
+
+    #[test]
+    fn the_ratio_learns_only_from_a_target_the_encoder_had_time_to_follow() {
+        // Δt = 50 ms, settle 1 s: 20 periods at one target before λ̄ / v counts.
+        let mut r = SendRatio::new(Duration::from_millis(50), ENCODER_SETTLE);
+        r.target(10e6);
+        for _ in 0..19 {
+            r.learn(5e6); // an encoder still climbing to the target
+        }
+        assert_eq!(r.rho(), 1.0, "the encoder's lag was read as the ratio");
+        r.learn(9e6);
+        assert!(r.rho() < 1.0, "a held target teaches ρ");
+        // A drain's target breaks the hold, even though its periods teach nothing themselves.
+        let rho = r.rho();
+        r.target(3e6);
+        r.skip();
+        r.target(10e6);
+        for _ in 0..19 {
+            r.learn(5e6);
+        }
+        assert_eq!(r.rho(), rho, "learned within a second of the drain");
+        // c3g-bbr's setting (no settle) learns from every period.
+        let mut r = SendRatio::new(Duration::from_millis(100), Duration::ZERO);
+        r.target(10e6);
+        r.learn(5e6);
+        assert!(r.rho() < 1.0);
+    }
+
+    #[test]
+    fn epsilon_holds_the_largest_calm_difference_of_its_memory_then_its_floor() {
+        let mut e = Epsilon::new(Duration::from_millis(2500));
+        e.learn(ms(1000), 400e3);
+        e.learn(ms(1050), 100e3);
+        e.forget(ms(3000));
+        assert_eq!(e.value(50e3), 400e3);
+        // No calm period since: at 3.5 s the difference learned at 1 s is 2.5 s old.
+        e.forget(ms(3500));
+        assert_eq!(e.value(50e3), 100e3);
+        e.forget(ms(3550));
+        assert_eq!(e.value(50e3), 50e3, "nothing calm left: the floor");
+    }
+
+    #[test]
+    fn rtvl_that_rose_over_the_window_is_a_sign_of_congestion() {
+        let up = [
+            (ms(0), 40.0),
+            (ms(50), 38.0),
+            (ms(100), 45.0),
+            (ms(150), 47.0),
+        ];
+        let flat = [
+            (ms(0), 40.0),
+            (ms(50), 44.0),
+            (ms(100), 38.0),
+            (ms(150), 40.0),
+        ];
+        assert!(rose(&up));
+        assert!(!rose(&flat));
+        assert!(!rose(&[(ms(0), 40.0)]) && !rose(&[]));
+    }
+
+    #[test]
+    fn lambda_oop_is_the_median_report_not_the_windows_mean() {
+        // Reports of 10.5, 7, 7 and 7 Mbit/s: the capacity fell to 7 a report ago. The window's
+        // mean (7.9) would overflow the queue again after the drain; so would one report that a
+        // loss burst emptied read as the capacity.
+        assert_eq!(median(vec![10.5e6, 7e6, 7e6, 7e6]), Some(7e6));
+        assert_eq!(median(vec![4e6, 0.35e6, 4e6]), Some(4e6));
+        assert_eq!(median(vec![]), None);
+        let mut c = c3g();
+        c.queued_bits = 100e3;
+        let p = Period {
+            received_bps: 7.9e6,
+            received_median_bps: 7e6,
+            ..Period::default()
+        };
+        c.drain(&p, ms(1000));
+        assert!(matches!(c.phase, Phase::Drain { oop, .. } if oop == 7e6));
     }
 
     #[test]
@@ -1541,6 +1771,7 @@ mod tests {
         let mut c = c3g();
         let p = Period {
             received_bps: 7e6,
+            received_median_bps: 7e6,
             ..Period::default()
         };
         c.queued_bits = 100e3;

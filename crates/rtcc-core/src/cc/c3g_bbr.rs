@@ -125,7 +125,8 @@ impl C3gBbr {
             return Err("interval must be longer than 0ms".into());
         }
         let (min, start, max) = rate_bounds(cfg.min_rate, cfg.start_rate, cfg.max_rate, ctx)?;
-        let mut ratio = SendRatio::new(cfg.interval);
+        // Its gains change the target every period, so waiting for a held target would never learn.
+        let mut ratio = SendRatio::new(cfg.interval, Duration::ZERO);
         let target = Rate(ratio.target(start));
         Ok(C3gBbr {
             // λ and μ per period: BBR's inflight sums them over a second anyway.

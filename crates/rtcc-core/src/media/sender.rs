@@ -112,6 +112,7 @@ pub struct VideoSender {
     /// Source frames owed to the encoder at the policy's frame rate.
     fps_credit: f64,
     dropper: FrameDropper,
+    dropper_on: bool,
     /// Frames the sender skipped, by [`Skip`] reason.
     skipped: [u64; 3],
 }
@@ -156,6 +157,7 @@ impl VideoSender {
             applied_step: None,
             fps_credit: 1.0, // the first captured frame is encoded
             dropper: FrameDropper::default(),
+            dropper_on: true,
             skipped: [0; 3],
         }
     }
@@ -183,6 +185,14 @@ impl VideoSender {
     /// `WebRTC-PacerPushbackExperiment` field trial.
     pub fn set_pushback(&mut self, on: bool) {
         self.pushback = on.then(Pushback::default);
+    }
+
+    /// Switch the frame dropper on (the default) or off. Off, every frame the controller and the
+    /// frame-rate gate keep is encoded and sent, however far the encoder's output runs ahead of
+    /// its target: a cloud-gaming server that never drops a frame (C³G's keeps the frame rate,
+    /// c3g_rtvl.txt §IV).
+    pub fn set_frame_dropper(&mut self, on: bool) {
+        self.dropper_on = on;
     }
 
     /// Set the flow's media range and degradation preference (before the first frame).
@@ -291,7 +301,7 @@ impl VideoSender {
             Some(Skip::FrameRate)
         } else if share <= 0.0 {
             Some(Skip::Pushback)
-        } else if self.dropper.should_drop(now, target) {
+        } else if self.dropper_on && self.dropper.should_drop(now, target) {
             Some(Skip::Dropper)
         } else {
             None
@@ -303,7 +313,7 @@ impl VideoSender {
         let mut encoded = self
             .encoder
             .encode(now, if encode { target } else { Rate::ZERO }, fps);
-        if encoded.size > 0 && !self.dropper.accept(encoded.size) {
+        if encoded.size > 0 && self.dropper_on && !self.dropper.accept(encoded.size) {
             // Too far above the target to send: discarded, as the encoder's own rate control
             // drops a frame that would overflow its buffer.
             self.skipped[Skip::Dropper as usize] += 1;
