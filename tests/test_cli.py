@@ -293,7 +293,7 @@ def test_listed_media_fields_are_scenario_fields(tmp_path):
 
     values = {"fps": "30", "min_fps": "10", "min_bitrate": '"150kbps"', "start_bitrate": '"150kbps"',
               "max_bitrate": '"1.5Mbps"', "degradation": '"maintain-framerate"', "payload": '"1200B"',
-              "pushback": "false"}
+              "pushback": "false", "frame_dropper": "false"}
     assert {n for n, _, _ in MEDIA_FIELDS} == set(values)
     fields = "\n".join(f"{k} = {v}" for k, v in values.items())
     path = tmp_path / "range.toml"

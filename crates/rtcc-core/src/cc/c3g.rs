@@ -42,8 +42,9 @@
 //! the largest λ̄ − μ̄ seen over the last `epsilon_periods`·Δt in periods whose RTVL did not rise,
 //! neither since the previous period nor over the rate window the difference covers (and, ours,
 //! stayed under RTVL_th with no frame lost: a full queue's RTVL is high but flat), and at
-//! least `epsilon_floor` × λ̄ (our floor: a quiet link would otherwise drive ε to 0 and flag every
-//! jitter). Congestion alone changes nothing but anchors an episode, in which the bits sent and not
+//! least `epsilon_floor` × λ̄ and two packets per rate window (our floor: a quiet link would
+//! otherwise drive ε to 0 and flag every jitter, and at low rates a packet crossing a window's
+//! edge is far more than 2 % of λ̄). Congestion alone changes nothing but anchors an episode, in which the bits sent and not
 //! received add up: qdData += (λ̄ − μ̄)·Δt for every period with λ̄ − μ̄ > ε. The episode ends when
 //! congestion is gone and λ̄ − μ̄ ≤ ε. Within an episode, two predictions of RTVL at the next
 //! period decide whether the queue must be drained:
@@ -160,7 +161,8 @@ pub struct C3gConfig {
     pub epsilon_periods: usize,
     /// ε's floor as a fraction of λ̄ (ours; the paper's ε has no start). Default 0.02: before any
     /// calm period, and on a quiet link, ε would be 0 and every jitter congestion; a queue that
-    /// grows by 2 % of the rate or less stays hidden, and takes 5 s or more to add 100 ms.
+    /// grows by 2 % of the rate or less stays hidden, and takes 5 s or more to add 100 ms. The
+    /// floor is also never under two packets per rate window (`EDGE_PACKETS`).
     #[serde(default = "default_epsilon_floor")]
     pub epsilon_floor: f64,
     /// A frame not acknowledged this long after a later frame was counts as lost (the client's
@@ -281,6 +283,8 @@ pub struct Meter {
     sent_periods: VecDeque<f64>,
     sent_bytes: u64,
     retransmitted_bytes: u64,
+    /// The largest packet sent so far (bytes).
+    largest_packet: u32,
     /// Reported arrivals (receiver clock, bytes) within the rate window of the newest, and the
     /// newest arrival at the previous close.
     arrivals: VecDeque<(Time, u32)>,
@@ -314,6 +318,7 @@ impl Meter {
             sent_periods: VecDeque::new(),
             sent_bytes: 0,
             retransmitted_bytes: 0,
+            largest_packet: 0,
             arrivals: VecDeque::new(),
             newest_at_close: None,
             reports: VecDeque::new(),
@@ -330,10 +335,16 @@ impl Meter {
 
     pub fn on_packet_sent(&mut self, pkt: &SentPacket) {
         self.sent_bytes += pkt.size as u64;
+        self.largest_packet = self.largest_packet.max(pkt.size);
         self.sent_log.push_back((pkt.seq, pkt.send_time, pkt.size));
         if pkt.kind == PacketKind::Retransmission {
             self.retransmitted_bytes += pkt.size as u64;
         }
+    }
+
+    /// The largest packet sent so far (bytes).
+    pub fn largest_packet(&self) -> u32 {
+        self.largest_packet
     }
 
     pub fn on_feedback(&mut self, report: &FeedbackReport) {
@@ -693,6 +704,13 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
     })
 }
 
+/// ε's floor (bit/s): `share` of λ̄, and at least [`EDGE_PACKETS`] of the largest packet per
+/// rate `window`.
+pub fn epsilon_floor(share: f64, sent_bps: f64, largest_packet: u32, window: Duration) -> f64 {
+    let edges = EDGE_PACKETS * largest_packet as f64 * 8.0 / window.as_secs_f64();
+    (share * sent_bps).max(edges)
+}
+
 /// Whether RTVL samples show a sign of increase: their least-squares line rises.
 pub fn rose(samples: &[(Time, f64)]) -> bool {
     match (samples.first(), samples.last()) {
@@ -855,6 +873,12 @@ const SENT_LOG_KEEP: Duration = Duration(5_000_000_000);
 /// longer than an encoder takes to follow a new target (`lagged`'s 90 % settling: 0.5 s up in
 /// the C³G testbed, 2 s by default, where ρ then learns only on long holds) plus the rate window.
 const ENCODER_SETTLE: Duration = Duration(1_000_000_000);
+
+/// Packets a rate window's λ̄ − μ̄ is uncertain by, one at each edge (ε's absolute floor): λ̄'s
+/// window is moved back by the base one-way delay, so behind a standing queue μ̄'s window holds
+/// what was sent a queueing delay earlier, and the two can differ by a packet (at low rates, a
+/// whole frame) at either edge.
+const EDGE_PACKETS: f64 = 2.0;
 
 /// Window of RTVL_min for the queue estimate at a drain (ours; BBR's RTprop window is 10 s).
 const RTVL_MIN_WINDOW: Duration = Duration(10_000_000_000);
@@ -1063,7 +1087,19 @@ impl C3g {
             self.epsilon.learn(now, diff);
         }
         self.epsilon.forget(now);
-        let epsilon = self.epsilon.value(self.cfg.epsilon_floor * p.sent_bps);
+        // ε's floor: a share of λ̄, and the packets that straddle the window's two edges, which
+        // λ̄ and μ̄ may count on different sides (ours, `EDGE_PACKETS`): at 30 kbit/s a 200 ms
+        // window holds six one-packet frames, and a 2 % floor (0.6 kbit/s) flagged every frame
+        // that crossed an edge, drained at base RTVL and held the flow near v_min on the cellular
+        // traces.
+        let window = Duration(dt.0 * self.cfg.rate_window.0.div_ceil(dt.0.max(1)));
+        let floor = epsilon_floor(
+            self.cfg.epsilon_floor,
+            p.sent_bps,
+            self.meter.largest_packet(),
+            window,
+        );
+        let epsilon = self.epsilon.value(floor);
         if let Some(r) = rtvl {
             self.previous_rtvl = Some(r);
         }
@@ -1715,6 +1751,15 @@ mod tests {
         assert_eq!(e.value(50e3), 100e3);
         e.forget(ms(3550));
         assert_eq!(e.value(50e3), 50e3, "nothing calm left: the floor");
+    }
+
+    #[test]
+    fn epsilons_floor_is_two_packets_per_window_at_low_rates_and_2_percent_above() {
+        let w = Duration::from_millis(200);
+        // 30 kbit/s of 1200-byte packets: 2 × 9600 bit / 0.2 s = 96 kbit/s, not 0.6.
+        assert!((epsilon_floor(0.02, 30e3, 1200, w) - 96e3).abs() < 1e-6);
+        // 7 Mbit/s: 2 % (140 kbit/s) is the larger.
+        assert!((epsilon_floor(0.02, 7e6, 1200, w) - 140e3).abs() < 1e-6);
     }
 
     #[test]
