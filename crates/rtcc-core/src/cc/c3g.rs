@@ -44,8 +44,8 @@
 //! stayed under RTVL_th with no frame lost: a full queue's RTVL is high but flat), and at
 //! least `epsilon_floor` × λ̄ and two packets per rate window (our floor: a quiet link would
 //! otherwise drive ε to 0 and flag every jitter, and at low rates a packet crossing a window's
-//! edge is far more than 2 % of λ̄). Congestion alone changes nothing but anchors an episode, in which the bits sent and not
-//! received add up: qdData += (λ̄ − μ̄)·Δt for every period with λ̄ − μ̄ > ε. The episode ends when
+//! edge is far more than 2 % of λ̄). Congestion alone changes nothing but anchors an episode, in
+//! which the bits sent and not received add up: qdData += (λ̄ − μ̄)·Δt for every period with λ̄ − μ̄ > ε. The episode ends when
 //! congestion is gone and λ̄ − μ̄ ≤ ε. Within an episode, two predictions of RTVL at the next
 //! period decide whether the queue must be drained:
 //!
@@ -115,10 +115,9 @@ use std::collections::{BTreeMap, VecDeque};
 pub struct C3gConfig {
     /// Control period Δt (open in the paper). Default 50 ms: of the periods swept (33, 50, 100,
     /// 200 ms; `experiments/c3g/tables.py`, docs/c3g.md) it is the one closest to the paper on the
-    /// increase test (EP 40 ± 15 s against 36 ± 16 s) with the paper's channel use (90-95 %
-    /// against 93-96 %); 33 ms climbs faster (25 ± 10 s), 100 ms and 200 ms slower (74 s; 200 ms
-    /// misses 180 s in 24 of 60 runs), though 200 ms comes closest to the paper's stability
-    /// (Table 1). The receiver's rate reports follow the feedback policy (every 50 ms by
+    /// increase test (EP 43 ± 12 s against 36 ± 16 s) and on its stability (channel use 94 %
+    /// against 93-96 %, RTVL 41-43 ms against 37-40); 33 ms climbs faster (31 ± 10 s), 100 ms
+    /// and 200 ms slower (90 and 140 s; 200 ms misses 180 s in 30 of 60 runs). The receiver's rate reports follow the feedback policy (every 50 ms by
     /// default): a flow with another Δt sets `feedback.rate_reports` to it, as the paper's
     /// client reports every Δt.
     #[serde(default = "default_interval")]
@@ -155,8 +154,8 @@ pub struct C3gConfig {
     /// paper updates ε "periodically"; 50 periods (2.5 s at 50 ms) hold a few exploration steps,
     /// so ε follows a change of rate without remembering one outlier for long. It is a span of
     /// time, not a count of calm periods: while RTVL keeps rising no period is calm, and ε falls
-    /// back to its floor instead of holding an old value (one learned in the first second of a
-    /// run hid a queue of 400 ms for 4 s).
+    /// back to its floor instead of holding an old value (one learned in a run's first second stayed
+    /// for 14 s while RTVL climbed from 60 to 470 ms).
     #[serde(default = "default_epsilon_periods")]
     pub epsilon_periods: usize,
     /// ε's floor as a fraction of λ̄ (ours; the paper's ε has no start). Default 0.02: before any
@@ -342,6 +341,16 @@ impl Meter {
         }
     }
 
+    /// Whole periods of `interval` in the rate window (at least one).
+    fn periods(&self, interval: Duration) -> usize {
+        (self.rate_window.0.div_ceil(interval.0.max(1))).max(1) as usize
+    }
+
+    /// The rate window as whole periods of `interval`: what λ̄ and μ̄ are rates over.
+    pub fn window(&self, interval: Duration) -> Duration {
+        Duration(interval.0 * self.periods(interval) as u64)
+    }
+
     /// The largest packet sent so far (bytes).
     pub fn largest_packet(&self) -> u32 {
         self.largest_packet
@@ -423,8 +432,8 @@ impl Meter {
         }
         // λ̄: bits sent in the last `periods` periods; μ̄: arrivals in the newest window of the
         // receiver's clock, 0 if nothing new was reported.
-        let periods = (self.rate_window.0.div_ceil(interval.0.max(1))).max(1) as usize;
-        let window = Duration(interval.0 * periods as u64);
+        let periods = self.periods(interval);
+        let window = self.window(interval);
         let secs = window.as_secs_f64();
         let sent_bits = self.sent_bytes as f64 * 8.0;
         self.sent_periods.push_back(sent_bits);
@@ -454,11 +463,23 @@ impl Meter {
             let span: u64 = self.reports.iter().map(|r| (r.1 - r.0).0).sum();
             let bytes: u64 = self.reports.iter().map(|r| r.2).sum();
             let first_start = self.reports.front().map_or(newest_end, |r| r.0);
-            Some((first_start, newest_end, Duration(span), bytes as f64 * 8.0))
+            // Each report is the paper's μ(t) of one Δt (§V-A); their median, for a drain.
+            let each = self
+                .reports
+                .iter()
+                .map(|r| r.2 as f64 * 8.0 / (r.1 - r.0).as_secs_f64());
+            let median = median(each.collect());
+            Some((
+                first_start,
+                newest_end,
+                Duration(span),
+                bytes as f64 * 8.0,
+                median,
+            ))
         } else {
             fresh.map(|n| {
                 let bits = self.arrivals.iter().map(|a| a.1 as f64 * 8.0).sum();
-                (Time(n.0.saturating_sub(window.0)), n, window, bits)
+                (Time(n.0.saturating_sub(window.0)), n, window, bits, None)
             })
         };
         if let Some(o) = self.period_offset.take() {
@@ -480,21 +501,8 @@ impl Meter {
         }
         let sent_bps = self.sent_periods.iter().sum::<f64>() / secs;
         let base = self.offsets.iter().map(|o| o.1).min();
-        // The median of the window's reports, each the paper's μ(t) of one Δt (§V-A); without
-        // reports, μ̄.
-        let received_median_bps = if silent {
-            None
-        } else {
-            median(
-                self.reports
-                    .iter()
-                    .filter(|r| r.1 > r.0)
-                    .map(|r| r.2 as f64 * 8.0 / (r.1 - r.0).as_secs_f64())
-                    .collect(),
-            )
-        };
-        let (received_bps, sent_aligned_bps) = match measured {
-            Some((from, to, span, bits)) if span.0 > 0 => {
+        let (received_bps, sent_aligned_bps, received_median_bps) = match measured {
+            Some((from, to, span, bits, median)) if span.0 > 0 => {
                 let span_secs = span.as_secs_f64();
                 let aligned = base.map_or(sent_bps, |base| {
                     // μ̄ counts arrivals in (from, to]; without queueing they were sent in
@@ -509,9 +517,9 @@ impl Meter {
                         .sum();
                     bits / span_secs
                 });
-                (bits / span_secs, aligned)
+                (bits / span_secs, aligned, median)
             }
-            _ => (0.0, sent_bps),
+            _ => (0.0, sent_bps, None),
         };
         let period = Period {
             sent_bps,
@@ -600,11 +608,12 @@ impl SendRatio {
     }
 
     /// Learn from a period in which the encoder was asked for the last target and `sent_bps`
-    /// went out. Only once the target has held for `settle` (c3g: `ENCODER_SETTLE`): an encoder follows a new target with a lag (`lagged`: 0.5 s
-    /// up), and reading that lag as the ratio would set every later target too high: after each
-    /// drain λ̄ / v is low while the encoder climbs back, so drains every second or so pulled ρ
-    /// to 0.8 and the target to 1.25 times λ_target once the encoder caught up (ours; the paper
-    /// says only that v "does not necessarily" give λ "exactly and even less instantly").
+    /// went out. Only once the target has held for `settle` (c3g: `ENCODER_SETTLE`): an encoder
+    /// follows a new target with a lag (`lagged`: 0.5 s up), and reading that lag as the ratio
+    /// would set every later target too high: after each drain λ̄ / v is low while the encoder
+    /// climbs back, so drains every second or so pulled ρ to 0.8 and the target to 1.25 times
+    /// λ_target once the encoder caught up (ours; the paper says only that v "does not
+    /// necessarily" give λ "exactly and even less instantly").
     pub fn learn(&mut self, sent_bps: f64) {
         let Some(v) = self.last_target else { return };
         self.remember(v);
@@ -672,8 +681,9 @@ impl Epsilon {
         self.calm.push_back((now, diff));
     }
 
-    /// Drop what is older than the memory.
-    pub fn forget(&mut self, now: Time) {
+    /// ε at `now`: the largest difference of the memory, at least `floor` (bit/s); older ones
+    /// are forgotten.
+    pub fn value(&mut self, now: Time, floor: f64) -> f64 {
         while self
             .calm
             .front()
@@ -681,10 +691,6 @@ impl Epsilon {
         {
             self.calm.pop_front();
         }
-    }
-
-    /// ε: the largest remembered difference, at least `floor` (bit/s).
-    pub fn value(&mut self, floor: f64) -> f64 {
         self.current = self.calm.iter().map(|c| c.1).fold(floor, f64::max);
         self.current
     }
@@ -713,18 +719,13 @@ pub fn epsilon_floor(share: f64, sent_bps: f64, largest_packet: u32, window: Dur
 
 /// Whether RTVL samples show a sign of increase: their least-squares line rises.
 pub fn rose(samples: &[(Time, f64)]) -> bool {
-    match (samples.first(), samples.last()) {
-        (Some(first), Some(last)) => {
-            let at = |t| extrapolate(samples, t).unwrap_or(0.0);
-            at(last.0) > at(first.0)
-        }
-        _ => false,
-    }
+    fit(samples).is_some_and(|(_, _, _, slope)| slope > 0.0)
 }
 
-/// Linear least-squares extrapolation of (time, value) samples to `at` (`None` under 2 samples
-/// or when they share one time).
-pub fn extrapolate(samples: &[(Time, f64)], at: Time) -> Option<f64> {
+/// The least-squares line through (time, value) samples: the first sample's time, the mean time
+/// after it (s), the mean value and the slope (per s). `None` under 2 samples or when they share
+/// one time.
+fn fit(samples: &[(Time, f64)]) -> Option<(Time, f64, f64, f64)> {
     if samples.len() < 2 {
         return None;
     }
@@ -738,7 +739,13 @@ pub fn extrapolate(samples: &[(Time, f64)], at: Time) -> Option<f64> {
         return None;
     }
     let sxy: f64 = samples.iter().map(|s| (x(s.0) - mx) * (s.1 - my)).sum();
-    Some(my + sxy / sxx * (x(at) - mx))
+    Some((t0, mx, my, sxy / sxx))
+}
+
+/// Linear least-squares extrapolation of (time, value) samples to `at` (`None` under 2 samples
+/// or when they share one time).
+pub fn extrapolate(samples: &[(Time, f64)], at: Time) -> Option<f64> {
+    fit(samples).map(|(t0, mx, my, slope)| my + slope * ((at - t0).as_secs_f64() - mx))
 }
 
 /// The candidate a finished exploration period leads to (§IV-B).
@@ -1086,20 +1093,18 @@ impl C3g {
         if calm && p.received_bps > 0.0 && self.previous_rtvl.is_some() {
             self.epsilon.learn(now, diff);
         }
-        self.epsilon.forget(now);
         // ε's floor: a share of λ̄, and the packets that straddle the window's two edges, which
         // λ̄ and μ̄ may count on different sides (ours, `EDGE_PACKETS`): at 30 kbit/s a 200 ms
         // window holds six one-packet frames, and a 2 % floor (0.6 kbit/s) flagged every frame
         // that crossed an edge, drained at base RTVL and held the flow near v_min on the cellular
         // traces.
-        let window = Duration(dt.0 * self.cfg.rate_window.0.div_ceil(dt.0.max(1)));
         let floor = epsilon_floor(
             self.cfg.epsilon_floor,
             p.sent_bps,
             self.meter.largest_packet(),
-            window,
+            self.meter.window(dt),
         );
-        let epsilon = self.epsilon.value(floor);
+        let epsilon = self.epsilon.value(now, floor);
         if let Some(r) = rtvl {
             self.previous_rtvl = Some(r);
         }
@@ -1744,13 +1749,14 @@ mod tests {
         let mut e = Epsilon::new(Duration::from_millis(2500));
         e.learn(ms(1000), 400e3);
         e.learn(ms(1050), 100e3);
-        e.forget(ms(3000));
-        assert_eq!(e.value(50e3), 400e3);
+        assert_eq!(e.value(ms(3000), 50e3), 400e3);
         // No calm period since: at 3.5 s the difference learned at 1 s is 2.5 s old.
-        e.forget(ms(3500));
-        assert_eq!(e.value(50e3), 100e3);
-        e.forget(ms(3550));
-        assert_eq!(e.value(50e3), 50e3, "nothing calm left: the floor");
+        assert_eq!(e.value(ms(3500), 50e3), 100e3);
+        assert_eq!(
+            e.value(ms(3550), 50e3),
+            50e3,
+            "nothing calm left: the floor"
+        );
     }
 
     #[test]

@@ -111,8 +111,8 @@ pub struct VideoSender {
     applied_step: Option<Step>,
     /// Source frames owed to the encoder at the policy's frame rate.
     fps_credit: f64,
-    dropper: FrameDropper,
-    dropper_on: bool,
+    /// The frame dropper, unless switched off.
+    dropper: Option<FrameDropper>,
     /// Frames the sender skipped, by [`Skip`] reason.
     skipped: [u64; 3],
 }
@@ -156,8 +156,7 @@ impl VideoSender {
             degradation,
             applied_step: None,
             fps_credit: 1.0, // the first captured frame is encoded
-            dropper: FrameDropper::default(),
-            dropper_on: true,
+            dropper: Some(FrameDropper::default()),
             skipped: [0; 3],
         }
     }
@@ -192,7 +191,7 @@ impl VideoSender {
     /// its target: a cloud-gaming server that never drops a frame (C³G's keeps the frame rate,
     /// c3g_rtvl.txt §IV).
     pub fn set_frame_dropper(&mut self, on: bool) {
-        self.dropper_on = on;
+        self.dropper = on.then(FrameDropper::default);
     }
 
     /// Set the flow's media range and degradation preference (before the first frame).
@@ -295,13 +294,19 @@ impl VideoSender {
         let target = Rate(nominal.bps() * share);
         // Why the sender skips a frame the controller wanted, first reason first.
         let skip = if paused {
-            self.dropper.on_paused(now, target);
+            if let Some(d) = &mut self.dropper {
+                d.on_paused(now, target);
+            }
             None
         } else if !rate_keeps {
             Some(Skip::FrameRate)
         } else if share <= 0.0 {
             Some(Skip::Pushback)
-        } else if self.dropper_on && self.dropper.should_drop(now, target) {
+        } else if self
+            .dropper
+            .as_mut()
+            .is_some_and(|d| d.should_drop(now, target))
+        {
             Some(Skip::Dropper)
         } else {
             None
@@ -313,7 +318,12 @@ impl VideoSender {
         let mut encoded = self
             .encoder
             .encode(now, if encode { target } else { Rate::ZERO }, fps);
-        if encoded.size > 0 && self.dropper_on && !self.dropper.accept(encoded.size) {
+        if encoded.size > 0
+            && self
+                .dropper
+                .as_mut()
+                .is_some_and(|d| !d.accept(encoded.size))
+        {
             // Too far above the target to send: discarded, as the encoder's own rate control
             // drops a frame that would overflow its buffer.
             self.skipped[Skip::Dropper as usize] += 1;
@@ -323,7 +333,9 @@ impl VideoSender {
             encoded = EncodedFrame::skipped(encoded.resolution);
         }
         if encoded.size > 0 {
-            self.dropper.on_encoded(encoded.size, encoded.keyframe, fps);
+            if let Some(d) = &mut self.dropper {
+                d.on_encoded(encoded.size, encoded.keyframe, fps);
+            }
         }
         self.last_encoded = Some(encoded);
         let count = self.packetizer.count(encoded.size) as u16;
