@@ -147,7 +147,7 @@ impl RunOutput {
         for f in &self.result.flows {
             let d = PyDict::new(py);
             d.set_item("name", &f.config.name)?;
-            d.set_item("controller", &f.config.controller)?;
+            d.set_item("controller", f.config.controller_name())?;
             d.set_item("start_ns", f.config.start.0)?;
             d.set_item("stop_ns", f.config.stop.0)?;
             flows.append(d)?;
