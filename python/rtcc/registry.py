@@ -3,13 +3,12 @@
 A spec is ``name`` or ``name:key=value,key=value`` (for example ``fixed:rate=5Mbps`` or
 ``oracle:fraction=0.8``). Values are read like TOML values when they are numbers or booleans
 (``0.8``, ``3``, ``true``) and kept as strings otherwise (``5Mbps``, ``200ms``). The list of
-controllers and their parameters always comes from the core, never from this file.
+controllers and their parameters, and the grammar itself (`_core.parse_controller_spec`), come
+from the core, never from this file.
 """
 
 from __future__ import annotations
 
-import math
-import tomllib
 from dataclasses import dataclass, field
 
 from . import _core
@@ -59,16 +58,6 @@ def register_controller(name: str, factory, summary: str = "", params: dict | No
 PYTHON_CONTROLLERS: set[str] = set()
 
 
-def _value(text: str):
-    try:
-        value = tomllib.loads(f"v = {text}")["v"]
-    except (tomllib.TOMLDecodeError, RecursionError):
-        return text
-    if isinstance(value, (bool, int, str)) or (isinstance(value, float) and math.isfinite(value)):
-        return value
-    return text
-
-
 @dataclass(frozen=True)
 class ControllerSpec:
     """A controller name, its parameters, and the label used in tables, plots and folder names."""
@@ -80,22 +69,12 @@ class ControllerSpec:
     @classmethod
     def parse(cls, text: str) -> "ControllerSpec":
         """Parse ``name`` or ``name:key=value,...``; raise ScenarioError on malformed text."""
-        usage = "expected NAME or NAME:KEY=VALUE[,KEY=VALUE...], for example fixed:rate=5Mbps"
         text = text.strip()
-        name, sep, rest = text.partition(":")
-        name = name.strip()
-        if not name:
-            raise ScenarioError(f"controller spec {text!r}: missing controller name; {usage}")
-        params: dict = {}
-        if sep:
-            for item in rest.split(","):
-                key, eq, value = item.partition("=")
-                key, value = key.strip(), value.strip()
-                if not eq or not key or not value:
-                    raise ScenarioError(f"controller spec {text!r}: parameter {item.strip()!r} is not KEY=VALUE; {usage}")
-                if key in params:
-                    raise ScenarioError(f"controller spec {text!r}: parameter {key!r} given twice")
-                params[key] = _value(value)
+        try:
+            name, params = _core.parse_controller_spec(text)
+        except ValueError as e:
+            raise ScenarioError(str(e)) from None
+        params = dict(params)
         return cls(name, params, text)
 
     @classmethod

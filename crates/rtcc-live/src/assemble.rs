@@ -1,5 +1,5 @@
 //! A live run's logs turned into a run of the simulator's shape ([`RunResult`]), summarised by
-//! the simulator's own code ([`rtcc_sim::run::summarize`]), so a live run and a simulated one
+//! the simulator's own code ([`rtcc_scenario::outcome::summarize`]), so a live run and a simulated one
 //! are measured the same way and written as the same run folder.
 //!
 //! Inputs, each a `--log-dir` of one process (formats in [`crate::transport`] and [`crate::emu`]):
@@ -27,9 +27,8 @@ use rtcc_core::media::quality::{Resolution, LADDER};
 use rtcc_core::metrics::{apply_frame_event, FrameRecord, PacketRecord, PacketStats};
 use rtcc_core::packet::PacketKind;
 use rtcc_core::{Rate, Time};
-use rtcc_sim::run::{capacity_series, summarize, RunResult};
-use rtcc_sim::sim::{FlowLogs, StateLog};
-use rtcc_sim::Scenario;
+use rtcc_scenario::outcome::{capacity_series, summarize, FlowLogs, RunResult, StateLog};
+use rtcc_scenario::Scenario;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 

@@ -6,8 +6,8 @@
 
 use crate::emu::{self, EmuConfig, DOWN, UP};
 use clap::{Args, Parser, Subcommand};
-use rtcc_sim::scenario::{link_from_spec, LinkConfig, LinkSpec};
-use rtcc_sim::Scenario;
+use rtcc_scenario::Scenario;
+use rtcc_scenario::{link_from_spec, LinkConfig, LinkSpec};
 use std::path::{Path, PathBuf};
 
 #[derive(Parser)]

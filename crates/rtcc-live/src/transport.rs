@@ -1,6 +1,6 @@
 //! `rtcc-live send` and `rtcc-live recv`: one flow of a scenario over a real network, RTP and
 //! RTCP over UDP, its two ends the very endpoints the simulator builds
-//! ([`rtcc_sim::sim::flow_endpoints`]: same controller, encoder model, packetizer, recovery,
+//! ([`rtcc_scenario::Scenario::flow_endpoints`]: same controller, encoder model, packetizer, recovery,
 //! feedback policy and seeds).
 //!
 //! ```text
@@ -78,7 +78,8 @@ use rtcc_core::media::jitter_buffer::FrameEvent;
 use rtcc_core::wire::rtp::{is_rtcp, RtpHeader};
 use rtcc_core::wire::{SeqUnwrapper, IP_UDP_OVERHEAD};
 use rtcc_core::{Duration, Time};
-use rtcc_sim::scenario::{FlowConfig, FlowKind, Scenario};
+use rtcc_scenario::flow::FlowKind;
+use rtcc_scenario::{ControllerRecipe, FlowConfig, Scenario};
 use serde_json::{json, Value};
 use std::io::{self, Write};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs, UdpSocket};
@@ -188,55 +189,9 @@ fn flow_rtp(datagram: &[u8], ssrcs: &Ssrcs) -> Option<RtpHeader> {
         .then_some(h)
 }
 
-/// A controller spec as the Python front writes it (`python/rtcc/registry.py`): `NAME` or
-/// `NAME:KEY=VALUE[,KEY=VALUE...]`; a value is a TOML number or boolean when it reads as one,
-/// text otherwise (`5Mbps`, `200ms`). Names and parameters are checked when the controller is
-/// built.
-pub fn parse_controller_spec(text: &str) -> Result<(String, cc::Params), String> {
-    let usage = "expected NAME or NAME:KEY=VALUE[,KEY=VALUE...], for example fixed:rate=5Mbps";
-    let text = text.trim();
-    let (name, rest) = match text.split_once(':') {
-        Some((name, rest)) => (name.trim(), Some(rest)),
-        None => (text, None),
-    };
-    if name.is_empty() {
-        return Err(format!(
-            "controller spec {text:?}: missing controller name; {usage}"
-        ));
-    }
-    let mut params = cc::Params::new();
-    for item in rest.into_iter().flat_map(|r| r.split(',')) {
-        let (key, value) = item
-            .split_once('=')
-            .map(|(k, v)| (k.trim(), v.trim()))
-            .filter(|(k, v)| !k.is_empty() && !v.is_empty())
-            .ok_or_else(|| {
-                format!(
-                    "controller spec {text:?}: parameter {:?} is not KEY=VALUE; {usage}",
-                    item.trim()
-                )
-            })?;
-        if params.contains_key(key) {
-            return Err(format!(
-                "controller spec {text:?}: parameter {key:?} given twice"
-            ));
-        }
-        params.insert(key.to_string(), spec_value(value));
-    }
-    Ok((name.to_string(), params))
-}
-
-/// A spec's value: a TOML integer, finite float, boolean or quoted string, else the text itself.
-fn spec_value(text: &str) -> toml::Value {
-    let parsed = toml::from_str::<toml::Table>(&format!("v = {text}"))
-        .ok()
-        .and_then(|mut t| t.remove("v"));
-    match parsed {
-        Some(v @ (toml::Value::Integer(_) | toml::Value::Boolean(_) | toml::Value::String(_))) => v,
-        Some(toml::Value::Float(x)) if x.is_finite() => toml::Value::Float(x),
-        _ => toml::Value::String(text.to_string()),
-    }
-}
+/// Parse a controller spec (`NAME` or `NAME:KEY=VALUE[,KEY=VALUE...]`): the scenario layer's
+/// one parser, [`rtcc_scenario::controller::parse_spec`].
+pub use rtcc_scenario::controller::parse_spec as parse_controller_spec;
 
 /// Flow `index` of `sc` as a live run builds it, and its `[sender, receiver]` endpoints.
 /// `controller` (a spec) replaces the flow's controller, its parameters and its feedback policy
@@ -257,25 +212,21 @@ pub fn live_flow(
     })?;
     // The logs of the other kinds carry no transport-wide sequence numbers to match sent packets
     // with their arrivals, so their live runs could not be summarised.
-    if f.kind != FlowKind::Video {
+    let FlowKind::Video(video) = &mut f.kind else {
         return Err(format!(
             "--flow {index}: a {} flow; live runs carry video flows only",
             f.kind.name()
         ));
-    }
+    };
     if let Some(spec) = controller {
-        let (name, params) = parse_controller_spec(spec)?;
-        let info = registry
-            .lookup(&name)
-            .map_err(|e| format!("--controller {spec:?}: {e}"))?;
-        f.feedback = info.feedback;
-        f.controller = name;
-        f.params = params;
+        let mut recipe = ControllerRecipe::from_spec(spec, registry)?;
+        // The scenario's coupling stays (and is refused below).
+        recipe.coupling = video.controller.coupling.take();
+        video.feedback = recipe.feedback;
+        video.controller = recipe;
     }
-    f.clock_offset = Duration::ZERO;
-    let capacity: Arc<dyn CapacityView> = Arc::new(sc.controller_capacity(&f));
     // One flow per process: there is no flow group to share, so a coupled flow is refused.
-    if let Some(c) = &f.coupling {
+    if let Some(c) = &video.controller.coupling {
         return Err(format!(
             "--flow {index}: the flow is coupled (coupling group {:?}, RFC 8699); the live \
              transport runs one flow per process and cannot share a flow state exchange between \
@@ -283,7 +234,9 @@ pub fn live_flow(
             c.group
         ));
     }
-    let ends = rtcc_sim::sim::flow_endpoints(sc, index, &f, &capacity, registry, None)?;
+    f.clock_offset = Duration::ZERO;
+    let capacity: Arc<dyn CapacityView> = Arc::new(sc.controller_capacity(&f));
+    let ends = sc.flow_endpoints(index, &f, &capacity, registry, None)?;
     Ok((f, ends))
 }
 
@@ -856,10 +809,12 @@ fn describe(scenario: &Path, f: &FlowConfig) -> serde_json::Map<String, Value> {
     let mut m = serde_json::Map::new();
     m.insert("scenario".into(), json!(scenario.display().to_string()));
     m.insert("kind".into(), json!(f.kind.name()));
-    m.insert("controller".into(), json!(f.controller));
+    m.insert("controller".into(), json!(f.controller_name()));
     m.insert(
         "params".into(),
-        serde_json::to_value(&f.params).unwrap_or(Value::Null),
+        f.controller()
+            .and_then(|c| serde_json::to_value(&c.params).ok())
+            .unwrap_or(Value::Null),
     );
     m
 }

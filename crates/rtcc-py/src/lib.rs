@@ -147,7 +147,7 @@ impl RunOutput {
         for f in &self.result.flows {
             let d = PyDict::new(py);
             d.set_item("name", &f.config.name)?;
-            d.set_item("controller", &f.config.controller)?;
+            d.set_item("controller", f.config.controller_name())?;
             d.set_item("start_ns", f.config.start.0)?;
             d.set_item("stop_ns", f.config.stop.0)?;
             flows.append(d)?;
@@ -334,6 +334,29 @@ fn generate_lte_trace(seed: u64, duration_s: f64, mean_mbps: f64) -> PyResult<Ve
     generate_lte(&cfg).map_err(PyValueError::new_err)
 }
 
+/// Parse a command line's controller spec (`NAME` or `NAME:KEY=VALUE[,...]`) with the core's one
+/// parser ([`rtcc_sim::scenario::parse_spec`]): the name and the parameters in order, each value
+/// an int, a float, a bool or a string.
+#[pyfunction]
+fn parse_controller_spec<'py>(
+    py: Python<'py>,
+    text: &str,
+) -> PyResult<(String, Vec<(String, Bound<'py, PyAny>)>)> {
+    let (name, params) = rtcc_sim::scenario::parse_spec(text).map_err(PyValueError::new_err)?;
+    let mut out = Vec::with_capacity(params.len());
+    for (key, value) in params {
+        let v = match value {
+            toml::Value::Integer(i) => i.into_pyobject(py)?.into_any(),
+            toml::Value::Float(x) => x.into_pyobject(py)?.into_any(),
+            toml::Value::Boolean(b) => b.into_pyobject(py)?.to_owned().into_any(),
+            toml::Value::String(t) => t.into_pyobject(py)?.into_any(),
+            other => other.to_string().into_pyobject(py)?.into_any(),
+        };
+        out.push((key, v));
+    }
+    Ok((name, out))
+}
+
 /// Parse a rate such as "20Mbps" into bit/s.
 #[pyfunction]
 fn parse_rate(s: &str) -> PyResult<f64> {
@@ -459,6 +482,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(live_result, m)?)?;
     m.add_function(wrap_pyfunction!(generate_lte_trace, m)?)?;
     m.add_function(wrap_pyfunction!(parse_rate, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_controller_spec, m)?)?;
     m.add_function(wrap_pyfunction!(parse_duration, m)?)?;
     m.add_function(wrap_pyfunction!(replay_feedback, m)?)?;
     Ok(())

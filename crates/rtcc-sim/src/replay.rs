@@ -56,7 +56,13 @@ pub fn replay_feedback(
         .flows
         .get(flow)
         .ok_or_else(|| format!("the scenario has {} flows, no flow {flow}", sc.flows.len()))?;
-    if let Some(c) = &f.coupling {
+    let recipe = f.controller().ok_or_else(|| {
+        format!(
+            "flows[{flow}] is a constant-rate {} flow: it has no controller to replay",
+            f.kind.name()
+        )
+    })?;
+    if let Some(c) = &recipe.coupling {
         return Err(format!(
             "flows[{flow}] is coupled (group {:?}): a replay runs one flow's controller alone and \
              cannot reproduce what its group's other flows gave it",
@@ -64,7 +70,7 @@ pub fn replay_feedback(
         ));
     }
     let mut controller = registry
-        .create(&f.controller, &f.params, &f.context(None, None))
+        .create(&recipe.name, &recipe.params, &f.context(None, None))
         .map_err(|e| format!("flows[{flow}]: {e}"))?;
     for w in packets.windows(2) {
         if w[1].seq != w[0].seq + 1 {

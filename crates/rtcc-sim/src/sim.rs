@@ -28,26 +28,17 @@
 //! scenario and the seed. All randomness comes from generators owned by the components (seeded
 //! from the scenario seed and the flow index).
 
-use crate::path::PathCapacity;
-use crate::scenario::{FlowConfig, FlowKind, Scenario};
 use rtcc_core::cc::coupled::CouplingGroups;
 use rtcc_core::cc::{self, CapacityView};
-use rtcc_core::dash::qoe::SegmentRecord;
-use rtcc_core::endpoint::dash::ControllerFactory;
-use rtcc_core::endpoint::video_send::Ssrcs;
-use rtcc_core::endpoint::{
-    CbrSendEndpoint, DashClientEndpoint, DashServerEndpoint, Download, Endpoint, EndpointEvent,
-    ShortTcpSendEndpoint, Sink, TcpRecvEndpoint, TcpSendEndpoint, VideoRecvEndpoint,
-    VideoSendEndpoint,
-};
-use rtcc_core::media::{FrameSource, Packetizer, VideoSender};
+use rtcc_core::endpoint::{Endpoint, EndpointEvent};
 use rtcc_core::metrics::{apply_frame_event, FrameRecord, PacketRecord, PacketStats};
 use rtcc_core::net::impair::Impairments;
 use rtcc_core::net::{Link, LinkOutput, NetPacket};
 use rtcc_core::packet::{Ecn, PacketKind};
-use rtcc_core::short_tcp::ShortFlowGenerator;
-use rtcc_core::tcp::BulkSender;
 use rtcc_core::{Duration, Time};
+pub use rtcc_scenario::outcome::{capacity_fn, FlowLogs, LinkCounters, StateLog};
+pub use rtcc_scenario::seeds::derive_seed;
+use rtcc_scenario::Scenario;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -194,41 +185,6 @@ impl EventQueue {
     }
 }
 
-/// Controller state samples in long format.
-#[derive(Debug, Default, Clone)]
-pub struct StateLog {
-    pub flow: Vec<u32>,
-    pub time: Vec<Time>,
-    pub signal: Vec<&'static str>,
-    pub value: Vec<f64>,
-}
-
-/// Everything one flow logged.
-pub struct FlowLogs {
-    pub config: FlowConfig,
-    /// Datagrams from A to B, in the order they were sent: all of them from
-    /// [`Simulation::run`], none from [`Simulation::run_streaming`] (they went to its sink).
-    pub packets: Vec<PacketRecord>,
-    /// What the summary needs from those packets: gathered by a streaming run as each one's fate
-    /// became known; empty after [`Simulation::run`], whose caller computes it from `packets`
-    /// (`crate::run` does, one flow at a time, and releases the per-packet part once the
-    /// flow is summarised).
-    pub stats: PacketStats,
-    pub frames: Vec<FrameRecord>,
-    /// The segments a DASH client appended, in order (times on the simulator's clock).
-    pub segments: Vec<SegmentRecord>,
-    /// The downloads a short TCP flow completed, in order.
-    pub downloads: Vec<Download>,
-    /// Datagrams from B to A (feedback, acknowledgements, NACKs, keyframe requests, segment
-    /// requests) and their bytes on the wire.
-    pub feedback_packets: u64,
-    pub feedback_bytes: u64,
-    /// Datagrams the endpoints could not parse (0 unless something is broken).
-    pub malformed: u64,
-    /// Datagrams from A to B that arrived CE-marked.
-    pub ce_marked: u64,
-}
-
 /// A flow's A→B records, in send order. A run that keeps its log ([`Simulation::run`]) keeps
 /// them all here and hands them over at the end (its caller counts them). A streaming run
 /// counts a record as soon as it and every record before it are settled (received or dropped),
@@ -309,33 +265,6 @@ struct FlowState {
 /// (a TCP flow gets thousands of ACKs per second).
 pub const STATE_SAMPLE_INTERVAL: Duration = Duration(10_000_000);
 
-/// What happened at one link (one direction of one hop) over a run, packets and bytes.
-#[derive(Debug, Default, Clone, PartialEq, serde::Serialize)]
-pub struct LinkCounters {
-    /// Offered to the link's queue.
-    pub arrived_packets: u64,
-    pub arrived_bytes: u64,
-    /// Served by the link (before its impairments).
-    pub departed_packets: u64,
-    pub departed_bytes: u64,
-    /// Dropped by the link's queue (on arrival, by an AQM, or to make room in a fair queue).
-    pub dropped_packets: u64,
-    pub dropped_bytes: u64,
-    /// Served, then lost to the hop's impairments.
-    pub lost_packets: u64,
-    pub lost_bytes: u64,
-    /// CE-marked by this link's queue.
-    pub ce_marked: u64,
-    /// In the queue or being served when the run ended (arrived = departed + dropped + this).
-    pub queued_at_end_packets: u64,
-    /// Released by the impairments but still propagating to the next hop or endpoint when the
-    /// run ended.
-    pub propagating_at_end_packets: u64,
-    /// Bytes served while the flows that cross the hop were active (its utilisation's numerator).
-    #[serde(skip)]
-    pub departed_bytes_in_span: u64,
-}
-
 /// The raw output of a run (metrics are computed from it in [`crate::run`]).
 pub struct SimOutput {
     pub flows: Vec<FlowLogs>,
@@ -379,156 +308,6 @@ pub struct Simulation {
     chunk_ready: bool,
 }
 
-/// SplitMix64: derive independent seeds for components from the scenario seed.
-pub fn derive_seed(seed: u64, stream: u64) -> u64 {
-    let mut z = seed ^ stream.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// Build flow `i`'s two endpoints, `[A (sender), B (receiver)]`: its controller (from
-/// `registry`, told `capacity`, [`Scenario::controller_capacity`]), encoder model, packetizer,
-/// loss recovery and feedback policy, every seed derived from the scenario's. The simulator and
-/// the live transport (`rtcc-live send` / `recv`) both build their flows here, so a flow is the
-/// same object in both.
-/// `f` is `sc.flows[i]` or an adjusted copy of it (the live transport's); of `sc` only the seed
-/// is read. `coupling` is the run's flow groups (RFC 8699, shared by every flow of one run);
-/// `None` where flows cannot share them, and a coupled flow is then refused.
-pub fn flow_endpoints(
-    sc: &Scenario,
-    i: usize,
-    f: &FlowConfig,
-    capacity: &Arc<dyn CapacityView>,
-    registry: &cc::Registry,
-    coupling: Option<&CouplingGroups>,
-) -> Result<[Box<dyn Endpoint>; 2], String> {
-    let ssrcs = Ssrcs::for_flow(i as u32);
-    let (controller_name, controller_params) = f.controller_spec();
-    let controller = || {
-        registry
-            .create(
-                &controller_name,
-                &controller_params,
-                &f.context(Some(capacity.clone()), coupling),
-            )
-            .map_err(|e| format!("flows[{i}]: {e}"))
-    };
-    // A controller per connection, built as each opens (dash, short TCP); one is built here so
-    // that a controller that cannot be built fails now, not when the first connection opens.
-    let connection_controllers = || -> Result<ControllerFactory, String> {
-        controller()?;
-        let registry = registry.clone();
-        let (name, params) = (controller_name.clone(), controller_params.clone());
-        let ctx = f.context(Some(capacity.clone()), coupling);
-        Ok(Box::new(move |now: Time| {
-            let mut ctx = ctx.clone();
-            ctx.now = now;
-            registry
-                .create(&name, &params, &ctx)
-                .expect("the controller was built once already")
-        }))
-    };
-    // B's clock at the flow's start.
-    let b_start = f.start + f.clock_offset;
-    Ok(match f.kind {
-        FlowKind::Video => {
-            // Seed stream 3 << 32 | i: the encoder's randomness is independent of the frame
-            // source's (stream i) and of the links' (1 << 32, 2 << 32).
-            let enc = f.encoder.build(derive_seed(sc.seed, (3 << 32) | i as u64));
-            let packetizer = Packetizer {
-                payload: f.payload,
-                overhead: f.overhead,
-                min_packets: 1,
-            };
-            let mut sender = VideoSender::new(
-                controller()?,
-                enc,
-                packetizer,
-                f.fps,
-                f.padding_size.0 as u32,
-            );
-            sender.set_media(f.media, f.degradation);
-            sender.set_pushback(f.pushback);
-            sender.set_frame_dropper(f.frame_dropper);
-            let source = FrameSource::new(
-                f.start,
-                f.fps,
-                f.frame_jitter,
-                derive_seed(sc.seed, i as u64),
-            )
-            .with_model(f.frame_jitter_model);
-            let mut send = VideoSendEndpoint::new(sender, source, ssrcs, f.recovery);
-            send.set_ecn(f.ecn);
-            let mut recv = VideoRecvEndpoint::new(b_start, ssrcs.media, f.feedback, f.recovery)
-                .with_frame_acks(f.frame_ack);
-            recv.set_ecn(f.ecn);
-            [Box::new(send), Box::new(recv)]
-        }
-        FlowKind::Tcp {
-            app,
-            delayed_ack,
-            mss,
-            slow_start_after_idle,
-        } => {
-            let mut sender = BulkSender::new(controller()?, mss.0 as u32, app, f.start);
-            sender.set_slow_start_after_idle(slow_start_after_idle);
-            sender.set_ecn(f.ecn);
-            let mut recv = TcpRecvEndpoint::new(ssrcs.media, delayed_ack);
-            recv.set_ecn(f.ecn);
-            [
-                Box::new(TcpSendEndpoint::new(sender, ssrcs.media)),
-                Box::new(recv),
-            ]
-        }
-        FlowKind::ShortTcp {
-            config,
-            delayed_ack,
-            mss,
-        } => {
-            // Each download is a fresh connection with its own controller.
-            let make = connection_controllers()?;
-            // Seed stream 4 << 32 | i: independent of the frame source's (i), the links' (1 << 32,
-            // 2 << 32) and the encoders' (3 << 32).
-            let generator =
-                ShortFlowGenerator::new(config, derive_seed(sc.seed, (4 << 32) | i as u64));
-            let mut send =
-                ShortTcpSendEndpoint::new(generator, make, mss.0 as u32, ssrcs.media, f.start);
-            send.set_ecn(f.ecn);
-            let mut recv = TcpRecvEndpoint::new(ssrcs.media, delayed_ack);
-            recv.set_ecn(f.ecn);
-            [Box::new(send), Box::new(recv)]
-        }
-        FlowKind::Audio { .. } => {
-            let (ptime, size) = f.kind.audio_packet().expect("an audio flow");
-            let mut send = CbrSendEndpoint::new(f.start, ptime, size as u32, ssrcs.media);
-            send.set_ecn(f.ecn);
-            [Box::new(send), Box::new(Sink)]
-        }
-        FlowKind::Dash => {
-            let cfg = f
-                .dash
-                .clone()
-                .ok_or_else(|| format!("flows[{i}]: a dash flow without its session"))?;
-            let make = connection_controllers()?;
-            [
-                Box::new(DashServerEndpoint::new(cfg.clone(), make, ssrcs.media)),
-                Box::new(DashClientEndpoint::new(cfg, b_start, ssrcs.media)),
-            ]
-        }
-        FlowKind::Cbr { rate, packet_size } => {
-            let mut send = CbrSendEndpoint::new(
-                f.start,
-                rate.transmit_time(packet_size.0),
-                packet_size.0 as u32,
-                ssrcs.media,
-            );
-            send.set_ecn(f.ecn);
-            [Box::new(send), Box::new(Sink)]
-        }
-    })
-}
-
 impl Simulation {
     /// Build the simulation. Fails only if a controller cannot be created (the scenario was
     /// validated, so this is a programming error or a non-validated scenario).
@@ -544,7 +323,7 @@ impl Simulation {
         for (i, f) in sc.flows.iter().enumerate() {
             let capacity: Arc<dyn CapacityView> = Arc::new(sc.controller_capacity(f));
             flows.push(FlowState {
-                ends: flow_endpoints(sc, i, f, &capacity, registry, Some(&coupling))?,
+                ends: sc.flow_endpoints(i, f, &capacity, registry, Some(&coupling))?,
                 logs: FlowLogs {
                     config: f.clone(),
                     packets: Vec::new(),
@@ -620,7 +399,7 @@ impl Simulation {
         };
         for i in 0..sim.flows.len() {
             let cfg = &sim.flows[i].logs.config;
-            let (start, stop, is_video) = (cfg.start, cfg.stop, cfg.kind == FlowKind::Video);
+            let (start, stop, is_video) = (cfg.start, cfg.stop, cfg.video().is_some());
             let pauses: Vec<(Time, Time)> =
                 cfg.active.windows(2).map(|w| (w[0].1, w[1].0)).collect();
             sim.push(stop, Event::FlowStop(i as u32));
@@ -1100,11 +879,6 @@ impl Simulation {
             }
         }
     }
-}
-
-/// A path's capacity for metrics (unlimited links have no finite capacity).
-pub fn capacity_fn(c: &PathCapacity) -> impl Fn(Time, Time) -> f64 + '_ {
-    move |a, b| c.bytes_between(a, b)
 }
 
 #[cfg(test)]

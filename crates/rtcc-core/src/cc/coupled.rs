@@ -545,15 +545,36 @@ fn build(
     let inner = registry
         .create(&config.inner, &config.inner_params, ctx)
         .map_err(|e| bad(format!("inner: {e}")))?;
+    couple(
+        inner,
+        &config.inner,
+        &config.group,
+        config.priority,
+        config.algorithm,
+        ctx,
+    )
+}
+
+/// Couple `inner` (the controller `inner_name` of the registry, built for the flow of `ctx`)
+/// into `group` of the run's flow groups (`ctx.coupling`) with `priority`: what a flow with
+/// `coupling = { ... }` runs, and what a hand-built `coupled` controller wraps.
+pub fn couple(
+    inner: Box<dyn Controller>,
+    inner_name: &str,
+    group: &str,
+    priority: f64,
+    algorithm: Algorithm,
+    ctx: &ControllerContext,
+) -> Result<Box<dyn Controller>, ControllerError> {
     let groups =
         ctx.coupling.as_ref().ok_or_else(|| {
             bad("this host cannot share flow state between flows (the live transport runs one flow \
              per process); coupling needs the simulator"
             .into())
         })?;
-    let fse = groups.join(&config.group, config.algorithm).map_err(bad)?;
-    let coupled = Coupled::new(ctx.now, inner, fse, config.priority, ctx.media.max_bitrate)
-        .map_err(|m| bad(format!("inner controller {:?} {m}", config.inner)))?;
+    let fse = groups.join(group, algorithm).map_err(bad)?;
+    let coupled = Coupled::new(ctx.now, inner, fse, priority, ctx.media.max_bitrate)
+        .map_err(|m| bad(format!("inner controller {inner_name:?} {m}")))?;
     Ok(Box::new(coupled))
 }
 

@@ -34,7 +34,7 @@ use log::{AtomicWriter, MahimahiLog, PacketLog};
 use netns::{Namespace, Tun};
 use path::{Direction, LogEvent};
 use rtcc_core::{Duration, Time};
-use rtcc_sim::scenario::LinkConfig;
+use rtcc_scenario::LinkConfig;
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -329,7 +329,7 @@ pub fn run(cfg: EmuConfig) -> Result<i32, EmuError> {
     // Seeded as the simulator seeds the same link (sim.rs): the queue from stream 2 << 32 | d,
     // the impairments from 1 << 32 | d, so a scenario's random losses fall the same way.
     let direction = |d: usize| {
-        let seed = |stream: u64| rtcc_sim::sim::derive_seed(cfg.seed, stream << 32 | d as u64);
+        let seed = |stream: u64| rtcc_scenario::derive_seed(cfg.seed, stream << 32 | d as u64);
         Direction::new(&cfg.links[d], seed(2), seed(1), logging)
             .map_err(|e| EmuError::Setup(io::Error::other(e)))
     };

@@ -19,7 +19,7 @@
 use rtcc_core::net::impair::Impairments;
 use rtcc_core::net::{Link, LinkOutput, NetPacket};
 use rtcc_core::{Duration, Time};
-use rtcc_sim::scenario::LinkConfig;
+use rtcc_scenario::LinkConfig;
 use std::collections::VecDeque;
 
 /// A real IP packet inside the emulator.
