@@ -88,16 +88,17 @@
 //! inflate cwnd without bound. Copa itself has no such rule (mvfst leaves `setAppLimited`
 //! unsupported); for a backlogged flow it never binds.
 
+use super::params::controller_config;
+use super::reno::tcp_param_doc;
 use super::reno::{check_window, default_initial_cwnd, default_mss, Rtt};
-use super::reno::{INITIAL_CWND_DOC, MSS_DOC};
 use super::rtt_window::{mean_held, rtt_samples, RttSample, WindowedExtreme};
 use super::{
     boxed, build_fn, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo,
 };
-use super::{Decision, FeedbackPolicy, ParamDoc, Params};
+use super::{Decision, FeedbackPolicy, Params};
 use crate::packet::{FeedbackReport, SentPacket};
 use crate::units::{Bytes, Duration, Rate, Time};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// RTTmin window (paper §2.1; genericCC `min_rtt.update_max_time(10e3)` ms; mvfst
 /// `kMinRTTWindowLength`).
@@ -123,7 +124,7 @@ const HEAVY_LOSS_RATE: f64 = 0.3;
 const HEAVY_LOSS_FACTOR: f64 = 0.7;
 
 /// How δ is chosen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum CopaMode {
     /// δ is `delta` throughout (the paper's default mode only; what Vidaptive runs).
@@ -134,25 +135,27 @@ pub enum CopaMode {
     Auto,
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CopaConfig {
-    /// δ: each flow aims to keep about 1/δ packets queued. Default 0.5 (paper §2.1).
-    #[serde(default = "default_delta")]
-    pub delta: f64,
-    /// `"constant"` (default) or `"auto"` (default/competitive mode switching, §2.2).
-    #[serde(default)]
-    pub mode: CopaMode,
-    /// Packet size of Copa's "packet" unit (1/δ packets, steps of 1/(δ·cwnd)). Default 1500 B.
-    #[serde(default = "default_mss")]
-    pub mss: Bytes,
-    /// Initial window in packets. Default 10 (mvfst `kInitCwndInMss`, RFC 6928).
-    #[serde(default = "default_initial_cwnd")]
-    pub initial_cwnd: u32,
-}
-
-fn default_delta() -> f64 {
-    0.5
+controller_config! {
+    /// Copa's parameters.
+    pub struct CopaConfig {
+        /// delta: target rate 1/(delta*queueing delay), about 1/delta packets queued per flow
+        ///
+        /// δ: each flow aims to keep about 1/δ packets queued; 0.5 as in the paper (§2.1).
+        pub delta: f64 = 0.5,
+        /// "constant" delta, or "auto": competitive mode (AIMD on 1/delta) when the queue never
+        /// drains
+        ///
+        /// `auto` switches between the default and the competitive mode (§2.2).
+        pub mode: CopaMode = CopaMode::Constant,
+        #[doc = tcp_param_doc!(mss)]
+        ///
+        /// Also the size of Copa's "packet" unit (1/δ packets, steps of 1/(δ·cwnd)).
+        pub mss: Bytes = default_mss(),
+        #[doc = tcp_param_doc!(initial_cwnd)]
+        ///
+        /// mvfst `kInitCwndInMss`.
+        pub initial_cwnd: u32 = default_initial_cwnd(),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -517,22 +520,7 @@ pub fn info() -> ControllerInfo {
             "Copa (NSDI 2018): window toward 1/(delta*dq) with velocity; mode=auto competes with \
              TCP."
                 .into(),
-        params: vec![
-            ParamDoc::new(
-                "delta",
-                "0.5",
-                "delta: target rate 1/(delta*queueing delay), about 1/delta packets queued per \
-                 flow",
-            ),
-            ParamDoc::new(
-                "mode",
-                "constant",
-                "\"constant\" delta, or \"auto\": competitive mode (AIMD on 1/delta) when the \
-                 queue never drains",
-            ),
-            MSS_DOC,
-            INITIAL_CWND_DOC,
-        ],
+        params: CopaConfig::param_docs(),
         feedback: WINDOW_FEEDBACK,
         build: build_fn(build),
     }

@@ -79,18 +79,19 @@
 //! `set_rate` for float noise). RFC 8699's published text was not retrievable here; the rules
 //! above follow our reading of its §5.3.1/§5.3.2 and Appendix A.
 
+use super::params::controller_config;
 use super::{
     Controller, ControllerContext, ControllerError, ControllerInfo, Decision, FeedbackPolicy,
-    FrameController, ParamDoc, Params, Registry,
+    FrameController, Params, Registry,
 };
 use crate::packet::{FeedbackReport, RateReport, SentPacket};
 use crate::units::{Rate, Time};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Which update rule for `S_CR` (step 3a).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Algorithm {
     /// RFC 8699 §5.3.1: `S_CR += CC_R(f) − FSE_R(f)`.
@@ -271,34 +272,20 @@ impl CouplingGroups {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CoupledConfig {
-    /// The controller to couple. Default "gcc".
-    #[serde(default = "default_inner")]
-    pub inner: String,
-    /// Its parameters.
-    #[serde(default)]
-    pub inner_params: Params,
-    /// The flow's priority P(i), > 0. Default 1.
-    #[serde(default = "default_priority")]
-    pub priority: f64,
-    /// The flow group: flows of one sender through one bottleneck. Default "default".
-    #[serde(default = "default_group")]
-    pub group: String,
-    /// `"active"` (default) or `"conservative"`.
-    #[serde(default)]
-    pub algorithm: Algorithm,
-}
-
-fn default_inner() -> String {
-    "gcc".into()
-}
-fn default_priority() -> f64 {
-    1.0
-}
-fn default_group() -> String {
-    "default".into()
+controller_config! {
+    /// `coupled`'s parameters.
+    pub struct CoupledConfig {
+        /// the controller to couple; it must take a rate from outside (gcc's webrtc profile does)
+        pub inner: String = "gcc".into(),
+        /// the inner controller's parameters
+        pub inner_params: Params = Params::new(),
+        /// the flow's priority P(i) (> 0): shares are proportional to it
+        pub priority: f64 = 1.0,
+        /// the flow group (flows of one sender sharing a bottleneck); one FSE per group per run
+        pub group: String = "default".into(),
+        /// "active" (RFC 8699 §5.3.1) or "conservative" (§5.3.2: decreases scale the aggregate)
+        pub algorithm: Algorithm = Algorithm::Active,
+    }
 }
 
 /// Rates this close are the same rate (float noise of `S_CR`'s sums).
@@ -477,32 +464,7 @@ pub fn info() -> ControllerInfo {
         summary: "RFC 8699 coupled congestion control: wraps a controller (inner) and shares one \
                   aggregate rate among the flows of a group by priority (flow state exchange)."
             .into(),
-        params: vec![
-            ParamDoc::new(
-                "inner",
-                "gcc",
-                "the controller to couple; it must take a rate from outside (gcc's webrtc \
-                 profile does)",
-            ),
-            ParamDoc::new("inner_params", "{}", "the inner controller's parameters"),
-            ParamDoc::new(
-                "priority",
-                "1.0",
-                "the flow's priority P(i) (> 0): shares are proportional to it",
-            ),
-            ParamDoc::new(
-                "group",
-                "default",
-                "the flow group (flows of one sender sharing a bottleneck); one FSE per group \
-                 per run",
-            ),
-            ParamDoc::new(
-                "algorithm",
-                "active",
-                "\"active\" (RFC 8699 §5.3.1) or \"conservative\" (§5.3.2: decreases scale the \
-                 aggregate)",
-            ),
-        ],
+        params: CoupledConfig::param_docs(),
         // The scenario takes the inner controller's feedback policy; this one is for a coupled
         // controller built by hand (gcc's).
         feedback: FeedbackPolicy {

@@ -58,15 +58,15 @@
 //! recomputed on every ACK (Linux at most once per jiffy unless cwnd changed), and `W_est` grows
 //! continuously as in the RFC (Linux in whole segments).
 
+use super::params::controller_config;
+use super::reno::tcp_param_doc;
 use super::reno::{check_window, default_initial_cwnd, default_mss, Window, TCP_FEEDBACK};
-use super::reno::{INITIAL_CWND_DOC, MSS_DOC, PACING_DOC};
 use super::{
     boxed, build_fn, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo,
 };
-use super::{Decision, ParamDoc, Params};
+use super::{Decision, Params};
 use crate::packet::{FeedbackReport, SentPacket};
 use crate::units::{Bytes, Duration, Time};
-use serde::Deserialize;
 
 /// Linux `hystart_low_window`.
 const HYSTART_LOW_WINDOW: f64 = 16.0;
@@ -82,43 +82,36 @@ const HYSTART_CUSHION_MAX: Duration = Duration(1_000_000);
 /// Linux `cubictcp_acked`: delay samples are ignored for one second (`HZ`) after a reduction.
 const DELAY_SAMPLE_HOLDOFF: Duration = Duration(1_000_000_000);
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CubicConfig {
-    /// Segment size on the wire. Default 1500 B.
-    #[serde(default = "default_mss")]
-    pub mss: Bytes,
-    /// Initial window in segments. Default 10 (RFC 6928).
-    #[serde(default = "default_initial_cwnd")]
-    pub initial_cwnd: u32,
-    /// Pace at Linux's 2× / 1.2× `cwnd / srtt`. Default false.
-    #[serde(default)]
-    pub pacing: bool,
-    /// HyStart. Default true (Linux `hystart = 1`, both detectors).
-    #[serde(default = "yes")]
-    pub hystart: bool,
-    /// Fast convergence. Default true (Linux `fast_convergence = 1`).
-    #[serde(default = "yes")]
-    pub fast_convergence: bool,
-    /// Reno-friendly region. Default true (Linux `tcp_friendliness = 1`).
-    #[serde(default = "yes")]
-    pub reno_friendly: bool,
-    /// β_cubic. Default 0.7 (RFC 9438 §4.6, Linux 717/1024).
-    #[serde(default = "default_beta")]
-    pub beta: f64,
-    /// C, in segments per second³. Default 0.4 (RFC 9438 §5, Linux `bic_scale`).
-    #[serde(default = "default_c")]
-    pub c: f64,
-}
-
-fn yes() -> bool {
-    true
-}
-fn default_beta() -> f64 {
-    0.7
-}
-fn default_c() -> f64 {
-    0.4
+controller_config! {
+    /// CUBIC's parameters (Linux's defaults).
+    pub struct CubicConfig {
+        #[doc = tcp_param_doc!(mss)]
+        pub mss: Bytes = default_mss(),
+        #[doc = tcp_param_doc!(initial_cwnd)]
+        pub initial_cwnd: u32 = default_initial_cwnd(),
+        #[doc = tcp_param_doc!(pacing)]
+        pub pacing: bool = false,
+        /// HyStart slow-start exit (ACK train and delay increase)
+        ///
+        /// Linux `hystart = 1`, both detectors.
+        pub hystart: bool = true,
+        /// lower W_max faster when the window shrinks (RFC 9438 4.7)
+        ///
+        /// Linux `fast_convergence = 1`.
+        pub fast_convergence: bool = true,
+        /// never grow slower than Reno with the same beta (RFC 9438 4.3)
+        ///
+        /// The Reno-friendly region, Linux `tcp_friendliness = 1`.
+        pub reno_friendly: bool = true,
+        /// multiplicative decrease factor (RFC 9438 4.6)
+        ///
+        /// β_cubic; Linux uses 717/1024.
+        pub beta: f64 = 0.7,
+        /// cubic scaling constant, segments per second cubed (RFC 9438 5)
+        ///
+        /// C, Linux `bic_scale`.
+        pub c: f64 = 0.4,
+    }
 }
 
 /// Which HyStart detector ended slow start.
@@ -391,36 +384,7 @@ pub fn info() -> ControllerInfo {
     ControllerInfo {
         name: "cubic".into(),
         summary: "TCP CUBIC (RFC 9438) with HyStart and Linux's defaults.".into(),
-        params: vec![
-            MSS_DOC,
-            INITIAL_CWND_DOC,
-            PACING_DOC,
-            ParamDoc::new(
-                "hystart",
-                "true",
-                "HyStart slow-start exit (ACK train and delay increase)",
-            ),
-            ParamDoc::new(
-                "fast_convergence",
-                "true",
-                "lower W_max faster when the window shrinks (RFC 9438 4.7)",
-            ),
-            ParamDoc::new(
-                "reno_friendly",
-                "true",
-                "never grow slower than Reno with the same beta (RFC 9438 4.3)",
-            ),
-            ParamDoc::new(
-                "beta",
-                "0.7",
-                "multiplicative decrease factor (RFC 9438 4.6)",
-            ),
-            ParamDoc::new(
-                "c",
-                "0.4",
-                "cubic scaling constant, segments per second cubed (RFC 9438 5)",
-            ),
-        ],
+        params: CubicConfig::param_docs(),
         feedback: TCP_FEEDBACK,
         build: build_fn(build),
     }

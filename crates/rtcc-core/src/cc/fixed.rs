@@ -6,27 +6,24 @@
 //! that shows what the path alone does to a video flow (a rate below capacity sees only
 //! propagation and serialisation; a rate above it fills the queue and loses the excess).
 
+use super::params::controller_config;
 use super::{
     boxed, build_fn, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo,
 };
-use super::{Decision, FeedbackPolicy, ParamDoc, Params};
+use super::{Decision, FeedbackPolicy, Params};
 use crate::packet::FeedbackReport;
 use crate::units::{Rate, Time};
-use serde::Deserialize;
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FixedConfig {
-    /// Target bitrate (required).
-    pub rate: Rate,
-    /// Pacing rate as a multiple of `rate`; 0 disables pacing. Default 2.5 (libwebrtc's
-    /// `PacingController` default pacing factor).
-    #[serde(default = "default_pacing_factor")]
-    pub pacing_factor: f64,
-}
-
-fn default_pacing_factor() -> f64 {
-    2.5
+controller_config! {
+    /// `fixed`'s parameters.
+    pub struct FixedConfig {
+        /// target bitrate, e.g. "5Mbps" (required)
+        pub rate: Rate,
+        /// pacing rate as a multiple of the target; 0 sends each frame at once
+        ///
+        /// 2.5 is libwebrtc's `PacingController` default pacing factor.
+        pub pacing_factor: f64 = 2.5,
+    }
 }
 
 pub struct Fixed {
@@ -63,14 +60,7 @@ pub fn info() -> ControllerInfo {
     ControllerInfo {
         name: "fixed".into(),
         summary: "Constant target bitrate, whatever the network does (baseline).".into(),
-        params: vec![
-            ParamDoc::new("rate", "", "target bitrate, e.g. \"5Mbps\" (required)"),
-            ParamDoc::new(
-                "pacing_factor",
-                "2.5",
-                "pacing rate as a multiple of the target; 0 sends each frame at once",
-            ),
-        ],
+        params: FixedConfig::param_docs(),
         feedback: FeedbackPolicy {
             interval: Some(crate::units::Duration(50_000_000)),
             per_frame: false,

@@ -9,7 +9,8 @@
 //!
 //! Controllers are created from a name and a table of parameters by a [`Registry`]
 //! ([`Registry::builtin`] has rtcc's own; users register more). Each controller has a `Config`
-//! struct whose fields are its parameters (with documented defaults); unknown names and unknown
+//! struct whose fields are its parameters, declared once with their defaults and docs
+//! (`params.rs` derives the documentation `rtcc controllers` shows); unknown names and unknown
 //! parameters are rejected with the list of valid ones.
 
 use crate::media::quality::Resolution;
@@ -30,6 +31,7 @@ pub mod delivery_rate;
 pub mod fixed;
 pub mod gcc;
 pub mod oracle;
+pub(crate) mod params;
 mod registry;
 pub mod reno;
 pub mod rocc;

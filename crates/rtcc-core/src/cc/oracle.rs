@@ -10,41 +10,25 @@
 //! ask for empty frames); it is not shared among flows (each oracle flow targets the fraction of
 //! the whole link).
 
-use super::{build_fn, ControllerInfo, Decision, FeedbackPolicy, ParamDoc, Params};
+use super::params::controller_config;
+use super::{build_fn, ControllerInfo, Decision, FeedbackPolicy, Params};
 use super::{parse_config, CapacityView, Controller, ControllerContext, ControllerError};
 use crate::packet::FeedbackReport;
 use crate::units::{Duration, Rate, Time};
-use serde::Deserialize;
 use std::sync::Arc;
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OracleConfig {
-    /// Fraction of the capacity to target. Default 0.9.
-    #[serde(default = "default_fraction")]
-    pub fraction: f64,
-    /// Look-ahead averaging window and re-planning period. Default 100 ms.
-    #[serde(default = "default_window")]
-    pub window: Duration,
-    /// Lowest target. Default 50 kbps.
-    #[serde(default = "default_min_rate")]
-    pub min_rate: Rate,
-    /// Pacing rate as a multiple of the target. Default 2.5.
-    #[serde(default = "default_pacing_factor")]
-    pub pacing_factor: f64,
-}
-
-fn default_fraction() -> f64 {
-    0.9
-}
-fn default_window() -> Duration {
-    Duration::from_millis(100)
-}
-fn default_min_rate() -> Rate {
-    Rate::from_kbps(50.0)
-}
-fn default_pacing_factor() -> f64 {
-    2.5
+controller_config! {
+    /// `oracle`'s parameters.
+    pub struct OracleConfig {
+        /// fraction of the capacity to target
+        pub fraction: f64 = 0.9,
+        /// look-ahead averaging window and update period
+        pub window: Duration = Duration::from_millis(100),
+        /// lowest target (during outages)
+        pub min_rate: Rate = Rate::from_kbps(50.0),
+        /// pacing rate as a multiple of the target; 0 disables pacing
+        pub pacing_factor: f64 = 2.5,
+    }
 }
 
 pub struct Oracle {
@@ -116,20 +100,7 @@ pub fn info() -> ControllerInfo {
         name: "oracle".into(),
         summary: "Knows the link's capacity and targets a fraction of it (upper reference line)."
             .into(),
-        params: vec![
-            ParamDoc::new("fraction", "0.9", "fraction of the capacity to target"),
-            ParamDoc::new(
-                "window",
-                "100ms",
-                "look-ahead averaging window and update period",
-            ),
-            ParamDoc::new("min_rate", "50kbps", "lowest target (during outages)"),
-            ParamDoc::new(
-                "pacing_factor",
-                "2.5",
-                "pacing rate as a multiple of the target; 0 disables pacing",
-            ),
-        ],
+        params: OracleConfig::param_docs(),
         feedback: FeedbackPolicy {
             interval: Some(Duration(50_000_000)),
             per_frame: false,

@@ -40,42 +40,58 @@
 //! (`tcp_pacing_ca_ratio` = 120 %). The encoder target is `cwnd / srtt`, with srtt from RFC 6298
 //! §2 (α = 1/8), and RFC 9002 §6.2.2's initial 333 ms before the first sample.
 
+use super::params::controller_config;
 use super::{
     boxed, build_fn, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo,
 };
 use super::{Decision, FeedbackPolicy, ParamDoc, Params};
 use crate::packet::{FeedbackReport, SentPacket};
 use crate::units::{Bytes, Duration, Rate, Time};
-use serde::Deserialize;
 
 /// RFC 9002 §6.2.2 `kInitialRtt`: the RTT assumed before the first sample.
 pub(crate) const INITIAL_RTT: Duration = Duration(333_000_000);
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RenoConfig {
-    /// Segment size on the wire. Default 1500 B (a full Ethernet frame).
-    #[serde(default = "default_mss")]
-    pub mss: Bytes,
-    /// Initial window in segments. Default 10 (RFC 6928, Linux `TCP_INIT_CWND`).
-    #[serde(default = "default_initial_cwnd")]
-    pub initial_cwnd: u32,
-    /// Pace at Linux's 2× / 1.2× `cwnd / srtt`. Default false (Linux without `fq`).
-    #[serde(default)]
-    pub pacing: bool,
-    /// RFC 3465 limit L on the slow-start increase per acknowledgement, in segments; 0 for no
-    /// limit. Default 2 (RFC 3465 §2.2). An acknowledgement is one feedback report.
-    #[serde(default = "default_abc_l")]
-    pub abc_l: u32,
+/// The docs of the parameters the TCP controllers share, for their configs' doc comments
+/// (`#[doc = tcp_param_doc!(mss)]`).
+macro_rules! tcp_param_doc {
+    (mss) => {
+        "segment size on the wire (cwnd is counted in bytes of these)"
+    };
+    (initial_cwnd) => {
+        "initial window in segments (RFC 6928, Linux TCP_INIT_CWND)"
+    };
+    (pacing) => {
+        "pace at 2 x cwnd/srtt in slow start and 1.2 x in congestion avoidance (Linux with fq)"
+    };
+}
+pub(crate) use tcp_param_doc;
+
+controller_config! {
+    /// Reno's parameters.
+    pub struct RenoConfig {
+        #[doc = tcp_param_doc!(mss)]
+        ///
+        /// 1500 B is a full Ethernet frame.
+        pub mss: Bytes = default_mss(),
+        #[doc = tcp_param_doc!(initial_cwnd)]
+        pub initial_cwnd: u32 = default_initial_cwnd(),
+        #[doc = tcp_param_doc!(pacing)]
+        ///
+        /// Off as in Linux without `fq`.
+        pub pacing: bool = false,
+        /// RFC 3465 slow-start limit per acknowledgement (report), segments; 0 = none
+        ///
+        /// The limit L on the slow-start increase per acknowledgement; an acknowledgement is one
+        /// feedback report. 2 as in RFC 3465 §2.2.
+        pub abc_l: u32 = 2,
+    }
 }
 
-fn default_abc_l() -> u32 {
-    2
-}
-
+/// The TCP controllers' segment size: a full Ethernet frame.
 pub(crate) fn default_mss() -> Bytes {
     Bytes(1500)
 }
+/// The TCP controllers' initial window in segments (RFC 6928, Linux `TCP_INIT_CWND`).
 pub(crate) fn default_initial_cwnd() -> u32 {
     10
 }
@@ -473,21 +489,11 @@ impl Controller for Reno {
     }
 }
 
-pub(crate) const MSS_DOC: ParamDoc = ParamDoc::new(
-    "mss",
-    "1500B",
-    "segment size on the wire (cwnd is counted in bytes of these)",
-);
-pub(crate) const INITIAL_CWND_DOC: ParamDoc = ParamDoc::new(
-    "initial_cwnd",
-    "10",
-    "initial window in segments (RFC 6928, Linux TCP_INIT_CWND)",
-);
-pub(crate) const PACING_DOC: ParamDoc = ParamDoc::new(
-    "pacing",
-    "false",
-    "pace at 2 x cwnd/srtt in slow start and 1.2 x in congestion avoidance (Linux with fq)",
-);
+/// `mss` and `initial_cwnd` as [`RenoConfig::param_docs`] lists them, for the controllers whose
+/// parameters are still listed by hand (`bbr`, `bbr2`).
+pub(crate) const MSS_DOC: ParamDoc = ParamDoc::new("mss", "1500B", tcp_param_doc!(mss));
+pub(crate) const INITIAL_CWND_DOC: ParamDoc =
+    ParamDoc::new("initial_cwnd", "10", tcp_param_doc!(initial_cwnd));
 /// Feedback for video use; the TCP endpoint acknowledges every packet regardless.
 pub(crate) const TCP_FEEDBACK: FeedbackPolicy = FeedbackPolicy {
     interval: Some(Duration(20_000_000)),
@@ -500,16 +506,7 @@ pub fn info() -> ControllerInfo {
     ControllerInfo {
         name: "reno".into(),
         summary: "TCP Reno (RFC 5681, RFC 3465 byte counting).".into(),
-        params: vec![
-            MSS_DOC,
-            INITIAL_CWND_DOC,
-            PACING_DOC,
-            ParamDoc::new(
-                "abc_l",
-                "2",
-                "RFC 3465 slow-start limit per acknowledgement (report), segments; 0 = none",
-            ),
-        ],
+        params: RenoConfig::param_docs(),
         feedback: TCP_FEEDBACK,
         build: build_fn(build),
     }
@@ -532,6 +529,12 @@ mod tests {
 
     fn reno() -> Reno {
         Reno::new(parse_config("reno", &Params::new()).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn the_shared_window_docs_are_renos() {
+        let docs = RenoConfig::param_docs();
+        assert_eq!(docs[..2], [MSS_DOC, INITIAL_CWND_DOC]);
     }
 
     fn cwnd(c: &dyn Controller) -> u64 {

@@ -60,44 +60,41 @@
 //! rate the window actually carries with batched video feedback (see `copa.rs`).
 
 use super::copa::WINDOW_FEEDBACK;
+use super::params::controller_config;
+use super::reno::tcp_param_doc;
 use super::reno::{check_window, default_initial_cwnd, default_mss, Rtt};
-use super::reno::{INITIAL_CWND_DOC, MSS_DOC};
 use super::rtt_window::{mean_held, rtt_samples, RttSample};
 use super::{
     boxed, build_fn, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo,
 };
-use super::{Decision, ParamDoc, Params};
+use super::{Decision, Params};
 use crate::packet::{FeedbackReport, SentPacket};
 use crate::units::{Bytes, Duration, Rate, Time};
-use serde::Deserialize;
 use std::collections::VecDeque;
 
 /// Smallest window in packets (Linux module `rocc_min_cwnd`).
 const MIN_CWND_PACKETS: u64 = 2;
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RoccConfig {
-    /// γ: the interval is (1+γ)·RTTmin and the queueing delay settles near γ·RTTmin.
-    /// Default 0.5 (Vidaptive §5.1).
-    #[serde(default = "default_gamma")]
-    pub gamma: f64,
-    /// α, packets added to the delivered bytes. Default 2 (Linux module `rocc_alpha`).
-    #[serde(default = "default_alpha")]
-    pub alpha: f64,
-    /// Packet size of the α and minimum-window units. Default 1500 B.
-    #[serde(default = "default_mss")]
-    pub mss: Bytes,
-    /// Window before the first RTT sample, packets. Default 10 (RFC 6928).
-    #[serde(default = "default_initial_cwnd")]
-    pub initial_cwnd: u32,
-}
-
-fn default_gamma() -> f64 {
-    0.5
-}
-fn default_alpha() -> f64 {
-    2.0
+controller_config! {
+    /// RoCC's parameters.
+    pub struct RoccConfig {
+        /// interval (1+gamma)*RTTmin; the queueing delay settles near gamma*RTTmin
+        ///
+        /// γ; 0.5 as in Vidaptive §5.1.
+        pub gamma: f64 = 0.5,
+        /// packets added to the delivered bytes
+        ///
+        /// α; 2 as the Linux module's `rocc_alpha`.
+        pub alpha: f64 = 2.0,
+        #[doc = tcp_param_doc!(mss)]
+        ///
+        /// Also the packet of the α and minimum-window units.
+        pub mss: Bytes = default_mss(),
+        #[doc = tcp_param_doc!(initial_cwnd)]
+        ///
+        /// The window before the first RTT sample.
+        pub initial_cwnd: u32 = default_initial_cwnd(),
+    }
 }
 
 pub struct Rocc {
@@ -262,16 +259,7 @@ pub fn info() -> ControllerInfo {
         summary: "RoCC (CCmatic, as in Vidaptive): cwnd = bytes delivered in the last \
                   (1+gamma)*RTTmin + alpha."
             .into(),
-        params: vec![
-            ParamDoc::new(
-                "gamma",
-                "0.5",
-                "interval (1+gamma)*RTTmin; the queueing delay settles near gamma*RTTmin",
-            ),
-            ParamDoc::new("alpha", "2", "packets added to the delivered bytes"),
-            MSS_DOC,
-            INITIAL_CWND_DOC,
-        ],
+        params: RoccConfig::param_docs(),
         feedback: WINDOW_FEEDBACK,
         build: build_fn(build),
     }

@@ -32,14 +32,14 @@
 //! no reset), `alpha = 1.0` (a fixed α instead of the optimisation) and
 //! `adapt_resolution = false`.
 
+use super::params::controller_config;
 use super::{
     copa, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo, Decision,
-    EncodeAction, FeedbackPolicy, FrameAction, FrameController, FrameView, ParamDoc, Params,
-    Registry,
+    EncodeAction, FeedbackPolicy, FrameAction, FrameController, FrameView, Params, Registry,
 };
 use crate::packet::{FeedbackReport, FrameAck, FrameInfo, PacketKind, RateReport, SentPacket};
 use crate::units::{Bytes, Duration, Rate, Time};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -61,7 +61,7 @@ pub const RES_DOWN_THRESH: u32 = 15;
 pub const RES_UP_THRESH: u32 = 30;
 
 /// How α is chosen.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
 #[serde(untagged)]
 pub enum AlphaRule {
     /// A fixed α in [0.05, 1].
@@ -71,16 +71,10 @@ pub enum AlphaRule {
 }
 
 /// The word `"auto"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Auto {
     Auto,
-}
-
-impl Default for AlphaRule {
-    fn default() -> Self {
-        AlphaRule::Auto(Auto::Auto)
-    }
 }
 
 impl AlphaRule {
@@ -92,89 +86,53 @@ impl AlphaRule {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct VidaptiveConfig {
-    /// The wrapped window controller: any registered controller whose decision has a window.
-    /// Default `"copa"`.
-    #[serde(default = "default_cc")]
-    pub cc: String,
-    /// Parameters of the wrapped controller.
-    #[serde(default)]
-    pub cc_params: Params,
-    /// Copa's δ, when `cc = "copa"` and `cc_params` has none. Default 0.9 (§5.1).
-    #[serde(default = "default_delta")]
-    pub delta: f64,
-    /// RoCC's γ, when `cc = "rocc"` and `cc_params` has none. Default 0.5 (§5.1).
-    #[serde(default = "default_gamma")]
-    pub gamma: f64,
-    /// Send dummy packets when the window allows and no media waits. Default true.
-    #[serde(default = "yes")]
-    pub dummies: bool,
-    /// Largest dummy packet. Default 200 B (§4).
-    #[serde(default = "default_dummy_size")]
-    pub dummy_size: Bytes,
-    /// No dummies this long before each capture. Default 5 ms (§3.2).
-    #[serde(default = "default_blackout")]
-    pub blackout: Duration,
-    /// Maximum video bitrate: caps the encoder target and the dummy rate. Default 12 Mbit/s.
-    #[serde(default = "default_max_bitrate")]
-    pub max_bitrate: Rate,
-    /// Encoder pause and reset. Default true.
-    #[serde(default = "yes")]
-    pub safeguards: bool,
-    /// τ: pause when the oldest queued packet is older (also Algorithm 1's τ). Default 33 ms.
-    #[serde(default = "default_tau")]
-    pub tau: Duration,
-    /// Reset when the oldest queued packet is older. Default 1 s (§3.3).
-    #[serde(default = "default_reset_after")]
-    pub reset_after: Duration,
-    /// `"auto"` (default): the hindsight optimisation; a number: that fixed α (ablation).
-    #[serde(default)]
-    pub alpha: AlphaRule,
-    /// λ: weight of frame rate against bitrate. Default 0.5 (§5.1).
-    #[serde(default = "default_lambda")]
-    pub lambda: f64,
-    /// T: the optimisation window and the least time between resolution changes. Default 1 s.
-    #[serde(default = "default_window")]
-    pub window: Duration,
-    /// Step the encoder's resolution (Algorithm 2). Default true.
-    #[serde(default = "yes")]
-    pub adapt_resolution: bool,
-}
-
-fn default_cc() -> String {
-    "copa".into()
-}
-fn yes() -> bool {
-    true
-}
-fn default_delta() -> f64 {
-    0.9
-}
-fn default_gamma() -> f64 {
-    0.5
-}
-fn default_dummy_size() -> Bytes {
-    Bytes(200)
-}
-fn default_blackout() -> Duration {
-    Duration::from_millis(5)
-}
-fn default_max_bitrate() -> Rate {
-    Rate::from_mbps(12.0)
-}
-fn default_tau() -> Duration {
-    Duration::from_millis(33)
-}
-fn default_reset_after() -> Duration {
-    Duration::from_millis(1000)
-}
-fn default_lambda() -> f64 {
-    0.5
-}
-fn default_window() -> Duration {
-    Duration::from_millis(1000)
+controller_config! {
+    /// Vidaptive's parameters (§5.1's values unless marked).
+    pub struct VidaptiveConfig {
+        /// wrapped controller: any registered controller with a window (copa, rocc, bbr, cubic,
+        /// reno, ...)
+        pub cc: String = "copa".into(),
+        /// parameters of the wrapped controller, e.g. { initial_cwnd = 20 }
+        pub cc_params: Params = Params::new(),
+        /// Copa's delta (cc = "copa", unless cc_params sets it)
+        pub delta: f64 = 0.9,
+        /// RoCC's gamma (cc = "rocc", unless cc_params sets it)
+        pub gamma: f64 = 0.5,
+        /// send dummy padding when the window allows and no media waits
+        pub dummies: bool = true,
+        /// largest dummy packet
+        ///
+        /// §4.
+        pub dummy_size: Bytes = Bytes(200),
+        /// no dummies this long before each capture
+        ///
+        /// §3.2.
+        pub blackout: Duration = Duration::from_millis(5),
+        /// cap on the encoder target and on the dummy rate; no dummies once the target reaches it
+        pub max_bitrate: Rate = Rate::from_mbps(12.0),
+        /// encoder pause (oldest queued packet older than tau) and reset (older than
+        /// reset_after)
+        pub safeguards: bool = true,
+        /// pause threshold, also the on-time delay of the alpha optimisation
+        ///
+        /// τ: pause when the oldest queued packet is older (also Algorithm 1's τ).
+        pub tau: Duration = Duration::from_millis(33),
+        /// reset threshold: flush the pacer queue and code a keyframe
+        ///
+        /// Reset when the oldest queued packet is older (§3.3).
+        pub reset_after: Duration = Duration::from_millis(1000),
+        /// "auto": hindsight optimisation (Algorithm 1); a number in [0.05, 1]: that fixed
+        /// alpha (ablation)
+        pub alpha: AlphaRule = AlphaRule::Auto(Auto::Auto),
+        /// weight of frame rate against bitrate in the alpha optimisation
+        ///
+        /// λ.
+        pub lambda: f64 = 0.5,
+        /// T: optimisation window and least time between resolution changes
+        pub window: Duration = Duration::from_millis(1000),
+        /// step the encoder's resolution ladder (Algorithm 2)
+        pub adapt_resolution: bool = true,
+    }
 }
 
 /// The constants of Algorithm 1.
@@ -659,83 +617,7 @@ pub fn info() -> ControllerInfo {
             "Vidaptive (arXiv 2309.16869): a window controller (Copa by default) as a backlogged \
              flow via dummies; encoder target alpha*CC-Rate, pause/reset, resolution."
                 .into(),
-        params: vec![
-            ParamDoc::new(
-                "cc",
-                "copa",
-                "wrapped controller: any registered controller with a window (copa, rocc, bbr, \
-                 cubic, reno, ...)",
-            ),
-            ParamDoc::new(
-                "cc_params",
-                "{}",
-                "parameters of the wrapped controller, e.g. { initial_cwnd = 20 }",
-            ),
-            ParamDoc::new(
-                "delta",
-                "0.9",
-                "Copa's delta (cc = \"copa\", unless cc_params sets it)",
-            ),
-            ParamDoc::new(
-                "gamma",
-                "0.5",
-                "RoCC's gamma (cc = \"rocc\", unless cc_params sets it)",
-            ),
-            ParamDoc::new(
-                "dummies",
-                "true",
-                "send dummy padding when the window allows and no media waits",
-            ),
-            ParamDoc::new("dummy_size", "200B", "largest dummy packet"),
-            ParamDoc::new(
-                "blackout",
-                "5ms",
-                "no dummies this long before each capture",
-            ),
-            ParamDoc::new(
-                "max_bitrate",
-                "12Mbps",
-                "cap on the encoder target and on the dummy rate; no dummies once the target \
-                 reaches it",
-            ),
-            ParamDoc::new(
-                "safeguards",
-                "true",
-                "encoder pause (oldest queued packet older than tau) and reset (older than \
-                 reset_after)",
-            ),
-            ParamDoc::new(
-                "tau",
-                "33ms",
-                "pause threshold, also the on-time delay of the alpha optimisation",
-            ),
-            ParamDoc::new(
-                "reset_after",
-                "1s",
-                "reset threshold: flush the pacer queue and code a keyframe",
-            ),
-            ParamDoc::new(
-                "alpha",
-                "auto",
-                "\"auto\": hindsight optimisation (Algorithm 1); a number in [0.05, 1]: that \
-                 fixed alpha (ablation)",
-            ),
-            ParamDoc::new(
-                "lambda",
-                "0.5",
-                "weight of frame rate against bitrate in the alpha optimisation",
-            ),
-            ParamDoc::new(
-                "window",
-                "1s",
-                "T: optimisation window and least time between resolution changes",
-            ),
-            ParamDoc::new(
-                "adapt_resolution",
-                "true",
-                "step the encoder's resolution ladder (Algorithm 2)",
-            ),
-        ],
+        params: VidaptiveConfig::param_docs(),
         // The wrapped controller may act on frame acks: ask for them.
         feedback: FeedbackPolicy {
             frame_acks: true,

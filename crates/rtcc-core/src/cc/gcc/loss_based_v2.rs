@@ -138,11 +138,11 @@
 //!   back-off of `send_side_bandwidth_estimation.cc` (as for v1 in this crate).
 
 use crate::packet::PacketResult;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Which loss-based estimator the `webrtc` profile runs (`GccConfig::loss_based`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum LossBasedVersion {
     /// The 2 % / 10 % rules of `send_side_bandwidth_estimation.cc` (`loss_based.rs`, default).

@@ -35,12 +35,13 @@
 //! (`remb.rs`); periodic ALR probing off by default as for libwebrtc camera streams (`probe.rs`);
 //! the simulator's exact receive times are not rounded to milliseconds.
 
+use super::params::controller_config;
 use super::{
     build_fn, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo,
 };
-use super::{FeedbackPolicy, ParamDoc, Params};
+use super::{FeedbackPolicy, Params};
 use crate::units::{Duration, Rate};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 pub mod acked_bitrate;
 pub mod aimd;
@@ -58,7 +59,7 @@ pub mod trendline;
 pub mod webrtc;
 
 /// How the `paper` profile's detector scales the Kalman offset before comparing it with γ.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum OffsetScaling {
     /// `T = min(n, 60) · m`, as the paper's Chrome compared it (default).
@@ -69,7 +70,7 @@ pub enum OffsetScaling {
 }
 
 /// How the `paper` profile's receiver groups packets before its Kalman filter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Grouping {
     /// One group per video frame (default): the seed's §2.2 ("the video frames are the
@@ -82,7 +83,7 @@ pub enum Grouping {
 }
 
 /// Which GCC.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Profile {
     /// libwebrtc's send-side `goog_cc`.
@@ -92,58 +93,44 @@ pub enum Profile {
     Paper,
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GccConfig {
-    /// `"webrtc"` (default) or `"paper"`.
-    #[serde(default)]
-    pub profile: Profile,
-    /// Rate before any estimate. Default 300 kbps.
-    #[serde(default = "default_start")]
-    pub start_bitrate: Rate,
-    /// Lowest target. Default 30 kbps.
-    #[serde(default = "default_min")]
-    pub min_bitrate: Rate,
-    /// Highest target (and probe rate). Default 30 Mbps.
-    #[serde(default = "default_max")]
-    pub max_bitrate: Rate,
-    /// Pacing rate as a multiple of the target; 0 disables pacing. Default 2.5.
-    #[serde(default = "default_pacing_factor")]
-    pub pacing_factor: f64,
-    /// Multiplicative decrease on the measured rate: AIMD's β (`webrtc`) or the remote rate
-    /// controller's α (`paper`). Default 0.85.
-    #[serde(default = "default_backoff")]
-    pub backoff: f64,
-    /// `webrtc` only: probe at 3× and 6× the start rate when the call starts. Default true.
-    pub initial_probing: Option<bool>,
-    /// `webrtc` only: probe at 2× the estimate every 5 s while application limited. Default
-    /// false.
-    pub alr_probing: Option<bool>,
-    /// `paper` only: `"chrome"` (default) compares `min(n, 60) · m` with γ, `"none"` compares
-    /// `m` itself (the seed's text read literally).
-    pub offset_scaling: Option<OffsetScaling>,
-    /// `paper` only: `"frame"` (default) makes each video frame a group, `"burst"` groups as
-    /// libwebrtc's receive-side estimator does (5 ms send-time groups, bursts merged).
-    pub grouping: Option<Grouping>,
-    /// `webrtc` only: `"v1"` (default) runs the 2 % / 10 % loss rules, `"v2"` libwebrtc's
-    /// LossBasedBweV2.
-    pub loss_based: Option<loss_based_v2::LossBasedVersion>,
-}
-
-fn default_start() -> Rate {
-    Rate::from_kbps(300.0)
-}
-fn default_min() -> Rate {
-    Rate::from_kbps(30.0)
-}
-fn default_max() -> Rate {
-    Rate::from_mbps(30.0)
-}
-fn default_pacing_factor() -> f64 {
-    2.5
-}
-fn default_backoff() -> f64 {
-    0.85
+controller_config! {
+    /// GCC's parameters (defaults from libwebrtc, see the module header).
+    pub struct GccConfig {
+        /// "webrtc" (libwebrtc goog_cc, transport-wide feedback) or "paper" (GCC-AQM paper §2.2:
+        /// Kalman filter, REMB, Eq. 2)
+        pub profile: Profile = Profile::Webrtc,
+        /// target before any estimate
+        pub start_bitrate: Rate = Rate::from_kbps(300.0),
+        /// lowest target
+        pub min_bitrate: Rate = Rate::from_kbps(30.0),
+        /// highest target and probe rate
+        pub max_bitrate: Rate = Rate::from_mbps(30.0),
+        /// pacing rate as a multiple of the target; 0 disables pacing
+        pub pacing_factor: f64 = 2.5,
+        /// decrease factor on the measured rate (AIMD beta; the paper's alpha)
+        ///
+        /// Multiplicative decrease on the measured rate: AIMD's β (`webrtc`) or the remote rate
+        /// controller's α (`paper`).
+        pub backoff: f64 = 0.85,
+        /// webrtc only: probe at 3x and 6x the start bitrate at start-up
+        #[doc_default = "true"]
+        pub initial_probing: Option<bool> = None,
+        /// webrtc only: probe at 2x the estimate every 5 s while application limited
+        #[doc_default = "false"]
+        pub alr_probing: Option<bool> = None,
+        /// paper only: "chrome" compares min(n, 60) x the Kalman offset with the threshold (as
+        /// the measured Chrome), "none" the offset itself (the seed's text)
+        #[doc_default = "chrome"]
+        pub offset_scaling: Option<OffsetScaling> = None,
+        /// paper only: "frame" makes each video frame one group of the Kalman filter (the seed),
+        /// "burst" groups packets sent within 5 ms as libwebrtc does
+        #[doc_default = "frame"]
+        pub grouping: Option<Grouping> = None,
+        /// webrtc only: loss-based estimator, "v1" (2 % / 10 % loss rules) or "v2" (libwebrtc's
+        /// LossBasedBweV2, as Chrome runs it)
+        #[doc_default = "v1"]
+        pub loss_based: Option<loss_based_v2::LossBasedVersion> = None,
+    }
 }
 
 impl GccConfig {
@@ -221,55 +208,7 @@ pub fn info() -> ControllerInfo {
             "Google Congestion Control: libwebrtc's send-side goog_cc (profile \"webrtc\") or the \
              GCC-AQM paper's receiver-side GCC with REMB (profile \"paper\")."
                 .into(),
-        params: vec![
-            ParamDoc::new(
-                "profile",
-                "webrtc",
-                "\"webrtc\" (libwebrtc goog_cc, transport-wide feedback) or \"paper\" (GCC-AQM \
-                 paper §2.2: Kalman filter, REMB, Eq. 2)",
-            ),
-            ParamDoc::new("start_bitrate", "300kbps", "target before any estimate"),
-            ParamDoc::new("min_bitrate", "30kbps", "lowest target"),
-            ParamDoc::new("max_bitrate", "30Mbps", "highest target and probe rate"),
-            ParamDoc::new(
-                "pacing_factor",
-                "2.5",
-                "pacing rate as a multiple of the target; 0 disables pacing",
-            ),
-            ParamDoc::new(
-                "backoff",
-                "0.85",
-                "decrease factor on the measured rate (AIMD beta; the paper's alpha)",
-            ),
-            ParamDoc::new(
-                "initial_probing",
-                "true",
-                "webrtc only: probe at 3x and 6x the start bitrate at start-up",
-            ),
-            ParamDoc::new(
-                "alr_probing",
-                "false",
-                "webrtc only: probe at 2x the estimate every 5 s while application limited",
-            ),
-            ParamDoc::new(
-                "offset_scaling",
-                "chrome",
-                "paper only: \"chrome\" compares min(n, 60) x the Kalman offset with the \
-                 threshold (as the measured Chrome), \"none\" the offset itself (the seed's text)",
-            ),
-            ParamDoc::new(
-                "grouping",
-                "frame",
-                "paper only: \"frame\" makes each video frame one group of the Kalman filter \
-                 (the seed), \"burst\" groups packets sent within 5 ms as libwebrtc does",
-            ),
-            ParamDoc::new(
-                "loss_based",
-                "v1",
-                "webrtc only: loss-based estimator, \"v1\" (2 % / 10 % loss rules) or \"v2\" \
-                 (libwebrtc's LossBasedBweV2, as Chrome runs it)",
-            ),
-        ],
+        params: GccConfig::param_docs(),
         feedback: FeedbackPolicy {
             interval: Some(Duration(50_000_000)),
             per_frame: true,

@@ -2,85 +2,47 @@
 
 use super::min_owd::Anchor;
 use super::update::Bounds;
+use crate::cc::params::controller_config;
 use crate::media::packetizer::{Packetizer, MIN_SPLIT_PAYLOAD};
 use crate::units::{Duration, Rate};
-use serde::Deserialize;
 
-/// SQP's parameters (see the table in the module header for sources).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SqpConfig {
-    /// Pacing multiplier m: each frame is paced at m × B. Default 2.0 (§4.5).
-    #[serde(default = "default_m")]
-    pub pacing_multiplier: f64,
-    /// Target multiplier T applied to every sample. Default 0.9 (§4.5).
-    #[serde(default = "default_t")]
-    pub target_multiplier: f64,
-    /// Step size δ of Eq. 4. Default 320 kbps (§4.4).
-    #[serde(default = "default_step")]
-    pub step: Rate,
-    /// Reward weight r of Eq. 4. Default 0.25 (§4.4).
-    #[serde(default = "default_reward")]
-    pub reward: f64,
-    /// Δ_min window as a multiple of sRTT. Default 2.0 (§4.3, §5.3).
-    #[serde(default = "default_window")]
-    pub min_owd_window: f64,
-    /// What the Δ_min window is anchored at: "frame" (default) or "feedback".
-    #[serde(default = "default_anchor")]
-    pub min_owd_anchor: String,
-    /// Eq. 2's undershoot correction. Default true.
-    #[serde(default = "default_true")]
-    pub undershoot_correction: bool,
-    /// Packet-level correction of Eq. 1: "none" (as printed, default), "numerator" (F minus
-    /// the first packet) or "dispersion" (dispersion extended by one packet).
-    #[serde(default = "default_train_correction")]
-    pub train_correction: String,
-    /// Hysteresis band between the estimate and the encoder target. Default 0.05.
-    #[serde(default = "default_hysteresis")]
-    pub hysteresis: f64,
-    /// Estimate before the first sample. Default 2 Mbps.
-    #[serde(default = "default_initial")]
-    pub initial_rate: Rate,
-    /// Lowest estimate. Default: the flow's minimum bitrate (never below two packets per frame).
-    #[serde(default)]
-    pub min_rate: Option<Rate>,
-    /// Highest estimate. Default 100 Mbps.
-    #[serde(default = "default_max")]
-    pub max_rate: Rate,
-}
-
-fn default_m() -> f64 {
-    2.0
-}
-fn default_t() -> f64 {
-    0.9
-}
-fn default_step() -> Rate {
-    Rate::from_kbps(320.0)
-}
-fn default_reward() -> f64 {
-    0.25
-}
-fn default_window() -> f64 {
-    2.0
-}
-fn default_anchor() -> String {
-    "frame".into()
-}
-fn default_true() -> bool {
-    true
-}
-fn default_train_correction() -> String {
-    "none".into()
-}
-fn default_hysteresis() -> f64 {
-    0.05
-}
-fn default_initial() -> Rate {
-    Rate::from_mbps(2.0)
-}
-fn default_max() -> Rate {
-    Rate::from_mbps(100.0)
+controller_config! {
+    /// SQP's parameters (see the table in the module header for sources).
+    pub struct SqpConfig {
+        /// m: each frame is paced at m × the estimate (§4.5)
+        pub pacing_multiplier: f64 = 2.0,
+        /// T: samples are multiplied by T before the update (§4.5)
+        pub target_multiplier: f64 = 0.9,
+        /// δ: step size of the update rule, Eq. 4 (§4.4)
+        pub step: Rate = Rate::from_kbps(320.0),
+        /// r: reward weight of the update rule, Eq. 4 (§4.4)
+        pub reward: f64 = 0.25,
+        /// window of the minimum one-way delay, as a multiple of sRTT (§4.3)
+        ///
+        /// §5.3 sweeps it.
+        pub min_owd_window: f64 = 2.0,
+        /// window end: "frame" (the sampled frame) or "feedback" (the feedback's arrival)
+        pub min_owd_anchor: String = "frame".into(),
+        /// use Eq. 2 (extrapolate small frames to B·I) instead of Eq. 1
+        pub undershoot_correction: bool = true,
+        /// packet-level form of Eq. 1: "none" (as printed), "numerator" (F minus the first
+        /// packet) or "dispersion" (dispersion plus one packet time)
+        pub train_correction: String = "none".into(),
+        /// encoder target follows decreases at once, increases beyond this fraction (§4.1)
+        ///
+        /// The hysteresis band between the estimate and the encoder target.
+        pub hysteresis: f64 = 0.05,
+        /// estimate before the first sample
+        pub initial_rate: Rate = Rate::from_mbps(2.0),
+        /// lowest estimate; cannot be below 2 x 50 B x 8 x fps (every frame two packets; a
+        /// one-packet frame has no dispersion)
+        ///
+        /// `None`: the flow's minimum bitrate, never below two packets per frame.
+        #[doc_default = "the flow's min_bitrate"]
+        pub min_rate: Option<Rate> = None,
+        /// highest estimate (the application's cap)
+        pub max_rate: Rate = Rate::from_mbps(100.0),
+    }
 }
 
 /// Largest fraction of the estimate one update may remove (judgment: never more than halve).

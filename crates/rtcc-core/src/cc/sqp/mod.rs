@@ -122,7 +122,7 @@ pub mod update;
 use super::{
     build_fn, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo,
 };
-use super::{Decision, FeedbackPolicy, FrameController, ParamDoc, Params};
+use super::{Decision, FeedbackPolicy, FrameController, Params};
 use crate::packet::{FeedbackReport, FrameInfo};
 use crate::units::{Duration, Rate, Time};
 pub use config::{SqpConfig, SqpParams, TrainCorrection, FEEDBACK_INTERVAL, MAX_DECREASE};
@@ -343,67 +343,7 @@ pub fn info() -> ControllerInfo {
         summary: "SQP (Ray et al. 2022): frame-coupled paced trains, dispersion samples, \
                   utility-based updates."
             .into(),
-        params: vec![
-            ParamDoc::new(
-                "pacing_multiplier",
-                "2.0",
-                "m: each frame is paced at m × the estimate (§4.5)",
-            ),
-            ParamDoc::new(
-                "target_multiplier",
-                "0.9",
-                "T: samples are multiplied by T before the update (§4.5)",
-            ),
-            ParamDoc::new(
-                "step",
-                "320kbps",
-                "δ: step size of the update rule, Eq. 4 (§4.4)",
-            ),
-            ParamDoc::new(
-                "reward",
-                "0.25",
-                "r: reward weight of the update rule, Eq. 4 (§4.4)",
-            ),
-            ParamDoc::new(
-                "min_owd_window",
-                "2.0",
-                "window of the minimum one-way delay, as a multiple of sRTT (§4.3)",
-            ),
-            ParamDoc::new(
-                "min_owd_anchor",
-                "frame",
-                "window end: \"frame\" (the sampled frame) or \"feedback\" (the feedback's \
-                 arrival)",
-            ),
-            ParamDoc::new(
-                "undershoot_correction",
-                "true",
-                "use Eq. 2 (extrapolate small frames to B·I) instead of Eq. 1",
-            ),
-            ParamDoc::new(
-                "train_correction",
-                "none",
-                "packet-level form of Eq. 1: \"none\" (as printed), \"numerator\" (F minus the \
-                 first packet) or \"dispersion\" (dispersion plus one packet time)",
-            ),
-            ParamDoc::new(
-                "hysteresis",
-                "0.05",
-                "encoder target follows decreases at once, increases beyond this fraction (§4.1)",
-            ),
-            ParamDoc::new("initial_rate", "2Mbps", "estimate before the first sample"),
-            ParamDoc::new(
-                "min_rate",
-                "the flow's min_bitrate",
-                "lowest estimate; cannot be below 2 x 50 B x 8 x fps (every frame two packets; a \
-                 one-packet frame has no dispersion)",
-            ),
-            ParamDoc::new(
-                "max_rate",
-                "100Mbps",
-                "highest estimate (the application's cap)",
-            ),
-        ],
+        params: SqpConfig::param_docs(),
         feedback: FeedbackPolicy {
             interval: Some(FEEDBACK_INTERVAL),
             per_frame: true,
