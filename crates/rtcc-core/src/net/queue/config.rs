@@ -389,7 +389,7 @@ impl QueueConfig {
         seed: u64,
     ) -> Result<Box<dyn Queue<P>>, String> {
         let kind = self.kind();
-        let prefix = |e: String| format!("{kind}: {e}");
+        let prefix = |e: super::InvalidParam| format!("{kind}: {e}");
         Ok(match self.resolve(link_rate)? {
             QueueParams::DropTail {
                 limit,
