@@ -82,8 +82,9 @@ use std::collections::VecDeque;
 /// Largest quantum the kernel accepts (`FQ_CODEL_QUANTUM_MAX`).
 pub const FQ_CODEL_QUANTUM_MAX: u32 = 1 << 20;
 
-/// Which backlog CoDel's one-MTU guard looks at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which backlog CoDel's one-MTU guard looks at (named in a configuration in lower case).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum MtuGuard {
     /// The whole qdisc's (Linux `sch_fq_codel.c`).
     Qdisc,

@@ -99,12 +99,14 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 use std::collections::VecDeque;
 
-/// How PIE estimates the queueing delay.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How PIE estimates the queueing delay (named in a configuration as below).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
 pub enum PieEstimator {
     /// Sojourn time of the last dequeued packet (RFC 8033 §4.3; Linux ≥ 5.1 default).
+    #[serde(rename = "timestamp")]
     Timestamp,
     /// Backlog divided by the measured drain rate, Little's law (RFC 8033 §5.2; Linux 3.16).
+    #[serde(rename = "dq-rate")]
     DequeueRate,
 }
 
