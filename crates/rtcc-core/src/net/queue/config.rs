@@ -47,6 +47,8 @@
 //! preset against the kind (PIE has one more), and hands over the values in the order the struct
 //! declares them. Errors are [`QueueConfigError`]s: they name the kind, the field, what it takes
 //! and what was found, like `codel target: expected a duration with a unit, like "5ms", found 5`.
+//! (A kind's struct read alone, outside a [`QueueConfig`], has neither the preset check nor
+//! [`QueueConfig::validate`].)
 
 use super::{
     Codel, CodelParams, DropTail, FqCodel, FqCodelParams, InvalidParam, MtuGuard, NetPacket, Pie,
