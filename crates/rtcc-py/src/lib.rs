@@ -331,7 +331,7 @@ fn generate_lte_trace(seed: u64, duration_s: f64, mean_mbps: f64) -> PyResult<Ve
         Duration::from_secs_f64(duration_s),
         Rate::from_mbps(mean_mbps),
     );
-    generate_lte(&cfg).map_err(PyValueError::new_err)
+    generate_lte(&cfg).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 /// Parse a command line's controller spec (`NAME` or `NAME:KEY=VALUE[,...]`) with the core's one

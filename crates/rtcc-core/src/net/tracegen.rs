@@ -24,6 +24,17 @@ use rand_core::{Rng, SeedableRng};
 
 const STEP_MS: u64 = 50;
 
+/// Why no trace could be generated.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LteTraceError {
+    #[error("duration must be at least 1s, got {0}")]
+    TooShort(Duration),
+    #[error("mean rate must be positive, got {0}")]
+    MeanNotPositive(Rate),
+    #[error("the generated trace is all outage; use another seed")]
+    AllOutage,
+}
+
 #[derive(Debug, Clone)]
 pub struct LteTraceConfig {
     pub seed: u64,
@@ -61,16 +72,13 @@ fn normal(rng: &mut ChaCha8Rng) -> f64 {
 
 /// Generate the trace: millisecond offsets of delivery opportunities, the last one equal to the
 /// duration. Errors on a duration under 1 s or a mean rate that is not positive.
-pub fn generate_lte(cfg: &LteTraceConfig) -> Result<Vec<u64>, String> {
+pub fn generate_lte(cfg: &LteTraceConfig) -> Result<Vec<u64>, LteTraceError> {
     let duration_ms = cfg.duration.0 / 1_000_000;
     if duration_ms < 1000 {
-        return Err(format!(
-            "duration must be at least 1s, got {}",
-            cfg.duration
-        ));
+        return Err(LteTraceError::TooShort(cfg.duration));
     }
     if !(cfg.mean.bps() > 0.0 && cfg.mean.bps().is_finite()) {
-        return Err(format!("mean rate must be positive, got {}", cfg.mean));
+        return Err(LteTraceError::MeanNotPositive(cfg.mean));
     }
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
     let steps = duration_ms.div_ceil(STEP_MS) as usize;
@@ -93,7 +101,7 @@ pub fn generate_lte(cfg: &LteTraceConfig) -> Result<Vec<u64>, String> {
     for _ in 0..2 {
         let m = rates.iter().sum::<f64>() / rates.len() as f64;
         if m <= 0.0 {
-            return Err("the generated trace is all outage; use another seed".into());
+            return Err(LteTraceError::AllOutage);
         }
         for r in rates.iter_mut() {
             *r = (*r / m).min(4.0);

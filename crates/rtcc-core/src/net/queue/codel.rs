@@ -79,7 +79,7 @@
 //! (`codel_time_after(vars->ldelay, params->ce_threshold)`), a step marking for DCTCP-like
 //! senders that never drops.
 
-use super::{NetPacket, Queue, QueueLimit, Stamped, LINUX_MTU};
+use super::{InvalidParam, NetPacket, Queue, QueueLimit, Stamped, LINUX_MTU};
 use crate::units::{Duration, Rate, Time};
 use std::collections::VecDeque;
 
@@ -114,12 +114,12 @@ impl Default for CodelParams {
 }
 
 impl CodelParams {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidParam> {
         if self.target.0 == 0 {
-            return Err("target must be positive".into());
+            return Err(InvalidParam::NotPositive("target"));
         }
         if self.interval.0 == 0 {
-            return Err("interval must be positive".into());
+            return Err(InvalidParam::NotPositive("interval"));
         }
         Ok(())
     }

@@ -34,13 +34,32 @@
 //! only packets of flows with `ecn = true` can be marked (see `docs/queues.md`).
 //!
 //! `docs/queues.md` documents each discipline, its defaults and the presets.
+//!
+//! # How a table is read
+//!
+//! Each kind's fields are declared by its configuration struct ([`CodelConfig`], ...), which
+//! derives `Deserialize`: a field names the reader of its value (a duration, a limit, a size, a
+//! count, a number, a flag), and PIE's `estimator` and fq_codel's `mtu_guard` are enums. What
+//! comes before the struct is dispatched by hand, because serde's own messages for it would be
+//! vague ("data did not match any variant"): the value's shape (a string is a drop-tail limit, a
+//! table has a `kind`), fields given twice, and the kind. The table then goes to its kind's
+//! struct through a deserializer that rejects the fields the struct does not declare, checks the
+//! preset against the kind (PIE has one more), and hands over the values in the order the struct
+//! declares them. Errors are [`QueueConfigError`]s: they name the kind, the field, what it takes
+//! and what was found, like `codel target: expected a duration with a unit, like "5ms", found 5`.
+//! (A kind's struct read alone, outside a [`QueueConfig`], has neither the preset check nor
+//! [`QueueConfig::validate`].)
 
 use super::{
-    Codel, CodelParams, DropTail, FqCodel, FqCodelParams, MtuGuard, NetPacket, Pie, PieEstimator,
-    PieParams, Queue, QueueLimit, Sfq, SfqParams,
+    Codel, CodelParams, DropTail, FqCodel, FqCodelParams, InvalidParam, MtuGuard, NetPacket, Pie,
+    PieEstimator, PieParams, Queue, QueueLimit, Sfq, SfqParams,
 };
 use crate::units::{Bytes, Duration, Rate};
-use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{
+    self, DeserializeSeed, Deserializer, IgnoredAny, IntoDeserializer, MapAccess, SeqAccess,
+    Unexpected, Visitor,
+};
+use serde::Deserialize;
 use std::fmt;
 
 /// The queue kinds, as written in a configuration.
@@ -50,14 +69,17 @@ pub const QUEUE_KINDS: [&str; 5] = ["droptail", "codel", "pie", "sfq", "fq_codel
 pub const DEFAULT_DROPTAIL_LIMIT: QueueLimit = QueueLimit::Packets(1000);
 
 /// Named parameter sets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 pub enum Preset {
     /// Today's Linux defaults.
     #[default]
+    #[serde(rename = "linux")]
     Linux,
     /// Linux 3.16 (PIE only: its algorithm differs from today's).
+    #[serde(rename = "linux-3.16")]
     Linux316,
     /// Table 1 of the GCC × AQM paper.
+    #[serde(rename = "gcc-aqm")]
     GccAqm,
 }
 
@@ -72,71 +94,106 @@ impl Preset {
 }
 
 /// Drop-tail configuration.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct DropTailConfig {
     /// `linux`: 1000 packets; `gcc-aqm`: 300 ms at the link's nominal rate, in bytes.
     pub preset: Preset,
+    #[serde(deserialize_with = "limit")]
     pub limit: Option<QueueLimit>,
     /// Mark ECN-capable arrivals that take the queue past this (default: never).
+    #[serde(deserialize_with = "limit")]
     pub mark_threshold: Option<QueueLimit>,
 }
 
 /// CoDel configuration (unset fields come from the preset).
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct CodelConfig {
     pub preset: Preset,
+    #[serde(deserialize_with = "duration")]
     pub target: Option<Duration>,
+    #[serde(deserialize_with = "duration")]
     pub interval: Option<Duration>,
+    #[serde(deserialize_with = "limit")]
     pub limit: Option<QueueLimit>,
+    #[serde(deserialize_with = "size")]
     pub mtu: Option<Bytes>,
     /// Mark instead of dropping ECN-capable packets (default false).
+    #[serde(deserialize_with = "flag")]
     pub ecn: Option<bool>,
+    #[serde(deserialize_with = "duration")]
     pub ce_threshold: Option<Duration>,
 }
 
 /// PIE configuration.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct PieConfig {
     pub preset: Preset,
+    #[serde(deserialize_with = "duration")]
     pub target: Option<Duration>,
+    #[serde(deserialize_with = "duration")]
     pub tupdate: Option<Duration>,
+    #[serde(deserialize_with = "duration")]
     pub burst: Option<Duration>,
+    #[serde(deserialize_with = "number")]
     pub alpha: Option<f64>,
+    #[serde(deserialize_with = "number")]
     pub beta: Option<f64>,
+    #[serde(deserialize_with = "limit")]
     pub limit: Option<QueueLimit>,
     pub estimator: Option<PieEstimator>,
+    #[serde(deserialize_with = "size")]
     pub mtu: Option<Bytes>,
     /// Mark instead of dropping ECN-capable packets while p ≤ 10 % (default false).
+    #[serde(deserialize_with = "flag")]
     pub ecn: Option<bool>,
 }
 
 /// SFQ configuration.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct SfqConfig {
     pub preset: Preset,
     /// Packets, or a time converted to 1500-byte packets at the link's nominal rate.
+    #[serde(deserialize_with = "limit")]
     pub limit: Option<QueueLimit>,
+    #[serde(deserialize_with = "packets")]
     pub depth: Option<u32>,
+    #[serde(deserialize_with = "count")]
     pub flows: Option<u32>,
+    #[serde(deserialize_with = "count")]
     pub divisor: Option<u32>,
+    #[serde(deserialize_with = "size")]
     pub quantum: Option<Bytes>,
 }
 
 /// fq_codel configuration.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct FqCodelConfig {
     pub preset: Preset,
+    #[serde(deserialize_with = "duration")]
     pub target: Option<Duration>,
+    #[serde(deserialize_with = "duration")]
     pub interval: Option<Duration>,
     /// Packets, or a time converted to 1500-byte packets at the link's nominal rate.
+    #[serde(deserialize_with = "limit")]
     pub limit: Option<QueueLimit>,
+    #[serde(deserialize_with = "count")]
     pub flows: Option<u32>,
+    #[serde(deserialize_with = "size")]
     pub quantum: Option<Bytes>,
+    #[serde(deserialize_with = "packets")]
     pub drop_batch: Option<u32>,
+    #[serde(deserialize_with = "size")]
     pub mtu: Option<Bytes>,
     pub mtu_guard: Option<MtuGuard>,
     /// Mark instead of dropping ECN-capable packets (default false; Linux's default is true).
+    #[serde(deserialize_with = "flag")]
     pub ecn: Option<bool>,
+    #[serde(deserialize_with = "duration")]
     pub ce_threshold: Option<Duration>,
 }
 
@@ -183,6 +240,121 @@ pub enum QueueParams {
     FqCodel(FqCodelParams),
 }
 
+/// What is wrong with a queue configuration, as read or as resolved for a link.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum QueueConfigError {
+    #[error("queue field {0:?} is given twice")]
+    DuplicateField(String),
+    #[error(
+        "a queue table needs a \"kind\": one of {kinds} (or write a drop-tail limit as a string, \
+         like \"100pkts\")",
+        kinds = QUEUE_KINDS.join(", ")
+    )]
+    MissingKind,
+    /// The `kind` is not a string; `.0` is what was found.
+    #[error("queue kind must be a string, one of {kinds}; found {0}", kinds = QUEUE_KINDS.join(", "))]
+    KindNotAString(String),
+    #[error("unknown queue kind {0:?}; valid kinds: {kinds}", kinds = QUEUE_KINDS.join(", "))]
+    UnknownKind(String),
+    /// A field the kind's configuration does not declare; `valid` are those it does.
+    #[error("{kind} queue has no field {field:?}; valid fields: kind, {fields}", fields = .valid.join(", "))]
+    UnknownField {
+        kind: &'static str,
+        field: String,
+        valid: &'static [&'static str],
+    },
+    #[error("{kind} preset {name:?} is unknown; valid presets: {names}", names = preset_names(kind))]
+    UnknownPreset { kind: &'static str, name: String },
+    /// A field's value is not what the field takes.
+    #[error("{kind} {field}: {reason}")]
+    Field {
+        kind: &'static str,
+        field: String,
+        reason: String,
+    },
+    /// A bare integer where a queue was expected (a wrapped `u64` above `i64::MAX`).
+    #[error(
+        "{0} has no unit: write a drop-tail limit like \"{0}pkts\", or a table with a kind ({kinds})",
+        kinds = QUEUE_KINDS.join(", ")
+    )]
+    NoUnit(i64),
+    #[error(
+        "{0} is not a queue: write a drop-tail limit like \"100pkts\", or a table with a kind \
+         ({kinds})",
+        kinds = QUEUE_KINDS.join(", ")
+    )]
+    NotAQueue(f64),
+    /// Any other message serde gives while reading a table into its kind's struct.
+    #[error("{0}")]
+    Other(String),
+    /// A parameter that depends on the link rate (`what`: the gcc-aqm preset, a limit in time),
+    /// at a rate that is not positive.
+    #[error("{kind}: {what} depends on the link rate, which must be positive (got {rate} bit/s)")]
+    NeedsLinkRate {
+        kind: &'static str,
+        what: &'static str,
+        rate: f64,
+    },
+    /// A limit (`field`: `limit`, or drop-tail's `mark_threshold`) of 0 packets.
+    #[error("{}: limit must be at least 1 packet", place(kind, field))]
+    NoPacket {
+        kind: &'static str,
+        field: &'static str,
+    },
+    /// A limit of 0 bytes or 0 s.
+    #[error("{}: limit must be positive", place(kind, field))]
+    EmptyLimit {
+        kind: &'static str,
+        field: &'static str,
+    },
+    /// Bytes or `unlimited` for a kind that counts packets.
+    #[error(
+        "{kind}: limit counts packets: write packets (\"127pkts\") or a time (\"300ms\", \
+         converted to 1500-byte packets at the link rate), not {limit}"
+    )]
+    NotPackets {
+        kind: &'static str,
+        limit: QueueLimit,
+    },
+    /// A size (`mtu`, `quantum`) that does not fit the kernel's 32 bits.
+    #[error("{kind}: {field} {value} is too large")]
+    TooLarge {
+        kind: &'static str,
+        field: &'static str,
+        value: Bytes,
+    },
+    /// The resolved parameters are out of the discipline's range.
+    #[error("{kind}: {source}")]
+    Param {
+        kind: &'static str,
+        source: InvalidParam,
+    },
+}
+
+impl de::Error for QueueConfigError {
+    fn custom<T: fmt::Display>(msg: T) -> Self {
+        QueueConfigError::Other(msg.to_string())
+    }
+}
+
+/// Where a limit's problem is: the kind for its `limit`, `droptail mark_threshold` for another.
+fn place(kind: &str, field: &str) -> String {
+    if field == "limit" {
+        kind.to_string()
+    } else {
+        format!("{kind} {field}")
+    }
+}
+
+/// The presets a kind takes, as a list for messages.
+fn preset_names(kind: &str) -> String {
+    let names: Vec<&str> = QueueConfig::presets(kind)
+        .iter()
+        .map(|p| p.name())
+        .collect();
+    names.join(", ")
+}
+
 /// Bytes of the full-size packets a time limit is converted to for packet-limited kinds.
 const FULL_PACKET: f64 = 1500.0;
 /// Table 1's drop-tail and SFQ buffer: 300 ms at the link rate.
@@ -191,56 +363,73 @@ const GCC_AQM_BUFFER: Duration = Duration(300_000_000);
 /// otherwise"; its rates are 1, 2, 5, 10, 50 and 100 Mbit/s, and the midpoint of 1 and 2 keeps
 /// a trace whose mean is near 1 Mbit/s on the 1 Mbit/s side).
 const GCC_AQM_CODEL_13MS_BELOW: Rate = Rate(1.5e6);
+/// What of a `gcc-aqm` configuration depends on the link rate.
+const GCC_AQM: &str = "the gcc-aqm preset";
 
-fn check_rate(rate: Rate, what: &str) -> Result<(), String> {
+fn check_rate(rate: Rate, kind: &'static str, what: &'static str) -> Result<(), QueueConfigError> {
     if rate.0 > 0.0 {
         Ok(())
     } else {
-        Err(format!(
-            "{what} depends on the link rate, which must be positive (got {} bit/s)",
-            rate.0
-        ))
+        Err(QueueConfigError::NeedsLinkRate {
+            kind,
+            what,
+            rate: rate.0,
+        })
     }
 }
 
 /// `d` of data at `rate`, in 1500-byte packets, rounded up, at least 1.
-fn packets_in(rate: Rate, d: Duration, what: &str) -> Result<u32, String> {
-    check_rate(rate, what)?;
+fn packets_in(
+    rate: Rate,
+    d: Duration,
+    kind: &'static str,
+    what: &'static str,
+) -> Result<u32, QueueConfigError> {
+    check_rate(rate, kind, what)?;
     let n = (rate.bytes_in(d) / FULL_PACKET).ceil();
     Ok(n.clamp(1.0, u32::MAX as f64) as u32)
 }
 
 /// A limit for the kinds that count packets.
-fn packet_limit(kind: &str, limit: QueueLimit, rate: Rate) -> Result<u32, String> {
+fn packet_limit(
+    kind: &'static str,
+    limit: QueueLimit,
+    rate: Rate,
+) -> Result<u32, QueueConfigError> {
+    let field = "limit";
     match limit {
         QueueLimit::Packets(n) if n >= 1 => Ok(n.min(u32::MAX as u64) as u32),
-        QueueLimit::Packets(_) => Err(format!("{kind}: limit must be at least 1 packet")),
-        QueueLimit::Time(d) if d.0 > 0 => packets_in(rate, d, &format!("{kind}: a limit in time")),
-        QueueLimit::Time(_) => Err(format!("{kind}: limit must be positive")),
-        QueueLimit::Bytes(_) | QueueLimit::Unlimited => Err(format!(
-            "{kind}: limit counts packets: write packets (\"127pkts\") or a time (\"300ms\", \
-             converted to 1500-byte packets at the link rate), not {limit}"
-        )),
+        QueueLimit::Packets(_) => Err(QueueConfigError::NoPacket { kind, field }),
+        QueueLimit::Time(d) if d.0 > 0 => packets_in(rate, d, kind, "a limit in time"),
+        QueueLimit::Time(_) => Err(QueueConfigError::EmptyLimit { kind, field }),
+        QueueLimit::Bytes(_) | QueueLimit::Unlimited => {
+            Err(QueueConfigError::NotPackets { kind, limit })
+        }
     }
 }
 
-/// A limit for the kinds that take any [`QueueLimit`].
-fn any_limit(kind: &str, limit: QueueLimit) -> Result<QueueLimit, String> {
+/// A limit (`field`) for the kinds that take any [`QueueLimit`].
+fn any_limit(
+    kind: &'static str,
+    field: &'static str,
+    limit: QueueLimit,
+) -> Result<QueueLimit, QueueConfigError> {
     match limit {
-        QueueLimit::Packets(0) => Err(format!("{kind}: limit must be at least 1 packet")),
+        QueueLimit::Packets(0) => Err(QueueConfigError::NoPacket { kind, field }),
         QueueLimit::Bytes(0) | QueueLimit::Time(Duration(0)) => {
-            Err(format!("{kind}: limit must be positive"))
+            Err(QueueConfigError::EmptyLimit { kind, field })
         }
         l => Ok(l),
     }
 }
 
-fn mtu_of(kind: &str, mtu: Bytes) -> Result<u32, String> {
-    u32::try_from(mtu.0).map_err(|_| format!("{kind}: mtu {mtu} is too large"))
-}
-
-fn quantum_of(kind: &str, q: Bytes) -> Result<u32, String> {
-    u32::try_from(q.0).map_err(|_| format!("{kind}: quantum {q} is too large"))
+/// A size the kernel keeps in 32 bits (`mtu`, `quantum`).
+fn u32_bytes(
+    kind: &'static str,
+    field: &'static str,
+    value: Bytes,
+) -> Result<u32, QueueConfigError> {
+    u32::try_from(value.0).map_err(|_| QueueConfigError::TooLarge { kind, field, value })
 }
 
 impl QueueConfig {
@@ -266,17 +455,23 @@ impl QueueConfig {
         }
     }
 
-    /// Every parameter, for a link whose mean (or nominal) rate is `link_rate`.
+    /// Every parameter, for a link whose mean (or nominal) rate is `link_rate`; the error is
+    /// [`QueueConfig::params`]'s, as its message.
     pub fn resolve(&self, link_rate: Rate) -> Result<QueueParams, String> {
+        self.params(link_rate).map_err(|e| e.to_string())
+    }
+
+    /// Every parameter, for a link whose mean (or nominal) rate is `link_rate`.
+    pub fn params(&self, link_rate: Rate) -> Result<QueueParams, QueueConfigError> {
         let kind = self.kind();
         let gcc = self.preset() == Preset::GccAqm;
-        let what = format!("{kind}: the gcc-aqm preset");
+        let invalid = |source| QueueConfigError::Param { kind, source };
         match self {
             QueueConfig::DropTail(c) => {
                 let limit = match (c.limit, gcc) {
                     (Some(l), _) => l,
                     (None, true) => {
-                        check_rate(link_rate, &what)?;
+                        check_rate(link_rate, kind, GCC_AQM)?;
                         let b = link_rate.bytes_in(GCC_AQM_BUFFER).round();
                         QueueLimit::Bytes(b.min(u64::MAX as f64) as u64)
                     }
@@ -284,7 +479,7 @@ impl QueueConfig {
                 };
                 let mark_threshold = c
                     .mark_threshold
-                    .map(|t| any_limit(&format!("{kind} mark_threshold"), t))
+                    .map(|t| any_limit(kind, "mark_threshold", t))
                     .transpose()?;
                 Ok(QueueParams::DropTail {
                     limit,
@@ -294,7 +489,7 @@ impl QueueConfig {
             QueueConfig::Codel(c) => {
                 let mut codel = CodelParams::default();
                 if gcc {
-                    check_rate(link_rate, &what)?;
+                    check_rate(link_rate, kind, GCC_AQM)?;
                     if link_rate.0 < GCC_AQM_CODEL_13MS_BELOW.0 {
                         codel.target = Duration::from_millis(13);
                     }
@@ -302,12 +497,12 @@ impl QueueConfig {
                 codel.target = c.target.unwrap_or(codel.target);
                 codel.interval = c.interval.unwrap_or(codel.interval);
                 if let Some(m) = c.mtu {
-                    codel.mtu = mtu_of(kind, m)?;
+                    codel.mtu = u32_bytes(kind, "mtu", m)?;
                 }
                 codel.ecn = c.ecn.unwrap_or(codel.ecn);
                 codel.ce_threshold = c.ce_threshold.or(codel.ce_threshold);
-                codel.validate().map_err(|e| format!("{kind}: {e}"))?;
-                let limit = any_limit(kind, c.limit.unwrap_or(QueueLimit::Packets(1000)))?;
+                codel.validate().map_err(invalid)?;
+                let limit = any_limit(kind, "limit", c.limit.unwrap_or(QueueLimit::Packets(1000)))?;
                 Ok(QueueParams::Codel { codel, limit })
             }
             QueueConfig::Pie(c) => {
@@ -323,13 +518,13 @@ impl QueueConfig {
                 p.beta = c.beta.unwrap_or(p.beta);
                 p.estimator = c.estimator.unwrap_or(p.estimator);
                 if let Some(l) = c.limit {
-                    p.limit = any_limit(kind, l)?;
+                    p.limit = any_limit(kind, "limit", l)?;
                 }
                 if let Some(m) = c.mtu {
-                    p.mtu = mtu_of(kind, m)?;
+                    p.mtu = u32_bytes(kind, "mtu", m)?;
                 }
                 p.ecn = c.ecn.unwrap_or(p.ecn);
-                p.validate().map_err(|e| format!("{kind}: {e}"))?;
+                p.validate().map_err(invalid)?;
                 Ok(QueueParams::Pie(p))
             }
             QueueConfig::Sfq(c) => {
@@ -338,20 +533,20 @@ impl QueueConfig {
                 p.flows = c.flows.unwrap_or(p.flows);
                 p.divisor = c.divisor.unwrap_or(p.divisor);
                 if let Some(q) = c.quantum {
-                    p.quantum = quantum_of(kind, q)?;
+                    p.quantum = u32_bytes(kind, "quantum", q)?;
                 }
                 // The rules below (caps on flows and depth) are checked before the limit's.
-                p.validate().map_err(|e| format!("{kind}: {e}"))?;
+                p.validate().map_err(invalid)?;
                 p.flows = p.flows.min(p.divisor);
                 let limit = match (c.limit, gcc) {
                     (Some(l), _) => Some(packet_limit(kind, l, link_rate)?),
-                    (None, true) => Some(packets_in(link_rate, GCC_AQM_BUFFER, &what)?),
+                    (None, true) => Some(packets_in(link_rate, GCC_AQM_BUFFER, kind, GCC_AQM)?),
                     (None, false) => None,
                 };
                 if let Some(l) = limit {
                     p = p.with_limit(l);
                 }
-                p.validate().map_err(|e| format!("{kind}: {e}"))?;
+                p.validate().map_err(invalid)?;
                 Ok(QueueParams::Sfq(p))
             }
             QueueConfig::FqCodel(c) => {
@@ -362,97 +557,50 @@ impl QueueConfig {
                 p.codel.target = c.target.unwrap_or(p.codel.target);
                 p.codel.interval = c.interval.unwrap_or(p.codel.interval);
                 if let Some(m) = c.mtu {
-                    p.codel.mtu = mtu_of(kind, m)?;
+                    p.codel.mtu = u32_bytes(kind, "mtu", m)?;
                 }
                 if let Some(l) = c.limit {
                     p.limit = packet_limit(kind, l, link_rate)?;
                 }
                 p.flows = c.flows.unwrap_or(p.flows);
                 if let Some(q) = c.quantum {
-                    p.quantum = quantum_of(kind, q)?;
+                    p.quantum = u32_bytes(kind, "quantum", q)?;
                 }
                 p.drop_batch = c.drop_batch.unwrap_or(p.drop_batch);
                 p.mtu_guard = c.mtu_guard.unwrap_or(p.mtu_guard);
                 p.codel.ecn = c.ecn.unwrap_or(p.codel.ecn);
                 p.codel.ce_threshold = c.ce_threshold.or(p.codel.ce_threshold);
-                p.validate().map_err(|e| format!("{kind}: {e}"))?;
+                p.validate().map_err(invalid)?;
                 Ok(QueueParams::FqCodel(p))
             }
         }
     }
 
     /// Build the queue for a link whose mean (or nominal) rate is `link_rate`; `seed` drives
-    /// the queue's randomness (PIE's drops, the flow hash of SFQ and fq_codel).
+    /// the queue's randomness (PIE's drops, the flow hash of SFQ and fq_codel). The error is a
+    /// [`QueueConfigError`]'s message.
     pub fn build<P: NetPacket + Send + 'static>(
         &self,
         link_rate: Rate,
         seed: u64,
     ) -> Result<Box<dyn Queue<P>>, String> {
         let kind = self.kind();
-        let prefix = |e: String| format!("{kind}: {e}");
+        let invalid = |source| QueueConfigError::Param { kind, source }.to_string();
         Ok(match self.resolve(link_rate)? {
             QueueParams::DropTail {
                 limit,
                 mark_threshold,
             } => Box::new(DropTail::new(limit).with_mark_threshold(mark_threshold)),
             QueueParams::Codel { codel, limit } => Box::new(Codel::new(codel, limit)),
-            QueueParams::Pie(p) => Box::new(Pie::new(p, seed).map_err(prefix)?),
-            QueueParams::Sfq(p) => Box::new(Sfq::new(p, seed).map_err(prefix)?),
-            QueueParams::FqCodel(p) => Box::new(FqCodel::new(p, seed).map_err(prefix)?),
+            QueueParams::Pie(p) => Box::new(Pie::new(p, seed).map_err(invalid)?),
+            QueueParams::Sfq(p) => Box::new(Sfq::new(p, seed).map_err(invalid)?),
+            QueueParams::FqCodel(p) => Box::new(FqCodel::new(p, seed).map_err(invalid)?),
         })
     }
 
     /// Check everything that does not depend on the link rate.
-    pub fn validate(&self) -> Result<(), String> {
-        self.resolve(Rate::from_mbps(1.0)).map(|_| ())
-    }
-
-    /// The fields a table of this kind accepts.
-    pub fn fields(kind: &str) -> &'static [&'static str] {
-        match kind {
-            "droptail" => &["kind", "preset", "limit", "mark_threshold"],
-            "codel" => &[
-                "kind",
-                "preset",
-                "target",
-                "interval",
-                "limit",
-                "mtu",
-                "ecn",
-                "ce_threshold",
-            ],
-            "pie" => &[
-                "kind",
-                "preset",
-                "target",
-                "tupdate",
-                "burst",
-                "alpha",
-                "beta",
-                "limit",
-                "estimator",
-                "mtu",
-                "ecn",
-            ],
-            "sfq" => &[
-                "kind", "preset", "limit", "depth", "flows", "divisor", "quantum",
-            ],
-            "fq_codel" => &[
-                "kind",
-                "preset",
-                "target",
-                "interval",
-                "limit",
-                "flows",
-                "quantum",
-                "drop_batch",
-                "mtu",
-                "mtu_guard",
-                "ecn",
-                "ce_threshold",
-            ],
-            _ => &[],
-        }
+    pub fn validate(&self) -> Result<(), QueueConfigError> {
+        self.params(Rate::from_mbps(1.0)).map(|_| ())
     }
 
     /// The presets a kind accepts.
@@ -463,307 +611,37 @@ impl QueueConfig {
         }
     }
 
-    /// Read a table form: `(field, value)` pairs.
-    fn from_table(entries: &[(String, Scalar)]) -> Result<QueueConfig, String> {
-        let kinds = QUEUE_KINDS.join(", ");
+    /// Read a table form: `(field, value)` pairs as written.
+    fn from_table(entries: &[(String, Scalar)]) -> Result<QueueConfig, QueueConfigError> {
         for (i, (k, _)) in entries.iter().enumerate() {
             if entries[..i].iter().any(|(j, _)| j == k) {
-                return Err(format!("queue field {k:?} is given twice"));
+                return Err(QueueConfigError::DuplicateField(k.clone()));
             }
         }
         let kind = match entries.iter().find(|(k, _)| k == "kind") {
-            None => {
-                return Err(format!(
-                    "a queue table needs a \"kind\": one of {kinds} (or write a drop-tail \
-                     limit as a string, like \"100pkts\")"
-                ))
-            }
-            Some((_, Scalar::Str(s))) => s.as_str(),
-            Some((_, other)) => {
-                return Err(format!(
-                    "queue kind must be a string, one of {kinds}; found {}",
-                    other.describe()
-                ))
-            }
+            None => return Err(QueueConfigError::MissingKind),
+            Some((_, Scalar::Str(s))) => s,
+            Some((_, other)) => return Err(QueueConfigError::KindNotAString(other.describe())),
         };
         let Some(&kind) = QUEUE_KINDS.iter().find(|&&k| k == kind) else {
-            return Err(format!("unknown queue kind {kind:?}; valid kinds: {kinds}"));
+            return Err(QueueConfigError::UnknownKind(kind.clone()));
         };
-        let valid = QueueConfig::fields(kind);
-        for (k, _) in entries {
-            if !valid.contains(&k.as_str()) {
-                return Err(format!(
-                    "{kind} queue has no field {k:?}; valid fields: {}",
-                    valid.join(", ")
-                ));
-            }
-        }
-        let f = Fields { kind, entries };
-        let preset = f.preset()?;
+        let table = Table { kind, entries };
         let config = match kind {
-            "droptail" => QueueConfig::DropTail(DropTailConfig {
-                preset,
-                limit: f.limit()?,
-                mark_threshold: f.limit_named("mark_threshold")?,
-            }),
-            "codel" => QueueConfig::Codel(CodelConfig {
-                preset,
-                target: f.duration("target")?,
-                interval: f.duration("interval")?,
-                limit: f.limit()?,
-                mtu: f.bytes("mtu")?,
-                ecn: f.boolean("ecn")?,
-                ce_threshold: f.duration("ce_threshold")?,
-            }),
-            "pie" => QueueConfig::Pie(PieConfig {
-                preset,
-                target: f.duration("target")?,
-                tupdate: f.duration("tupdate")?,
-                burst: f.duration("burst")?,
-                alpha: f.number("alpha")?,
-                beta: f.number("beta")?,
-                limit: f.limit()?,
-                estimator: f.choice(
-                    "estimator",
-                    &[
-                        ("timestamp", PieEstimator::Timestamp),
-                        ("dq-rate", PieEstimator::DequeueRate),
-                    ],
-                )?,
-                mtu: f.bytes("mtu")?,
-                ecn: f.boolean("ecn")?,
-            }),
-            "sfq" => QueueConfig::Sfq(SfqConfig {
-                preset,
-                limit: f.limit()?,
-                depth: f.count("depth", true)?,
-                flows: f.count("flows", false)?,
-                divisor: f.count("divisor", false)?,
-                quantum: f.bytes("quantum")?,
-            }),
-            _ => QueueConfig::FqCodel(FqCodelConfig {
-                preset,
-                target: f.duration("target")?,
-                interval: f.duration("interval")?,
-                limit: f.limit()?,
-                flows: f.count("flows", false)?,
-                quantum: f.bytes("quantum")?,
-                drop_batch: f.count("drop_batch", true)?,
-                mtu: f.bytes("mtu")?,
-                mtu_guard: f.choice(
-                    "mtu_guard",
-                    &[("qdisc", MtuGuard::Qdisc), ("flow", MtuGuard::Flow)],
-                )?,
-                ecn: f.boolean("ecn")?,
-                ce_threshold: f.duration("ce_threshold")?,
-            }),
+            "droptail" => QueueConfig::DropTail(DropTailConfig::deserialize(table)?),
+            "codel" => QueueConfig::Codel(CodelConfig::deserialize(table)?),
+            "pie" => QueueConfig::Pie(PieConfig::deserialize(table)?),
+            "sfq" => QueueConfig::Sfq(SfqConfig::deserialize(table)?),
+            _ => QueueConfig::FqCodel(FqCodelConfig::deserialize(table)?),
         };
         config.validate()?;
         Ok(config)
     }
 }
 
-/// A table value, before it is read as a field.
-#[derive(Debug, Clone, PartialEq)]
-enum Scalar {
-    Str(String),
-    Int(i128),
-    Float(f64),
-    Bool(bool),
-    Table,
-    List,
-    Null,
-}
-
-impl Scalar {
-    fn describe(&self) -> String {
-        match self {
-            Scalar::Str(s) => format!("{s:?}"),
-            Scalar::Int(i) => i.to_string(),
-            Scalar::Float(f) => f.to_string(),
-            Scalar::Bool(b) => b.to_string(),
-            Scalar::Table => "a table".into(),
-            Scalar::List => "a list".into(),
-            Scalar::Null => "nothing".into(),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for Scalar {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Scalar;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string or a number")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Scalar, E> {
-                Ok(Scalar::Str(v.to_string()))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Scalar, E> {
-                Ok(Scalar::Str(v))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Scalar, E> {
-                Ok(Scalar::Int(v as i128))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Scalar, E> {
-                Ok(Scalar::Int(v as i128))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Scalar, E> {
-                Ok(Scalar::Float(v))
-            }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Scalar, E> {
-                Ok(Scalar::Bool(v))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Scalar, E> {
-                Ok(Scalar::Null)
-            }
-            fn visit_none<E: de::Error>(self) -> Result<Scalar, E> {
-                Ok(Scalar::Null)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Scalar, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(Scalar::Table)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Scalar, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Scalar::List)
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// The fields of one table, read with messages that name the kind and the field.
-struct Fields<'a> {
-    kind: &'static str,
-    entries: &'a [(String, Scalar)],
-}
-
-impl Fields<'_> {
-    fn get(&self, name: &str) -> Option<&Scalar> {
-        self.entries.iter().find(|(k, _)| k == name).map(|(_, v)| v)
-    }
-
-    fn err(&self, name: &str, msg: impl fmt::Display) -> String {
-        format!("{} {name}: {msg}", self.kind)
-    }
-
-    fn string(&self, name: &str, expected: &str) -> Result<Option<&str>, String> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(Scalar::Str(s)) => Ok(Some(s)),
-            Some(v) => Err(self.err(name, format!("expected {expected}, found {}", v.describe()))),
-        }
-    }
-
-    fn preset(&self) -> Result<Preset, String> {
-        let valid = QueueConfig::presets(self.kind);
-        let names: Vec<&str> = valid.iter().map(|p| p.name()).collect();
-        let expected = format!("a preset name ({})", names.join(", "));
-        match self.string("preset", &expected)? {
-            None => Ok(Preset::Linux),
-            Some(s) => valid
-                .iter()
-                .copied()
-                .find(|p| p.name() == s)
-                .ok_or_else(|| {
-                    format!(
-                        "{} preset {s:?} is unknown; valid presets: {}",
-                        self.kind,
-                        names.join(", ")
-                    )
-                }),
-        }
-    }
-
-    fn duration(&self, name: &str) -> Result<Option<Duration>, String> {
-        self.string(name, "a duration with a unit, like \"5ms\"")?
-            .map(|s| Duration::parse(s).map_err(|e| self.err(name, e)))
-            .transpose()
-    }
-
-    fn limit(&self) -> Result<Option<QueueLimit>, String> {
-        self.limit_named("limit")
-    }
-
-    fn limit_named(&self, name: &str) -> Result<Option<QueueLimit>, String> {
-        let expected = "a limit like \"1000pkts\", \"150KB\", \"300ms\" or \"unlimited\"";
-        self.string(name, expected)?
-            .map(|s| QueueLimit::parse(s).map_err(|e| self.err(name, e)))
-            .transpose()
-    }
-
-    fn boolean(&self, name: &str) -> Result<Option<bool>, String> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(Scalar::Bool(b)) => Ok(Some(*b)),
-            Some(v) => Err(self.err(
-                name,
-                format!("expected true or false, found {}", v.describe()),
-            )),
-        }
-    }
-
-    fn bytes(&self, name: &str) -> Result<Option<Bytes>, String> {
-        self.string(name, "a size with a unit, like \"1514B\"")?
-            .map(|s| Bytes::parse(s).map_err(|e| self.err(name, e)))
-            .transpose()
-    }
-
-    /// A whole number ≥ 1 (for `packets`, also written `"127pkts"`).
-    fn count(&self, name: &str, packets: bool) -> Result<Option<u32>, String> {
-        let n = match self.get(name) {
-            None => return Ok(None),
-            Some(Scalar::Int(n)) => *n,
-            Some(Scalar::Str(s)) if packets => match QueueLimit::parse(s) {
-                Ok(QueueLimit::Packets(n)) => n as i128,
-                _ => {
-                    return Err(self.err(
-                        name,
-                        format!(
-                        "expected a whole number of packets, like 64 or \"64pkts\", found {s:?}"
-                    ),
-                    ))
-                }
-            },
-            Some(v) => {
-                return Err(self.err(
-                    name,
-                    format!("expected a whole number, found {}", v.describe()),
-                ))
-            }
-        };
-        if n < 1 || n > u32::MAX as i128 {
-            return Err(self.err(name, format!("must be between 1 and {}, not {n}", u32::MAX)));
-        }
-        Ok(Some(n as u32))
-    }
-
-    fn number(&self, name: &str) -> Result<Option<f64>, String> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(Scalar::Int(n)) => Ok(Some(*n as f64)),
-            Some(Scalar::Float(x)) => Ok(Some(*x)),
-            Some(v) => Err(self.err(name, format!("expected a number, found {}", v.describe()))),
-        }
-    }
-
-    fn choice<T: Copy>(&self, name: &str, options: &[(&str, T)]) -> Result<Option<T>, String> {
-        let names: Vec<&str> = options.iter().map(|o| o.0).collect();
-        let expected = format!("one of {}", names.join(", "));
-        match self.string(name, &expected)? {
-            None => Ok(None),
-            Some(s) => options
-                .iter()
-                .find(|o| o.0 == s)
-                .map(|o| Some(o.1))
-                .ok_or_else(|| self.err(name, format!("{s:?} is not {expected}"))),
-        }
-    }
-}
-
 impl<'de> Deserialize<'de> for QueueConfig {
+    /// Dispatch on the value's shape: a string is a drop-tail limit, a table has a kind, a
+    /// number is a mistake worth its own message.
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
@@ -790,25 +668,416 @@ impl<'de> Deserialize<'de> for QueueConfig {
                 QueueConfig::from_table(&entries).map_err(de::Error::custom)
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<QueueConfig, E> {
-                Err(E::custom(format!(
-                    "{v} has no unit: write a drop-tail limit like \"{v}pkts\", or a table \
-                     with a kind ({})",
-                    QUEUE_KINDS.join(", ")
-                )))
+                Err(E::custom(QueueConfigError::NoUnit(v)))
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<QueueConfig, E> {
                 self.visit_i64(v as i64)
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<QueueConfig, E> {
-                Err(E::custom(format!(
-                    "{v} is not a queue: write a drop-tail limit like \"100pkts\", or a table \
-                     with a kind ({})",
-                    QUEUE_KINDS.join(", ")
-                )))
+                Err(E::custom(QueueConfigError::NotAQueue(v)))
             }
         }
         d.deserialize_any(V)
     }
+}
+
+/// A table value, kept as written until its field's type reads it.
+#[derive(Debug, Clone, PartialEq)]
+enum Scalar {
+    Str(String),
+    Int(i64),
+    UInt(u64),
+    Float(f64),
+    Bool(bool),
+    Table,
+    List,
+    Null,
+}
+
+impl Scalar {
+    fn unexpected(&self) -> Unexpected<'_> {
+        match self {
+            Scalar::Str(s) => Unexpected::Str(s),
+            Scalar::Int(n) => Unexpected::Signed(*n),
+            Scalar::UInt(n) => Unexpected::Unsigned(*n),
+            Scalar::Float(x) => Unexpected::Float(*x),
+            Scalar::Bool(b) => Unexpected::Bool(*b),
+            Scalar::Table => Unexpected::Map,
+            Scalar::List => Unexpected::Seq,
+            Scalar::Null => Unexpected::Unit,
+        }
+    }
+
+    fn describe(&self) -> String {
+        found(self.unexpected())
+    }
+}
+
+/// A value as the messages name it: `"5"`, `5`, `1.5`, `true`, `a table`, `a list`, `nothing`.
+fn found(value: Unexpected) -> String {
+    match value {
+        Unexpected::Str(s) => format!("{s:?}"),
+        Unexpected::Signed(n) => n.to_string(),
+        Unexpected::Unsigned(n) => n.to_string(),
+        Unexpected::Float(x) => x.to_string(),
+        Unexpected::Bool(b) => b.to_string(),
+        Unexpected::Map => "a table".into(),
+        Unexpected::Seq => "a list".into(),
+        Unexpected::Unit => "nothing".into(),
+        other => other.to_string(),
+    }
+}
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Scalar;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string or a number")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Scalar, E> {
+                Ok(Scalar::Str(v.to_string()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Scalar, E> {
+                Ok(Scalar::Str(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Scalar, E> {
+                Ok(Scalar::Int(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Scalar, E> {
+                Ok(Scalar::UInt(v))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Scalar, E> {
+                Ok(Scalar::Float(v))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Scalar, E> {
+                Ok(Scalar::Bool(v))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Scalar, E> {
+                Ok(Scalar::Null)
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Scalar, E> {
+                Ok(Scalar::Null)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Scalar, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Scalar::Table)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Scalar, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Scalar::List)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A queue table (its `kind` known) as the deserializer of that kind's configuration struct.
+/// Before the struct sees any value it rejects the fields the struct does not declare and checks
+/// the preset against the kind (`Preset` itself knows every preset, not which kind takes which);
+/// then it hands over the values in the order the struct declares them, so that of several
+/// mistakes the same one is always reported first.
+struct Table<'a> {
+    kind: &'static str,
+    entries: &'a [(String, Scalar)],
+}
+
+impl Table<'_> {
+    fn check_preset(&self) -> Result<(), QueueConfigError> {
+        let kind = self.kind;
+        match self.entries.iter().find(|(k, _)| k == "preset") {
+            None => Ok(()),
+            Some((_, Scalar::Str(name))) => {
+                if QueueConfig::presets(kind).iter().any(|p| p.name() == name) {
+                    Ok(())
+                } else {
+                    let name = name.clone();
+                    Err(QueueConfigError::UnknownPreset { kind, name })
+                }
+            }
+            Some((_, other)) => Err(QueueConfigError::Field {
+                kind,
+                field: "preset".into(),
+                reason: format!(
+                    "expected a preset name ({}), found {}",
+                    preset_names(kind),
+                    other.describe()
+                ),
+            }),
+        }
+    }
+}
+
+impl<'de> Deserializer<'de> for Table<'_> {
+    type Error = QueueConfigError;
+
+    /// Every field but `kind`, as written.
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, QueueConfigError> {
+        let written = self.entries.iter().filter(|(k, _)| k != "kind");
+        visitor.visit_map(Fields::new(self.kind, written))
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, QueueConfigError> {
+        let kind = self.kind;
+        let undeclared = |(k, _): &&(String, Scalar)| k != "kind" && !fields.contains(&k.as_str());
+        if let Some((field, _)) = self.entries.iter().find(undeclared) {
+            let field = field.clone();
+            let valid = fields;
+            return Err(QueueConfigError::UnknownField { kind, field, valid });
+        }
+        self.check_preset()?;
+        let declared = fields
+            .iter()
+            .filter_map(|f| self.entries.iter().find(|(k, _)| k == f));
+        visitor.visit_map(Fields::new(kind, declared))
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option
+        unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
+    }
+}
+
+/// The fields of a [`Table`], each value read through [`Value`]; a value's error gets the kind
+/// and the field's name.
+struct Fields<'a> {
+    kind: &'static str,
+    entries: std::vec::IntoIter<&'a (String, Scalar)>,
+    /// The entry whose key was handed over last.
+    current: Option<&'a (String, Scalar)>,
+}
+
+impl<'a> Fields<'a> {
+    fn new(kind: &'static str, entries: impl Iterator<Item = &'a (String, Scalar)>) -> Self {
+        let entries = entries.collect::<Vec<_>>().into_iter();
+        Fields {
+            kind,
+            entries,
+            current: None,
+        }
+    }
+}
+
+impl<'de> MapAccess<'de> for Fields<'_> {
+    type Error = QueueConfigError;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, QueueConfigError> {
+        let Some(entry) = self.entries.next() else {
+            return Ok(None);
+        };
+        self.current = Some(entry);
+        seed.deserialize(entry.0.as_str().into_deserializer())
+            .map(Some)
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, QueueConfigError> {
+        let (field, value) = self.current.take().expect("a value is read after its key");
+        seed.deserialize(Value(value))
+            .map_err(|e| QueueConfigError::Field {
+                kind: self.kind,
+                field: field.clone(),
+                reason: e.0,
+            })
+    }
+}
+
+/// One value of a table, as a deserializer whose errors say what the field takes and what was
+/// found, in the configuration's words: `expected true or false, found 5`, `found a table`,
+/// `"little" is not one of timestamp, dq-rate`.
+struct Value<'a>(&'a Scalar);
+
+/// What is wrong with one value ([`Fields`] adds where it is).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct ValueError(String);
+
+impl de::Error for ValueError {
+    fn custom<T: fmt::Display>(msg: T) -> Self {
+        ValueError(msg.to_string())
+    }
+
+    fn invalid_type(unexpected: Unexpected, expected: &dyn de::Expected) -> Self {
+        ValueError(format!("expected {expected}, found {}", found(unexpected)))
+    }
+
+    fn unknown_variant(variant: &str, expected: &'static [&'static str]) -> Self {
+        ValueError(format!("{variant:?} is not one of {}", expected.join(", ")))
+    }
+}
+
+impl<'de> Deserializer<'de> for Value<'_> {
+    type Error = ValueError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ValueError> {
+        match self.0 {
+            Scalar::Str(s) => visitor.visit_str(s),
+            Scalar::Int(n) => visitor.visit_i64(*n),
+            Scalar::UInt(n) => visitor.visit_u64(*n),
+            Scalar::Float(x) => visitor.visit_f64(*x),
+            Scalar::Bool(b) => visitor.visit_bool(*b),
+            Scalar::Null => visitor.visit_unit(),
+            Scalar::Table | Scalar::List => {
+                Err(de::Error::invalid_type(self.0.unexpected(), &visitor))
+            }
+        }
+    }
+
+    /// Present: a field that is absent never reaches its value's reader.
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ValueError> {
+        visitor.visit_some(self)
+    }
+
+    /// An enum is written as one of its names.
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, ValueError> {
+        match self.0 {
+            Scalar::Str(s) => visitor.visit_enum(s.as_str().into_deserializer()),
+            other => Err(ValueError(format!(
+                "expected one of {}, found {}",
+                variants.join(", "),
+                other.describe()
+            ))),
+        }
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf unit
+        unit_struct newtype_struct seq tuple tuple_struct map struct identifier ignored_any
+    }
+}
+
+// The readers of the fields' values (`deserialize_with`), named after what they read.
+
+/// A value written as text and read by `.1`, like `"5ms"`; `.0` says what is expected.
+struct Text<T, E>(&'static str, fn(&str) -> Result<T, E>);
+
+impl<T, E: fmt::Display> Visitor<'_> for Text<T, E> {
+    type Value = Option<T>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.0)
+    }
+    fn visit_str<Er: de::Error>(self, v: &str) -> Result<Option<T>, Er> {
+        (self.1)(v).map(Some).map_err(Er::custom)
+    }
+}
+
+fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    let expected = "a duration with a unit, like \"5ms\"";
+    d.deserialize_any(Text(expected, Duration::parse))
+}
+
+fn limit<'de, D: Deserializer<'de>>(d: D) -> Result<Option<QueueLimit>, D::Error> {
+    let expected = "a limit like \"1000pkts\", \"150KB\", \"300ms\" or \"unlimited\"";
+    d.deserialize_any(Text(expected, QueueLimit::parse))
+}
+
+fn size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Bytes>, D::Error> {
+    d.deserialize_any(Text("a size with a unit, like \"1514B\"", Bytes::parse))
+}
+
+/// `true` or `false`.
+struct Flag;
+
+impl Visitor<'_> for Flag {
+    type Value = Option<bool>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("true or false")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Option<bool>, E> {
+        Ok(Some(v))
+    }
+}
+
+fn flag<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    d.deserialize_any(Flag)
+}
+
+/// Any number, whole or not.
+struct Number;
+
+impl Visitor<'_> for Number {
+    type Value = Option<f64>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a number")
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Option<f64>, E> {
+        Ok(Some(v as f64))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Option<f64>, E> {
+        Ok(Some(v as f64))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Option<f64>, E> {
+        Ok(Some(v))
+    }
+}
+
+fn number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    d.deserialize_any(Number)
+}
+
+/// A whole number from 1 to `u32::MAX`; a count of `packets` may also be written `"64pkts"`.
+struct Count {
+    packets: bool,
+}
+
+impl Count {
+    fn within<E: de::Error>(n: i128) -> Result<Option<u32>, E> {
+        if n < 1 || n > u32::MAX as i128 {
+            return Err(E::custom(format!(
+                "must be between 1 and {}, not {n}",
+                u32::MAX
+            )));
+        }
+        Ok(Some(n as u32))
+    }
+}
+
+impl Visitor<'_> for Count {
+    type Value = Option<u32>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a whole number")
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Option<u32>, E> {
+        Count::within(v as i128)
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Option<u32>, E> {
+        Count::within(v as i128)
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Option<u32>, E> {
+        if !self.packets {
+            return Err(E::invalid_type(Unexpected::Str(v), &self));
+        }
+        match QueueLimit::parse(v) {
+            Ok(QueueLimit::Packets(n)) => Count::within(n as i128),
+            _ => Err(E::custom(format!(
+                "expected a whole number of packets, like 64 or \"64pkts\", found {v:?}"
+            ))),
+        }
+    }
+}
+
+fn count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    d.deserialize_any(Count { packets: false })
+}
+
+fn packets<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    d.deserialize_any(Count { packets: true })
 }
 
 impl fmt::Display for QueueConfig {

@@ -75,15 +75,16 @@
 //! are dropped either way.
 
 use super::codel::{CodelParams, CodelSource, CodelState};
-use super::{FlowHasher, NetPacket, Queue, Stamped, LINUX_MTU};
+use super::{FlowHasher, InvalidParam, NetPacket, Queue, Stamped, LINUX_MTU};
 use crate::units::{Rate, Time};
 use std::collections::VecDeque;
 
 /// Largest quantum the kernel accepts (`FQ_CODEL_QUANTUM_MAX`).
 pub const FQ_CODEL_QUANTUM_MAX: u32 = 1 << 20;
 
-/// Which backlog CoDel's one-MTU guard looks at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which backlog CoDel's one-MTU guard looks at (named in a configuration in lower case).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum MtuGuard {
     /// The whole qdisc's (Linux `sch_fq_codel.c`).
     Qdisc,
@@ -126,25 +127,22 @@ impl FqCodelParams {
         }
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidParam> {
         self.codel.validate()?;
         if self.limit == 0 {
-            return Err("limit must be at least 1 packet".into());
+            return Err(InvalidParam::NoPacket("limit"));
         }
         if !(1..=65_536).contains(&self.flows) {
-            return Err(format!(
-                "flows must be between 1 and 65536, not {}",
-                self.flows
-            ));
+            return Err(InvalidParam::Flows {
+                max: 65_536,
+                value: self.flows,
+            });
         }
         if !(256..=FQ_CODEL_QUANTUM_MAX).contains(&self.quantum) {
-            return Err(format!(
-                "quantum must be between 256 bytes and 1 MiB (the kernel's bounds), not {} bytes",
-                self.quantum
-            ));
+            return Err(InvalidParam::FqCodelQuantum(self.quantum));
         }
         if self.drop_batch == 0 {
-            return Err("drop_batch must be at least 1 packet".into());
+            return Err(InvalidParam::NoPacket("drop_batch"));
         }
         Ok(())
     }
@@ -204,7 +202,7 @@ pub struct FqCodel<P> {
 
 impl<P: NetPacket> FqCodel<P> {
     /// An fq_codel; `seed` keys its flow hash.
-    pub fn new(params: FqCodelParams, seed: u64) -> Result<FqCodel<P>, String> {
+    pub fn new(params: FqCodelParams, seed: u64) -> Result<FqCodel<P>, InvalidParam> {
         params.validate()?;
         Ok(FqCodel {
             hasher: FlowHasher::new(seed),

@@ -96,6 +96,36 @@ pub trait Queue<P>: Send {
 /// SFQ and fq_codel and the "one MTU" of the CoDel and PIE guards.
 pub const LINUX_MTU: u32 = 1514;
 
+/// Parameters of a discipline out of their range: what `validate` and the constructors say.
+/// Each message names the parameter, as the configuration calls it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum InvalidParam {
+    /// `target`, `interval`, `tupdate`, `dq_threshold` or SFQ's `quantum` is 0.
+    #[error("{0} must be positive")]
+    NotPositive(&'static str),
+    /// `limit` or `drop_batch` is 0 packets.
+    #[error("{0} must be at least 1 packet")]
+    NoPacket(&'static str),
+    /// PIE's `alpha` or `beta` is negative or not finite.
+    #[error("{name} must be a finite number ≥ 0, not {value}")]
+    NegativeGain { name: &'static str, value: f64 },
+    /// PIE's `decay` is not a fraction.
+    #[error("decay must be in [0, 1], not {0}")]
+    Decay(f64),
+    /// SFQ's `depth` is 0 or above `SFQ_MAX_DEPTH`.
+    #[error("depth must be between 1 and {max} packets, not {value}")]
+    Depth { max: u32, value: u32 },
+    /// The number of flows is 0 or above the discipline's maximum.
+    #[error("flows must be between 1 and {max}, not {value}")]
+    Flows { max: u32, value: u32 },
+    /// SFQ's hash `divisor` is not a power of two up to 65536.
+    #[error("divisor must be a power of two up to 65536, not {0}")]
+    Divisor(u32),
+    /// fq_codel's `quantum` is outside the kernel's bounds.
+    #[error("quantum must be between 256 bytes and 1 MiB (the kernel's bounds), not {0} bytes")]
+    FqCodelQuantum(u32),
+}
+
 /// A queue's capacity as written in a scenario: `"100pkts"`, `"150KB"`, `"120ms"` (of the link's
 /// current rate) or `"unlimited"`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

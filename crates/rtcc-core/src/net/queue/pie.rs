@@ -93,18 +93,20 @@
 //! picked because `accu_prob ≥ 8.5` is marked; such a sum keeps forcing marks until the next
 //! drop (or until `p` is 0). It takes about 77 draws in a row without a pick at `p = 10 %`.
 
-use super::{NetPacket, Queue, QueueLimit, Stamped, LINUX_MTU};
+use super::{InvalidParam, NetPacket, Queue, QueueLimit, Stamped, LINUX_MTU};
 use crate::units::{Duration, Rate, Time};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 use std::collections::VecDeque;
 
-/// How PIE estimates the queueing delay.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How PIE estimates the queueing delay (named in a configuration as below).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
 pub enum PieEstimator {
     /// Sojourn time of the last dequeued packet (RFC 8033 §4.3; Linux ≥ 5.1 default).
+    #[serde(rename = "timestamp")]
     Timestamp,
     /// Backlog divided by the measured drain rate, Little's law (RFC 8033 §5.2; Linux 3.16).
+    #[serde(rename = "dq-rate")]
     DequeueRate,
 }
 
@@ -194,23 +196,23 @@ impl PieParams {
         }
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidParam> {
         if self.target.0 == 0 {
-            return Err("target must be positive".into());
+            return Err(InvalidParam::NotPositive("target"));
         }
         if self.tupdate.0 == 0 {
-            return Err("tupdate must be positive".into());
+            return Err(InvalidParam::NotPositive("tupdate"));
         }
-        for (name, v) in [("alpha", self.alpha), ("beta", self.beta)] {
-            if !v.is_finite() || v < 0.0 {
-                return Err(format!("{name} must be a finite number ≥ 0, not {v}"));
+        for (name, value) in [("alpha", self.alpha), ("beta", self.beta)] {
+            if !value.is_finite() || value < 0.0 {
+                return Err(InvalidParam::NegativeGain { name, value });
             }
         }
         if !(0.0..=1.0).contains(&self.decay) {
-            return Err(format!("decay must be in [0, 1], not {}", self.decay));
+            return Err(InvalidParam::Decay(self.decay));
         }
         if self.dq_threshold == 0 {
-            return Err("dq_threshold must be positive".into());
+            return Err(InvalidParam::NotPositive("dq_threshold"));
         }
         Ok(())
     }
@@ -402,7 +404,7 @@ pub struct Pie<P> {
 
 impl<P> Pie<P> {
     /// A PIE queue; `seed` drives its drop decisions.
-    pub fn new(params: PieParams, seed: u64) -> Result<Pie<P>, String> {
+    pub fn new(params: PieParams, seed: u64) -> Result<Pie<P>, InvalidParam> {
         params.validate()?;
         Ok(Pie {
             vars: PieVars::new(&params),

@@ -48,7 +48,7 @@
 //! reproducible and collisions depend on the seed). No RED (`qth_min` ...), no `headdrop`, no
 //! periodic perturbation.
 
-use super::{FlowHasher, NetPacket, Queue, LINUX_MTU};
+use super::{FlowHasher, InvalidParam, NetPacket, Queue, LINUX_MTU};
 use crate::units::{Rate, Time};
 use std::collections::VecDeque;
 
@@ -101,30 +101,27 @@ impl SfqParams {
         }
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidParam> {
         if self.limit == 0 {
-            return Err("limit must be at least 1 packet".into());
+            return Err(InvalidParam::NoPacket("limit"));
         }
         if !(1..=SFQ_MAX_DEPTH).contains(&self.depth) {
-            return Err(format!(
-                "depth must be between 1 and {SFQ_MAX_DEPTH} packets, not {}",
-                self.depth
-            ));
+            return Err(InvalidParam::Depth {
+                max: SFQ_MAX_DEPTH,
+                value: self.depth,
+            });
         }
         if !(1..=SFQ_MAX_FLOWS).contains(&self.flows) {
-            return Err(format!(
-                "flows must be between 1 and {SFQ_MAX_FLOWS}, not {}",
-                self.flows
-            ));
+            return Err(InvalidParam::Flows {
+                max: SFQ_MAX_FLOWS,
+                value: self.flows,
+            });
         }
         if !self.divisor.is_power_of_two() || self.divisor > 65_536 {
-            return Err(format!(
-                "divisor must be a power of two up to 65536, not {}",
-                self.divisor
-            ));
+            return Err(InvalidParam::Divisor(self.divisor));
         }
         if self.quantum == 0 {
-            return Err("quantum must be positive".into());
+            return Err(InvalidParam::NotPositive("quantum"));
         }
         Ok(())
     }
@@ -164,7 +161,7 @@ pub struct Sfq<P> {
 
 impl<P: NetPacket> Sfq<P> {
     /// An SFQ; `seed` keys its flow hash.
-    pub fn new(params: SfqParams, seed: u64) -> Result<Sfq<P>, String> {
+    pub fn new(params: SfqParams, seed: u64) -> Result<Sfq<P>, InvalidParam> {
         params.validate()?;
         let flows = params.flows.min(params.divisor);
         let params = SfqParams { flows, ..params };
