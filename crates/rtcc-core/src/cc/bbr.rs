@@ -59,7 +59,7 @@
 //! windowed maximum is replaced, everywhere it is read, by the 85th percentile of the last 100
 //! non-app-limited delivery-rate samples; the maximum is still kept and logged as
 //! `max_filter_bw_bps`. The two readings of the paper (its released code, its text) are
-//! described in `bbr_common.rs`. With the default `"max"` nothing changes.
+//! described in `bbr_common/percentile.rs`. With the default `"max"` nothing changes.
 //!
 //! State signals (`Controller::state`), for time-in-state accounting: `mode` is 0 STARTUP,
 //! 1 DRAIN, 2 PROBE_BW, 3 PROBE_RTT (Linux `enum bbr_mode`); `cycle_idx` is the PROBE_BW gain
@@ -71,53 +71,30 @@
 //! departure time the pacing rate gives the next packet. The encoder target is
 //! `min(cwnd / srtt, pacing_rate)`: what the window allows, never more than BBR sends.
 
-use super::bbr_common::{bdp_packets, bw_to_pacing, tso_segs_goal, AckAggregation};
-use super::bbr_common::{BwEstimator, PercentileFilter, PercentileReading};
-use super::bbr_common::{CWND_GAIN, CWND_MIN_TARGET, CYCLE_RAND, DRAIN_GAIN, EXTRA_ACKED_MAX};
-use super::bbr_common::{EXTRA_ACKED_WIN_RTTS, FULL_BW_CNT, FULL_BW_THRESH, HIGH_GAIN};
-use super::bbr_common::{MIN_RTT_WIN, NOMINAL_RTT, PACING_GAIN, PROBE_RTT_TIME};
+use super::bbr_common::{bdp_packets, full_bw_round, gains, grow_cwnd, saved_cwnd};
+use super::bbr_common::{seeded_rng, tso_segs_goal, window_decision, AckAggregation};
+use super::bbr_common::{with_percentile, BwEstimator, PercentileFilter};
+use super::bbr_common::{Pacing, ProbeRtt, ProbeRttAck, Rounds};
+use super::bbr_common::{BW_ESTIMATOR_DOC, PERCENTILE_READING_DOC};
+use super::bbr_common::{CWND_MIN_TARGET, CYCLE_RAND, EXTRA_ACKED_WIN_RTTS, FULL_BW_CNT};
+use super::bbr_common::{HIGH_GAIN, MIN_RTT_WIN, PACING_GAIN};
 use super::delivery_rate::{AckSummary, DeliveryRateEstimator, SendLimits};
-use super::reno::{check_window, default_initial_cwnd, default_mss, CaState, Episodes, Rtt};
+use super::reno::{check_window, CaState, Episodes, Rtt};
 use super::reno::{INITIAL_CWND_DOC, MSS_DOC, TCP_FEEDBACK};
 use super::{
     boxed, build_fn, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo,
 };
 use super::{Decision, ParamDoc, Params};
 use crate::packet::{FeedbackReport, SentPacket};
-use crate::units::{Bytes, Duration, Rate, Time};
+use crate::units::{Duration, Time};
 use rand_chacha::ChaCha8Rng;
-use rand_core::{Rng, SeedableRng};
-use serde::Deserialize;
+use rand_core::Rng;
 use std::collections::VecDeque;
 
 /// Linux `bbr_bw_rtts` = `CYCLE_LEN + 2`.
 const BW_RTTS: u64 = 10;
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BbrConfig {
-    /// Segment size on the wire. Default 1500 B.
-    #[serde(default = "default_mss")]
-    pub mss: Bytes,
-    /// Initial window in segments. Default 10 (Linux `TCP_INIT_CWND`).
-    #[serde(default = "default_initial_cwnd")]
-    pub initial_cwnd: u32,
-    /// Seed of the gain-cycle start phase (mixed with the flow's start time). Default 1.
-    #[serde(default = "default_seed")]
-    pub seed: u64,
-    /// `"max"` (Linux) or `"percentile"` (BBR-S, `bbr_common`). Default `"max"`.
-    #[serde(default)]
-    pub bw_estimator: BwEstimator,
-    /// How the percentile estimator is read: `"code"` or `"text"`. Default `"code"`.
-    #[serde(default)]
-    pub percentile_reading: PercentileReading,
-}
-
-fn default_seed() -> u64 {
-    1
-}
-
-pub use super::bbr_common::Mode;
+pub use super::bbr_common::{BbrConfig, Mode};
 
 /// Exact maximum of the samples of the last `window` rounds (monotonic deque).
 #[derive(Debug, Clone)]
@@ -158,8 +135,7 @@ pub struct Bbr {
     last_sample: f64,
     min_rtt: Option<Duration>,
     min_rtt_stamp: Time,
-    round_count: u64,
-    next_round_delivered: u64,
+    rounds: Rounds,
     round_start: bool,
     full_bw: f64,
     full_bw_cnt: u32,
@@ -168,17 +144,13 @@ pub struct Bbr {
     cycle_stamp: Time,
     pacing_gain: f64,
     cwnd_gain: f64,
-    probe_rtt_done: Option<Time>,
-    probe_rtt_round_done: bool,
-    probe_rtt_count: u64,
+    probe_rtt: ProbeRtt,
     idle_restart: bool,
     prev_ca_state: CaState,
     packet_conservation: bool,
     prior_cwnd: u64,
     cwnd: u64,
-    pacing_rate: Rate,
-    has_seen_rtt: bool,
-    next_departure: Time,
+    pacing: Pacing,
     aggregation: AckAggregation,
 }
 
@@ -186,13 +158,13 @@ impl Bbr {
     pub fn new(cfg: BbrConfig, now: Time) -> Result<Bbr, String> {
         check_window(cfg.mss, cfg.initial_cwnd)?;
         let mss = cfg.mss.0;
-        let mut b = Bbr {
+        Ok(Bbr {
             mss,
             init_cwnd: cfg.initial_cwnd as u64,
             rate: DeliveryRateEstimator::new(),
             rtt: Rtt::default(),
             episodes: Episodes::new(),
-            rng: ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ now.0),
+            rng: seeded_rng(cfg.seed, now),
             mode: Mode::Startup,
             bw: WindowedMax {
                 window: BW_RTTS,
@@ -203,8 +175,7 @@ impl Bbr {
             last_sample: f64::NAN,
             min_rtt: None,
             min_rtt_stamp: now,
-            round_count: 0,
-            next_round_delivered: 0,
+            rounds: Rounds::default(),
             round_start: false,
             full_bw: 0.0,
             full_bw_cnt: 0,
@@ -213,21 +184,15 @@ impl Bbr {
             cycle_stamp: now,
             pacing_gain: HIGH_GAIN,
             cwnd_gain: HIGH_GAIN,
-            probe_rtt_done: None,
-            probe_rtt_round_done: false,
-            probe_rtt_count: 0,
+            probe_rtt: ProbeRtt::default(),
             idle_restart: false,
             prev_ca_state: CaState::Open,
             packet_conservation: false,
             prior_cwnd: 0,
             cwnd: cfg.initial_cwnd as u64 * mss,
-            pacing_rate: Rate::ZERO,
-            has_seen_rtt: false,
-            next_departure: now,
+            pacing: Pacing::new(now, cfg.initial_cwnd as u64 * mss),
             aggregation: AckAggregation::new(now),
-        };
-        b.init_pacing_rate();
-        Ok(b)
+        })
     }
 
     /// Linux `bbr_max_bw`: the windowed maximum, or BBR-S's percentile when configured.
@@ -238,32 +203,15 @@ impl Bbr {
         }
     }
 
-    /// Linux `bbr_init_pacing_rate_from_rtt`.
-    fn init_pacing_rate(&mut self) {
-        let rtt = match self.rtt.srtt {
-            Some(s) => {
-                self.has_seen_rtt = true;
-                s.max(Duration(1_000))
-            }
-            None => NOMINAL_RTT,
-        };
-        self.pacing_rate = bw_to_pacing(self.cwnd as f64 / rtt.as_secs_f64(), HIGH_GAIN);
-    }
-
     /// Linux `bbr_set_pacing_rate`.
     fn set_pacing_rate(&mut self, bw: f64, gain: f64) {
-        let rate = bw_to_pacing(bw, gain);
-        if !self.has_seen_rtt && self.rtt.srtt.is_some() {
-            self.init_pacing_rate();
-        }
-        if self.full_bw_reached || rate.bps() > self.pacing_rate.bps() {
-            self.pacing_rate = rate;
-        }
+        let (srtt, full) = (self.rtt.srtt, self.full_bw_reached);
+        self.pacing.set(bw, gain, srtt, self.cwnd, full);
     }
 
     /// Linux `bbr_tso_segs_goal`, in packets.
     fn quantum(&self) -> u64 {
-        tso_segs_goal(self.pacing_rate, self.mss, 0)
+        tso_segs_goal(self.pacing.rate(), self.mss, 0)
     }
 
     /// Linux `bbr_bdp`: `ceil(bw × min_rtt × gain)` in packets.
@@ -288,22 +236,14 @@ impl Bbr {
 
     /// Linux `bbr_packets_in_net_at_edt`, in bytes.
     fn in_net_at_edt(&self, now: Time, inflight: u64) -> u64 {
-        let ahead = self.next_departure.max(now) - now;
-        let delivered_meanwhile = (self.max_bw() * ahead.as_secs_f64()) as u64;
-        let mut at_edt = inflight;
-        if self.pacing_gain > 1.0 {
-            at_edt += self.quantum() * self.mss;
-        }
-        at_edt.saturating_sub(delivered_meanwhile)
+        let quantum = self.quantum() * self.mss;
+        self.pacing
+            .in_net_at_edt(now, inflight, self.max_bw(), self.pacing_gain, quantum)
     }
 
     /// Linux `bbr_save_cwnd`.
     fn save_cwnd(&mut self) {
-        if self.prev_ca_state < CaState::Recovery && self.mode != Mode::ProbeRtt {
-            self.prior_cwnd = self.cwnd;
-        } else {
-            self.prior_cwnd = self.prior_cwnd.max(self.cwnd);
-        }
+        self.prior_cwnd = saved_cwnd(self.prior_cwnd, self.cwnd, self.prev_ca_state, self.mode);
     }
 
     fn advance_cycle_phase(&mut self) {
@@ -329,16 +269,17 @@ impl Bbr {
     fn update_bw(&mut self, s: &AckSummary) {
         self.round_start = false;
         let Some(rs) = s.sample else { return };
-        if rs.prior_delivered >= self.next_round_delivered {
-            self.next_round_delivered = self.rate.delivered();
-            self.round_count += 1;
+        if self
+            .rounds
+            .on_sample(rs.prior_delivered, self.rate.delivered())
+        {
             self.round_start = true;
             self.packet_conservation = false;
         }
-        let bw = rs.delivered as f64 / rs.interval.as_secs_f64();
+        let bw = rs.bytes_per_sec();
         self.last_sample = bw;
         if !rs.is_app_limited || bw >= self.bw.get() {
-            self.bw.update(self.round_count, bw);
+            self.bw.update(self.rounds.count(), bw);
         }
         if let Some(p) = &mut self.pct {
             if !rs.is_app_limited {
@@ -370,8 +311,7 @@ impl Bbr {
         if !self.full_bw_reached {
             return 0;
         }
-        let max = (bw * EXTRA_ACKED_MAX.as_secs_f64()) as u64;
-        self.aggregation.max().min(max) / self.mss
+        self.aggregation.allowance(bw) / self.mss
     }
 
     fn is_next_cycle_phase(&self, now: Time, s: &AckSummary) -> bool {
@@ -395,13 +335,8 @@ impl Bbr {
         if self.full_bw_reached || !self.round_start || app_limited {
             return;
         }
-        let bw = self.max_bw();
-        if bw >= self.full_bw * FULL_BW_THRESH {
-            self.full_bw = bw;
-            self.full_bw_cnt = 0;
-            return;
-        }
-        self.full_bw_cnt += 1;
+        (self.full_bw, self.full_bw_cnt) =
+            full_bw_round(self.full_bw, self.full_bw_cnt, self.max_bw());
         self.full_bw_reached = self.full_bw_cnt >= FULL_BW_CNT;
     }
 
@@ -416,7 +351,7 @@ impl Bbr {
     }
 
     fn check_probe_rtt_done(&mut self, now: Time) {
-        if self.probe_rtt_done.is_none_or(|d| now <= d) {
+        if !self.probe_rtt.elapsed(now) {
             return;
         }
         self.min_rtt_stamp = now;
@@ -436,20 +371,15 @@ impl Bbr {
         if expired && !self.idle_restart && self.mode != Mode::ProbeRtt {
             self.mode = Mode::ProbeRtt;
             self.save_cwnd();
-            self.probe_rtt_done = None;
-            self.probe_rtt_count += 1;
+            self.probe_rtt.enter();
         }
         if self.mode == Mode::ProbeRtt {
             self.rate.mark_app_limited(s.in_flight);
-            if self.probe_rtt_done.is_none() && s.in_flight <= CWND_MIN_TARGET * self.mss {
-                self.probe_rtt_done = Some(now + PROBE_RTT_TIME);
-                self.probe_rtt_round_done = false;
-                self.next_round_delivered = self.rate.delivered();
-            } else if self.probe_rtt_done.is_some() {
-                self.probe_rtt_round_done |= self.round_start;
-                if self.probe_rtt_round_done {
-                    self.check_probe_rtt_done(now);
-                }
+            let drained = s.in_flight <= CWND_MIN_TARGET * self.mss;
+            match self.probe_rtt.on_ack(now, drained, self.round_start) {
+                ProbeRttAck::Drained => self.rounds.restart(self.rate.delivered()),
+                ProbeRttAck::RoundDone => self.check_probe_rtt_done(now),
+                ProbeRttAck::Waiting => {}
             }
         }
         // tcp_bbr.c bbr_update_min_rtt: `if (rs->delivered > 0) bbr->idle_restart = 0;`, with
@@ -460,12 +390,7 @@ impl Bbr {
     }
 
     fn update_gains(&mut self) {
-        (self.pacing_gain, self.cwnd_gain) = match self.mode {
-            Mode::Startup => (HIGH_GAIN, HIGH_GAIN),
-            Mode::Drain => (DRAIN_GAIN, HIGH_GAIN),
-            Mode::ProbeBw => (PACING_GAIN[self.cycle_idx], CWND_GAIN),
-            Mode::ProbeRtt => (1.0, 1.0),
-        };
+        (self.pacing_gain, self.cwnd_gain) = gains(self.mode, self.cycle_idx);
     }
 
     /// Linux `bbr_set_cwnd_to_recover_or_restore`: the window and whether it is conserving.
@@ -478,7 +403,7 @@ impl Bbr {
         }
         if state == CaState::Recovery && prev != CaState::Recovery {
             self.packet_conservation = true;
-            self.next_round_delivered = self.rate.delivered();
+            self.rounds.restart(self.rate.delivered());
             cwnd = s.in_flight + s.acked;
         } else if prev >= CaState::Recovery && state < CaState::Recovery {
             cwnd = cwnd.max(self.prior_cwnd);
@@ -500,12 +425,9 @@ impl Bbr {
             if !conserving {
                 let packets = self.bdp(bw, self.cwnd_gain) + self.aggregation_cwnd(bw);
                 let target = self.quantization_budget(packets) * self.mss;
-                if self.full_bw_reached {
-                    cwnd = (cwnd + s.acked).min(target);
-                } else if cwnd < target || self.rate.delivered() < self.init_cwnd * self.mss {
-                    cwnd += s.acked;
-                }
-                cwnd = cwnd.max(CWND_MIN_TARGET * self.mss);
+                let early = self.rate.delivered() < self.init_cwnd * self.mss;
+                let floor = CWND_MIN_TARGET * self.mss;
+                cwnd = grow_cwnd(cwnd, s.acked, target, self.full_bw_reached, early, floor);
             }
         }
         if self.mode == Mode::ProbeRtt {
@@ -521,7 +443,7 @@ impl Controller for Bbr {
         let from_idle = pkt.in_flight <= pkt.size as u64;
         let limits = SendLimits {
             cwnd: Some(self.cwnd),
-            pacing_rate: Some(self.pacing_rate),
+            pacing_rate: Some(self.pacing.rate()),
         };
         self.rate.on_packet_sent(now, pkt, limits);
         if from_idle && self.rate.is_app_limited() {
@@ -534,12 +456,7 @@ impl Controller for Bbr {
                 _ => {}
             }
         }
-        let gap = if self.pacing_rate.bps() > 0.0 {
-            self.pacing_rate.transmit_time(pkt.size as u64)
-        } else {
-            Duration::ZERO
-        };
-        self.next_departure = self.next_departure.max(now) + gap;
+        self.pacing.on_sent(now, pkt.size);
     }
 
     fn on_feedback(&mut self, now: Time, report: &FeedbackReport) {
@@ -577,10 +494,7 @@ impl Controller for Bbr {
     }
 
     fn decision(&self) -> Decision {
-        let window = Rate(self.cwnd as f64 * 8.0 / self.rtt.srtt_or_initial().as_secs_f64());
-        let mut d = Decision::rate_only(window.min(self.pacing_rate), Some(self.pacing_rate));
-        d.cwnd = Some(self.cwnd);
-        d
+        window_decision(self.cwnd, self.rtt.srtt_or_initial(), self.pacing.rate())
     }
 
     fn state(&self, out: &mut Vec<(&'static str, f64)>) {
@@ -594,13 +508,13 @@ impl Controller for Bbr {
         ));
         out.push(("pacing_gain", self.pacing_gain));
         out.push(("cwnd_gain", self.cwnd_gain));
-        out.push(("pacing_bps", self.pacing_rate.bps()));
-        out.push(("round_count", self.round_count as f64));
+        out.push(("pacing_bps", self.pacing.rate().bps()));
+        out.push(("round_count", self.rounds.count() as f64));
         out.push(("full_bw_reached", self.full_bw_reached as u8 as f64));
         out.push(("full_bw_cnt", self.full_bw_cnt as f64));
         out.push(("cycle_idx", self.cycle_idx as f64));
         out.push(("extra_acked_packets", self.aggregation.max() as f64 / mss));
-        out.push(("probe_rtt_count", self.probe_rtt_count as f64));
+        out.push(("probe_rtt_count", self.probe_rtt.count() as f64));
         out.push(("ca_state", self.episodes.state.log_code()));
         out.push(("app_limited", self.rate.is_app_limited() as u8 as f64));
         out.push(("delivery_rate_bps", self.last_sample * 8.0));
@@ -644,28 +558,6 @@ pub fn info_s() -> ControllerInfo {
     }
 }
 
-pub(crate) const BW_ESTIMATOR_DOC: ParamDoc = ParamDoc::new(
-    "bw_estimator",
-    "max",
-    "bottleneck-bandwidth estimate: \"max\" (the Linux windowed maximum) or \"percentile\" \
-     (BBR-S / BBR2-S: 85th percentile of the last 100 non-app-limited samples)",
-);
-pub(crate) const PERCENTILE_READING_DOC: ParamDoc = ParamDoc::new(
-    "percentile_reading",
-    "code",
-    "with bw_estimator = \"percentile\": \"code\" (the authors' released code: sorted[85], \
-     newest sample during warm-up) or \"text\" (the paper's text: nearest-rank 85th \
-     percentile of what is held; bbr2 also scales it by 0.85)",
-);
-
-/// `params` with `bw_estimator = "percentile"` unless it says otherwise (the `-s` names).
-pub(crate) fn with_percentile(params: &Params) -> Params {
-    let mut p = params.clone();
-    p.entry("bw_estimator")
-        .or_insert_with(|| toml::Value::String("percentile".into()));
-    p
-}
-
 fn build(
     name: &str,
     params: &Params,
@@ -678,7 +570,9 @@ fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::bbr_common::{CWND_GAIN, DRAIN_GAIN, FULL_BW_THRESH, PROBE_RTT_TIME};
     use crate::cc::delivery_rate::testpath::Path;
+    use crate::units::Rate;
 
     const MSS: u64 = 1500;
 

@@ -83,7 +83,7 @@
 //! ## BBR2-S
 //!
 //! `bw_estimator = "percentile"` (or the name `bbr2-s`) is Vargas et al.'s BBR2-S (WWW '21,
-//! §7.2): `max_bw` is read from the percentile estimator of `bbr_common.rs` instead of the
+//! §7.2): `max_bw` is read from the percentile estimator of `bbr_common/percentile.rs` instead of the
 //! `max_bw[2]` filter (which is still fed, and logged as `max_filter_bw_bps`), so
 //! `bw = min(estimate, bw_lo)`; every other v2 mechanism stays. `percentile_reading = "code"`
 //! follows the released `bbr2s.c` (no scaling); `"text"` follows the paper's text, which also
@@ -113,24 +113,24 @@
 //!   BBR v1 and v2 have, so their window is never restarted after idle.
 //! - `is_ack_delayed` (the receiver's feedback does not say) and `snd_cwnd_clamp`.
 
-use super::bbr::{with_percentile, BW_ESTIMATOR_DOC, PERCENTILE_READING_DOC};
-use super::bbr_common::{bdp_packets, bw_to_pacing, tso_segs_goal, AckAggregation, BBR_UNIT};
-use super::bbr_common::{BwEstimator, Mode, PercentileFilter, PercentileReading};
-use super::bbr_common::{BBR2S_TEXT_SCALE, MIN_RTT_WIN, NOMINAL_RTT, PACING_GAIN, PROBE_RTT_TIME};
-use super::bbr_common::{CWND_GAIN, CWND_MIN_TARGET, DRAIN_GAIN, EXTRA_ACKED_MAX, GSO_MAX_SIZE};
-use super::bbr_common::{EXTRA_ACKED_WIN_RTTS, FULL_BW_CNT, FULL_BW_THRESH, HIGH_GAIN};
+use super::bbr_common::{bdp_packets, full_bw_round, gains, grow_cwnd, saved_cwnd};
+use super::bbr_common::{seeded_rng, tso_segs_goal, window_decision, AckAggregation, BBR_UNIT};
+use super::bbr_common::{with_percentile, BbrConfig, BwEstimator, Mode, PercentileFilter};
+use super::bbr_common::{Pacing, ProbeRtt, ProbeRttAck, Rounds};
+use super::bbr_common::{PercentileReading, BW_ESTIMATOR_DOC, PERCENTILE_READING_DOC};
+use super::bbr_common::{BBR2S_TEXT_SCALE, CWND_MIN_TARGET, EXTRA_ACKED_WIN_RTTS, FULL_BW_CNT};
+use super::bbr_common::{GSO_MAX_SIZE, HIGH_GAIN, MIN_RTT_WIN};
 use super::delivery_rate::{AckSummary, DeliveryRateEstimator, LostPacket, SendLimits};
-use super::reno::{check_window, default_initial_cwnd, default_mss, CaState, Episodes, Rtt};
+use super::reno::{check_window, CaState, Episodes, Rtt};
 use super::reno::{INITIAL_CWND_DOC, MSS_DOC, TCP_FEEDBACK};
 use super::{
     boxed, build_fn, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo,
 };
 use super::{Decision, ParamDoc, Params};
 use crate::packet::{FeedbackReport, PacketKind, SentPacket};
-use crate::units::{Bytes, Duration, Rate, Time};
+use crate::units::{Duration, Time};
 use rand_chacha::ChaCha8Rng;
-use rand_core::{Rng, SeedableRng};
-use serde::Deserialize;
+use rand_core::Rng;
 
 /// tcp_bbr2.c `bbr_startup_cwnd_gain` = `BBR_UNIT * 2885 / 1000 + 1`.
 const STARTUP_CWND_GAIN: f64 = HIGH_GAIN;
@@ -169,29 +169,8 @@ const REFILL_ADD_INC: u64 = 0;
 /// Unset bound (Linux `~0U`).
 const INF: u64 = u64::MAX;
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Bbr2Config {
-    /// Segment size on the wire. Default 1500 B.
-    #[serde(default = "default_mss")]
-    pub mss: Bytes,
-    /// Initial window in segments. Default 10 (Linux `TCP_INIT_CWND`).
-    #[serde(default = "default_initial_cwnd")]
-    pub initial_cwnd: u32,
-    /// Seed of the random probe timing (mixed with the flow's start time). Default 1.
-    #[serde(default = "default_seed")]
-    pub seed: u64,
-    /// `"max"` (v2alpha's `max_bw` filter) or `"percentile"` (BBR2-S). Default `"max"`.
-    #[serde(default)]
-    pub bw_estimator: BwEstimator,
-    /// `"code"` or `"text"` (see `bbr_common`). Default `"code"`.
-    #[serde(default)]
-    pub percentile_reading: PercentileReading,
-}
-
-fn default_seed() -> u64 {
-    1
-}
+/// v2 takes v1's parameters (`bbr_common`; `seed` draws the probe timing here).
+pub type Bbr2Config = BbrConfig;
 
 /// tcp_bbr2.c `enum bbr_pacing_gain_phase` (the PROBE_BW `cycle_idx`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -287,10 +266,8 @@ pub struct Bbr2 {
     min_rtt_stamp: Time,
     probe_rtt_min: Option<Duration>,
     probe_rtt_min_stamp: Time,
-    /// Bytes delivered at the end of the current round.
-    next_rtt_delivered: u64,
+    rounds: Rounds,
     round_start: bool,
-    round_count: u64,
     rounds_since_probe: u64,
     loss_round_delivered: u64,
     loss_round_start: bool,
@@ -313,17 +290,13 @@ pub struct Bbr2 {
     inflight_too_high_count: u64,
     pacing_gain: f64,
     cwnd_gain: f64,
-    pacing_rate: Rate,
-    has_seen_rtt: bool,
+    pacing: Pacing,
     /// Packets.
     cwnd: u64,
     prior_cwnd: u64,
     prev_ca_state: CaState,
-    probe_rtt_done: Option<Time>,
-    probe_rtt_round_done: bool,
-    probe_rtt_count: u64,
+    probe_rtt: ProbeRtt,
     idle_restart: bool,
-    next_departure: Time,
     aggregation: AckAggregation,
 }
 
@@ -331,7 +304,7 @@ impl Bbr2 {
     pub fn new(cfg: Bbr2Config, now: Time) -> Result<Bbr2, String> {
         check_window(cfg.mss, cfg.initial_cwnd)?;
         let text = cfg.percentile_reading == PercentileReading::Text;
-        let mut b = Bbr2 {
+        Ok(Bbr2 {
             last_sample: f64::NAN,
             mss: cfg.mss.0,
             init_cwnd: cfg.initial_cwnd as u64,
@@ -340,7 +313,7 @@ impl Bbr2 {
             episodes: Episodes::new(),
             usage: CwndUsage::default(),
             holes: 0,
-            rng: ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ now.0),
+            rng: seeded_rng(cfg.seed, now),
             mode: Mode::Startup,
             phase: Phase::Up,
             ack_phase: AckPhase::Init,
@@ -358,9 +331,8 @@ impl Bbr2 {
             min_rtt_stamp: now,
             probe_rtt_min: None,
             probe_rtt_min_stamp: now,
-            next_rtt_delivered: 0,
+            rounds: Rounds::default(),
             round_start: false,
-            round_count: 0,
             rounds_since_probe: 0,
             // bbr2_init: start sampling loss rounds after the first packet is delivered.
             loss_round_delivered: 1,
@@ -384,20 +356,14 @@ impl Bbr2 {
             inflight_too_high_count: 0,
             pacing_gain: HIGH_GAIN,
             cwnd_gain: STARTUP_CWND_GAIN,
-            pacing_rate: Rate::ZERO,
-            has_seen_rtt: false,
+            pacing: Pacing::new(now, cfg.initial_cwnd as u64 * cfg.mss.0),
             cwnd: cfg.initial_cwnd as u64,
             prior_cwnd: 0,
             prev_ca_state: CaState::Open,
-            probe_rtt_done: None,
-            probe_rtt_round_done: false,
-            probe_rtt_count: 0,
+            probe_rtt: ProbeRtt::default(),
             idle_restart: false,
-            next_departure: now,
             aggregation: AckAggregation::new(now),
-        };
-        b.init_pacing_rate();
-        Ok(b)
+        })
     }
 
     /// Bytes to whole packets (TCP segments are full `mss`; a partial one counts).
@@ -422,28 +388,10 @@ impl Bbr2 {
         self.max_bw().min(self.bw_lo).min(self.bw_hi)
     }
 
-    /// Linux `bbr_init_pacing_rate_from_rtt`.
-    fn init_pacing_rate(&mut self) {
-        let rtt = match self.rtt.srtt {
-            Some(s) => {
-                self.has_seen_rtt = true;
-                s.max(Duration(1_000))
-            }
-            None => NOMINAL_RTT,
-        };
-        let bw = (self.cwnd * self.mss) as f64 / rtt.as_secs_f64();
-        self.pacing_rate = bw_to_pacing(bw, HIGH_GAIN);
-    }
-
     /// Linux `bbr_set_pacing_rate`.
     fn set_pacing_rate(&mut self, bw: f64, gain: f64) {
-        let rate = bw_to_pacing(bw, gain);
-        if !self.has_seen_rtt && self.rtt.srtt.is_some() {
-            self.init_pacing_rate();
-        }
-        if self.full_bw_reached || rate.bps() > self.pacing_rate.bps() {
-            self.pacing_rate = rate;
-        }
+        let (srtt, full) = (self.rtt.srtt, self.full_bw_reached);
+        self.pacing.set(bw, gain, srtt, self.cwnd * self.mss, full);
     }
 
     /// tcp_bbr2.c `bbr_tso_segs_goal`, with the min-RTT allowance (`bbr_tso_rtt_shift`).
@@ -456,7 +404,7 @@ impl Bbr2 {
                 0
             }
         });
-        tso_segs_goal(self.pacing_rate, self.mss, extra)
+        tso_segs_goal(self.pacing.rate(), self.mss, extra)
     }
 
     /// Linux `bbr_bdp`, packets.
@@ -480,13 +428,9 @@ impl Bbr2 {
 
     /// Linux `bbr_packets_in_net_at_edt`, packets.
     fn in_net_at_edt(&self, now: Time, inflight: u64) -> u64 {
-        let ahead = self.next_departure.max(now) - now;
-        let delivered = (self.bw() / self.mss as f64 * ahead.as_secs_f64()) as u64;
-        let mut at_edt = inflight;
-        if self.pacing_gain > 1.0 {
-            at_edt += self.quantum();
-        }
-        at_edt.saturating_sub(delivered)
+        let bw = self.bw() / self.mss as f64;
+        self.pacing
+            .in_net_at_edt(now, inflight, bw, self.pacing_gain, self.quantum())
     }
 
     /// tcp_bbr2.c `bbr2_target_inflight`: the BDP, unless congestion cut cwnd below it.
@@ -504,17 +448,12 @@ impl Bbr2 {
         if !(self.full_bw_reached || EXTRA_ACKED_IN_STARTUP) {
             return 0;
         }
-        let max = (self.bw() / self.mss as f64 * EXTRA_ACKED_MAX.as_secs_f64()) as u64;
-        self.aggregation.max().min(max)
+        self.aggregation.allowance(self.bw() / self.mss as f64)
     }
 
     /// Linux `bbr_save_cwnd`.
     fn save_cwnd(&mut self) {
-        if self.prev_ca_state < CaState::Recovery && self.mode != Mode::ProbeRtt {
-            self.prior_cwnd = self.cwnd;
-        } else {
-            self.prior_cwnd = self.prior_cwnd.max(self.cwnd);
-        }
+        self.prior_cwnd = saved_cwnd(self.prior_cwnd, self.cwnd, self.prev_ca_state, self.mode);
     }
 
     /// Linux's `icsk_ca_state == TCP_CA_Recovery`, which lasts until the cumulative ACK passes
@@ -610,13 +549,13 @@ impl Bbr2 {
         self.stopped_risky_probe = false;
         self.got_ok_bw_probe_sample = false;
         self.ack_phase = AckPhase::Refilling;
-        self.next_rtt_delivered = self.rate.delivered();
+        self.rounds.restart(self.rate.delivered());
         self.phase = Phase::Refill;
     }
 
     fn start_bw_probe_up(&mut self, now: Time) {
         self.ack_phase = AckPhase::ProbeStarting;
-        self.next_rtt_delivered = self.rate.delivered();
+        self.rounds.restart(self.rate.delivered());
         self.cycle_stamp = now;
         self.phase = Phase::Up;
         self.raise_inflight_hi_slope();
@@ -628,7 +567,7 @@ impl Bbr2 {
         self.pick_probe_wait();
         self.cycle_stamp = now;
         self.ack_phase = AckPhase::ProbeStopping;
-        self.next_rtt_delivered = self.rate.delivered();
+        self.rounds.restart(self.rate.delivered());
         self.phase = Phase::Down;
     }
 
@@ -745,13 +684,8 @@ impl Bbr2 {
         if self.full_bw_reached || !self.round_start || rs.is_app_limited {
             return;
         }
-        let bw = self.max_bw();
-        if bw >= self.full_bw * FULL_BW_THRESH {
-            self.full_bw = bw;
-            self.full_bw_cnt = 0;
-            return;
-        }
-        self.full_bw_cnt += 1;
+        (self.full_bw, self.full_bw_cnt) =
+            full_bw_round(self.full_bw, self.full_bw_cnt, self.max_bw());
         self.full_bw_reached = self.full_bw_cnt >= FULL_BW_CNT;
     }
 
@@ -905,7 +839,7 @@ impl Bbr2 {
     }
 
     fn check_probe_rtt_done(&mut self, now: Time) {
-        if self.probe_rtt_done.is_none_or(|d| now <= d) {
+        if !self.probe_rtt.elapsed(now) {
             return;
         }
         self.probe_rtt_min_stamp = now; // schedule the next PROBE_RTT
@@ -940,23 +874,18 @@ impl Bbr2 {
         if probe_rtt_expired && !self.idle_restart && self.mode != Mode::ProbeRtt {
             self.mode = Mode::ProbeRtt;
             self.save_cwnd();
-            self.probe_rtt_done = None;
+            self.probe_rtt.enter();
             self.ack_phase = AckPhase::ProbeStopping;
-            self.next_rtt_delivered = self.rate.delivered();
-            self.probe_rtt_count += 1;
+            self.rounds.restart(self.rate.delivered());
         }
         if self.mode == Mode::ProbeRtt {
             // Samples taken while inflight is held down say nothing about the bandwidth.
             self.rate.mark_app_limited(rs.in_flight_bytes);
-            if self.probe_rtt_done.is_none() && rs.in_flight <= self.probe_rtt_cwnd() {
-                self.probe_rtt_done = Some(now + PROBE_RTT_TIME);
-                self.probe_rtt_round_done = false;
-                self.next_rtt_delivered = self.rate.delivered();
-            } else if self.probe_rtt_done.is_some() {
-                self.probe_rtt_round_done |= self.round_start;
-                if self.probe_rtt_round_done {
-                    self.check_probe_rtt_done(now);
-                }
+            let drained = rs.in_flight <= self.probe_rtt_cwnd();
+            match self.probe_rtt.on_ack(now, drained, self.round_start) {
+                ProbeRttAck::Drained => self.rounds.restart(self.rate.delivered()),
+                ProbeRttAck::RoundDone => self.check_probe_rtt_done(now),
+                ProbeRttAck::Waiting => {}
             }
         }
         // tcp_bbr2.c bbr_update_min_rtt (google/bbr v2alpha, commit 0487ade, its last line):
@@ -968,13 +897,9 @@ impl Bbr2 {
         }
     }
 
+    /// Linux `bbr_update_gains` (v2's `bbr_startup_cwnd_gain` is v1's `bbr_high_gain`).
     fn update_gains(&mut self) {
-        (self.pacing_gain, self.cwnd_gain) = match self.mode {
-            Mode::Startup => (HIGH_GAIN, STARTUP_CWND_GAIN),
-            Mode::Drain => (DRAIN_GAIN, STARTUP_CWND_GAIN),
-            Mode::ProbeBw => (PACING_GAIN[self.phase as usize], CWND_GAIN),
-            Mode::ProbeRtt => (1.0, 1.0),
-        };
+        (self.pacing_gain, self.cwnd_gain) = gains(self.mode, self.phase as usize);
     }
 
     /// tcp_bbr2.c `bbr_set_cwnd` (v2alpha: no packet conservation).
@@ -983,12 +908,9 @@ impl Bbr2 {
         if rs.acked_sacked > 0 {
             let target =
                 self.quantization_budget(self.bdp(bw, self.cwnd_gain) + self.aggregation_cwnd());
-            if self.full_bw_reached {
-                cwnd = (cwnd + rs.acked_sacked).min(target);
-            } else if cwnd < target || cwnd < 2 * self.init_cwnd {
-                cwnd += rs.acked_sacked;
-            }
-            cwnd = cwnd.max(CWND_MIN_TARGET);
+            let early = cwnd < 2 * self.init_cwnd;
+            let full = self.full_bw_reached;
+            cwnd = grow_cwnd(cwnd, rs.acked_sacked, target, full, early, CWND_MIN_TARGET);
         }
         if self.mode == Mode::ProbeRtt {
             cwnd = cwnd.min(self.probe_rtt_cwnd());
@@ -1013,15 +935,15 @@ impl Bbr2 {
         let rs = self.rate_sample(s);
         // bbr_update_round_start
         self.round_start = false;
-        if rs.valid && rs.prior_delivered >= self.next_rtt_delivered {
-            self.next_rtt_delivered = self.rate.delivered();
+        if rs.valid
+            && self
+                .rounds
+                .on_sample(rs.prior_delivered, self.rate.delivered())
+        {
             self.round_start = true;
-            self.round_count += 1;
             self.rounds_since_probe = (self.rounds_since_probe + 1).min(0xFF);
         }
-        let sample_bw = s
-            .sample
-            .map_or(0.0, |r| r.delivered as f64 / r.interval.as_secs_f64());
+        let sample_bw = s.sample.map_or(0.0, |r| r.bytes_per_sec());
         if s.sample.is_some() {
             self.last_sample = sample_bw;
         }
@@ -1107,7 +1029,7 @@ impl Controller for Bbr2 {
         let from_idle = pkt.in_flight <= pkt.size as u64;
         let limits = SendLimits {
             cwnd: Some(cwnd_bytes),
-            pacing_rate: Some(self.pacing_rate),
+            pacing_rate: Some(self.pacing.rate()),
         };
         self.rate.on_packet_sent(now, pkt, limits);
         if from_idle && self.rate.is_app_limited() {
@@ -1120,12 +1042,7 @@ impl Controller for Bbr2 {
                 _ => {}
             }
         }
-        let gap = if self.pacing_rate.bps() > 0.0 {
-            self.pacing_rate.transmit_time(pkt.size as u64)
-        } else {
-            Duration::ZERO
-        };
-        self.next_departure = self.next_departure.max(now) + gap;
+        self.pacing.on_sent(now, pkt.size);
     }
 
     fn on_feedback(&mut self, now: Time, report: &FeedbackReport) {
@@ -1177,11 +1094,11 @@ impl Controller for Bbr2 {
     }
 
     fn decision(&self) -> Decision {
-        let cwnd = self.cwnd * self.mss;
-        let window = Rate(cwnd as f64 * 8.0 / self.rtt.srtt_or_initial().as_secs_f64());
-        let mut d = Decision::rate_only(window.min(self.pacing_rate), Some(self.pacing_rate));
-        d.cwnd = Some(cwnd);
-        d
+        window_decision(
+            self.cwnd * self.mss,
+            self.rtt.srtt_or_initial(),
+            self.pacing.rate(),
+        )
     }
 
     fn state(&self, out: &mut Vec<(&'static str, f64)>) {
@@ -1206,15 +1123,15 @@ impl Controller for Bbr2 {
         ));
         out.push(("pacing_gain", self.pacing_gain));
         out.push(("cwnd_gain", self.cwnd_gain));
-        out.push(("pacing_bps", self.pacing_rate.bps()));
-        out.push(("round_count", self.round_count as f64));
+        out.push(("pacing_bps", self.pacing.rate().bps()));
+        out.push(("round_count", self.rounds.count() as f64));
         out.push(("rounds_since_probe", self.rounds_since_probe as f64));
         out.push(("full_bw_reached", self.full_bw_reached as u8 as f64));
         out.push(("startup_loss_exit", self.startup_loss_exit as u8 as f64));
         out.push(("inflight_too_high", self.inflight_too_high_count as f64));
         out.push(("ack_phase", self.ack_phase as u8 as f64));
         out.push(("extra_acked_packets", self.aggregation.max() as f64));
-        out.push(("probe_rtt_count", self.probe_rtt_count as f64));
+        out.push(("probe_rtt_count", self.probe_rtt.count() as f64));
         out.push(("ca_state", self.episodes.state.log_code()));
         out.push(("holes", self.holes as f64));
         out.push(("app_limited", self.rate.is_app_limited() as u8 as f64));
@@ -1271,6 +1188,7 @@ fn build(
 mod tests {
     use super::*;
     use crate::cc::delivery_rate::testpath::Path;
+    use crate::units::Rate;
 
     fn bbr2(params: &str) -> Bbr2 {
         let p: Params = toml::from_str(params).unwrap();

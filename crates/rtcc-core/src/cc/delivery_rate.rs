@@ -105,6 +105,11 @@ impl RateSample {
     pub fn rate(&self) -> Rate {
         Rate(self.delivered as f64 * 8.0 / self.interval.as_secs_f64())
     }
+
+    /// `delivered / interval` in bytes per second (BBR's bandwidth sample).
+    pub fn bytes_per_sec(&self) -> f64 {
+        self.delivered as f64 / self.interval.as_secs_f64()
+    }
 }
 
 /// What one feedback report meant for the connection.

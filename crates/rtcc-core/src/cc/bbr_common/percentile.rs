@@ -1,10 +1,5 @@
-//! What BBR v1 (`bbr.rs`) and BBRv2 (`bbr2.rs`) share: the constants both Linux modules carry
-//! (`net/ipv4/tcp_bbr.c` and Google's v2alpha `net/ipv4/tcp_bbr2.c` declare the same values
-//! under the same names), the pacing-rate and send-quantum helpers, the ACK-aggregation
-//! estimator, the mode codes, and the BBR-S / BBR2-S bandwidth estimator of Vargas et al.
-//! ("BBR Bufferbloat in DASH Video", WWW '21, §7).
-//!
-//! ## The BBR-S estimator (`bw_estimator = "percentile"`)
+//! The BBR-S / BBR2-S bandwidth estimator of Vargas et al. ("BBR Bufferbloat in DASH Video",
+//! WWW '21, §7), `bw_estimator = "percentile"`.
 //!
 //! BBR's bottleneck-bandwidth estimate is the maximum delivery-rate sample of a window (v1: the
 //! last 10 rounds; v2: the last one or two bandwidth-probing cycles). Behind a token-bucket
@@ -45,49 +40,8 @@
 //! §7 #3 recommend. A process-wide history would also make a flow's result depend on which
 //! flows ran before it in the same process, which rtcc's determinism rules out.
 
-use crate::units::{Duration, Rate, Time};
+use crate::cc::{ParamDoc, Params};
 use serde::Deserialize;
-
-/// Linux `BBR_SCALE` / `BBR_UNIT`: gains are fractions of 256 in both modules.
-pub(crate) const BBR_UNIT: u64 = 256;
-/// Linux `bbr_high_gain` = `BBR_UNIT * 2885 / 1000 + 1` (2/ln 2, rounded up), the STARTUP
-/// pacing gain; also v2's `bbr_startup_cwnd_gain` and v1's STARTUP cwnd gain.
-pub(crate) const HIGH_GAIN: f64 = 739.0 / 256.0;
-/// Linux `bbr_drain_gain` = `BBR_UNIT * 1000 / 2885`.
-pub(crate) const DRAIN_GAIN: f64 = 88.0 / 256.0;
-/// Linux `bbr_cwnd_gain` = `BBR_UNIT * 2`: the PROBE_BW window gain.
-pub(crate) const CWND_GAIN: f64 = 2.0;
-/// Linux `bbr_pacing_gain[]` (`CYCLE_LEN` = 8 entries). v2 names the first four:
-/// `BBR_BW_PROBE_UP` = 0 (5/4), `DOWN` = 1 (3/4), `CRUISE` = 2 and `REFILL` = 3 (1).
-pub(crate) const PACING_GAIN: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
-/// Linux `bbr_cycle_rand`.
-pub(crate) const CYCLE_RAND: u64 = 7;
-/// Linux `bbr_min_rtt_win_sec` = 10.
-pub(crate) const MIN_RTT_WIN: Duration = Duration(10_000_000_000);
-/// Linux `bbr_probe_rtt_mode_ms` = 200.
-pub(crate) const PROBE_RTT_TIME: Duration = Duration(200_000_000);
-/// Linux `bbr_cwnd_min_target` = 4 (packets).
-pub(crate) const CWND_MIN_TARGET: u64 = 4;
-/// Linux `bbr_full_bw_thresh` = `BBR_UNIT * 5 / 4`, `bbr_full_bw_cnt` = 3.
-pub(crate) const FULL_BW_THRESH: f64 = 1.25;
-pub(crate) const FULL_BW_CNT: u32 = 3;
-/// Linux `bbr_pacing_margin_percent` = 1.
-pub(crate) const PACING_MARGIN: f64 = 0.01;
-/// Linux `bbr_extra_acked_win_rtts` = 5, `bbr_extra_acked_max_us` = 100 ms,
-/// `bbr_ack_epoch_acked_reset_thresh` = 2^20 packets.
-pub(crate) const EXTRA_ACKED_WIN_RTTS: u32 = 5;
-pub(crate) const EXTRA_ACKED_MAX: Duration = Duration(100_000_000);
-pub(crate) const ACK_EPOCH_RESET_PACKETS: u64 = 1 << 20;
-/// Linux `bbr_min_tso_rate` (bit/s), `sk_pacing_shift` default (10: 1/1024 s of data), GSO
-/// size cap (`GSO_MAX_SIZE` 64 KB less `MAX_TCP_HEADER`), and the 0x7F cap of the v1
-/// `bbr_tso_segs_goal`.
-pub(crate) const MIN_TSO_RATE: f64 = 1_200_000.0;
-pub(crate) const PACING_SHIFT_DIV: f64 = 1024.0;
-pub(crate) const GSO_MAX_SIZE: u64 = 65_536;
-pub(crate) const GSO_MAX_BYTES: u64 = GSO_MAX_SIZE - 1 - 320;
-pub(crate) const MAX_TSO_SEGS: u64 = 127;
-/// `bbr_init_pacing_rate_from_rtt`'s nominal RTT before any sample.
-pub(crate) const NOMINAL_RTT: Duration = Duration(1_000_000);
 
 /// BBR-S history size: "we use a sample history size of 100" (paper §7.1).
 pub const HIST_SIZE: usize = 100;
@@ -96,15 +50,6 @@ pub const HIST_PERCENTILE: usize = 85;
 /// BBR2-S as the paper's text describes it: "we set the estimated bandwidth to be 85 % of the
 /// value" (§7.2). The released `bbr2s.c` has no such factor (extraction §3.2).
 pub const BBR2S_TEXT_SCALE: f64 = 0.85;
-
-/// BBR's modes (Linux `enum bbr_mode`, same codes in v1 and v2), logged as the `mode` signal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    Startup = 0,
-    Drain = 1,
-    ProbeBw = 2,
-    ProbeRtt = 3,
-}
 
 /// Which bottleneck-bandwidth estimate the controller reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -200,112 +145,26 @@ impl PercentileFilter {
         held[k]
     }
 }
+pub(crate) const BW_ESTIMATOR_DOC: ParamDoc = ParamDoc::new(
+    "bw_estimator",
+    "max",
+    "bottleneck-bandwidth estimate: \"max\" (the Linux windowed maximum) or \"percentile\" \
+     (BBR-S / BBR2-S: 85th percentile of the last 100 non-app-limited samples)",
+);
+pub(crate) const PERCENTILE_READING_DOC: ParamDoc = ParamDoc::new(
+    "percentile_reading",
+    "code",
+    "with bw_estimator = \"percentile\": \"code\" (the authors' released code: sorted[85], \
+     newest sample during warm-up) or \"text\" (the paper's text: nearest-rank 85th \
+     percentile of what is held; bbr2 also scales it by 0.85)",
+);
 
-/// Linux `bbr_bw_to_pacing_rate`: `gain × bw × (1 − 1 %)`, `bw` in bytes per second.
-pub(crate) fn bw_to_pacing(bw: f64, gain: f64) -> Rate {
-    Rate(bw * 8.0 * gain * (1.0 - PACING_MARGIN))
-}
-
-/// Linux `bbr_tso_segs_goal` in packets of `mss` bytes: about 1 ms of data at the pacing rate
-/// (`sk_pacing_shift` = 10) plus `extra` bytes (v2's min-RTT allowance), capped at one GSO
-/// super-packet, at least 1 packet below 1.2 Mbit/s and 2 above, at most 127. With no
-/// segmentation offload a quantum is whole packets.
-pub(crate) fn tso_segs_goal(pacing_rate: Rate, mss: u64, extra: u64) -> u64 {
-    let bytes = ((pacing_rate.bps() / 8.0 / PACING_SHIFT_DIV) as u64 + extra).min(GSO_MAX_BYTES);
-    let min = if pacing_rate.bps() < MIN_TSO_RATE {
-        1
-    } else {
-        2
-    };
-    (bytes / mss).max(min).min(MAX_TSO_SEGS)
-}
-
-/// Linux `bbr_bdp`: `ceil(bw × min_rtt × gain)` in packets of `mss` bytes, `bw` in bytes per
-/// second; `init_cwnd` before any RTT sample.
-pub(crate) fn bdp_packets(
-    bw: f64,
-    min_rtt: Option<Duration>,
-    gain: f64,
-    mss: u64,
-    init_cwnd: u64,
-) -> u64 {
-    match min_rtt {
-        None => init_cwnd,
-        Some(r) => (bw * r.as_secs_f64() * gain / mss as f64 - 1e-9)
-            .ceil()
-            .max(0.0) as u64,
-    }
-}
-
-/// Linux `bbr_update_ack_aggregation` / `bbr_extra_acked`: the largest excess of acknowledged
-/// data over `bw × epoch` in the last one or two windows of rounds. Counts are in the caller's
-/// unit (`unit` of them per packet: bytes for v1, packets for v2) and `bw` is in those units per
-/// second.
-#[derive(Debug, Clone)]
-pub(crate) struct AckAggregation {
-    extra_acked: [u64; 2],
-    win_rtts: u32,
-    idx: usize,
-    epoch_stamp: Time,
-    epoch_acked: u64,
-}
-
-impl AckAggregation {
-    pub fn new(now: Time) -> AckAggregation {
-        AckAggregation {
-            extra_acked: [0; 2],
-            win_rtts: 0,
-            idx: 0,
-            epoch_stamp: now,
-            epoch_acked: 0,
-        }
-    }
-
-    /// Restart the sampling epoch (Linux `bbr_cwnd_event(CA_EVENT_TX_START)`).
-    pub fn restart_epoch(&mut self, now: Time) {
-        self.epoch_stamp = now;
-        self.epoch_acked = 0;
-    }
-
-    /// `max(extra_acked[0], extra_acked[1])`.
-    pub fn max(&self) -> u64 {
-        self.extra_acked[0].max(self.extra_acked[1])
-    }
-
-    /// One ACK that acknowledged `acked` and produced a valid rate sample. `now` is the
-    /// delivery time (`delivered_mstamp`), `win_rtts` the window length in rounds.
-    #[allow(clippy::too_many_arguments)]
-    pub fn update(
-        &mut self,
-        round_start: bool,
-        win_rtts: u32,
-        acked: u64,
-        now: Time,
-        bw: f64,
-        cwnd: u64,
-        unit: u64,
-    ) {
-        if round_start {
-            self.win_rtts = (self.win_rtts + 1).min(31);
-            if self.win_rtts >= win_rtts {
-                self.win_rtts = 0;
-                self.idx ^= 1;
-                self.extra_acked[self.idx] = 0;
-            }
-        }
-        let epoch = (now - self.epoch_stamp).as_secs_f64();
-        let mut expected = (bw * epoch) as u64;
-        let reset = ACK_EPOCH_RESET_PACKETS * unit;
-        if self.epoch_acked <= expected || self.epoch_acked + acked >= reset {
-            self.epoch_acked = 0;
-            self.epoch_stamp = now;
-            expected = 0;
-        }
-        self.epoch_acked = (self.epoch_acked + acked).min(reset - unit);
-        let extra = self.epoch_acked.saturating_sub(expected).min(cwnd);
-        let slot = &mut self.extra_acked[self.idx];
-        *slot = (*slot).max(extra);
-    }
+/// `params` with `bw_estimator = "percentile"` unless it says otherwise (`bbr-s`, `bbr2-s`).
+pub(crate) fn with_percentile(params: &Params) -> Params {
+    let mut p = params.clone();
+    p.entry("bw_estimator")
+        .or_insert_with(|| toml::Value::String("percentile".into()));
+    p
 }
 
 #[cfg(test)]
@@ -384,20 +243,5 @@ mod tests {
         assert_eq!(fed(PercentileReading::Text, [5.0, 50.0, 7.0, 3.0]), 50.0);
         assert_eq!(fed(PercentileReading::Text, (1..=10).map(f64::from)), 9.0);
         assert_eq!(fed(PercentileReading::Text, [42.0]), 42.0);
-    }
-
-    #[test]
-    fn the_send_quantum_and_bdp_follow_linux() {
-        // 12 Mbit/s: 1.5 kB per 1.024 ms, so one 1500-byte packet, raised to the minimum of 2
-        // above 1.2 Mbit/s; below it the minimum is 1.
-        assert_eq!(tso_segs_goal(Rate::from_mbps(12.0), 1500, 0), 2);
-        assert_eq!(tso_segs_goal(Rate::from_mbps(1.0), 1500, 0), 1);
-        assert_eq!(tso_segs_goal(Rate::from_mbps(1000.0), 1500, 0), 43);
-        // v2's min-RTT allowance of 64 KB at zero RTT hits the GSO cap.
-        assert_eq!(tso_segs_goal(Rate::from_mbps(12.0), 1500, 65_536), 43);
-        let rtt = Some(Duration::from_millis(41));
-        assert_eq!(bdp_packets(1.5e6, rtt, 1.0, 1500, 10), 41);
-        assert_eq!(bdp_packets(1.5e6, rtt, 2.0, 1500, 10), 82);
-        assert_eq!(bdp_packets(1.5e6, None, 2.0, 1500, 10), 10, "no RTT yet");
     }
 }
