@@ -8,7 +8,9 @@
 //! - [`packet`]: sent-packet records, transport-wide feedback, frame acknowledgements.
 //! - [`cc`]: the [`cc::Controller`] trait, the registry, and the controllers.
 //! - [`net`]: link capacity models, queues and the bottleneck link.
-//! - [`media`]: frame source, encoders, packetizer, pacer, sender and receiver.
+//! - [`video`]: what a flow's video is, for controllers and media alike: its media range, its
+//!   resolutions and their quality, its packetizer.
+//! - [`media`]: frame source, encoders, pacer, sender and receiver.
 //! - [`tcp`]: a TCP-like bulk sender around a window-based controller (cross traffic, and the
 //!   request/response connections of DASH).
 //! - [`short_tcp`]: the file sizes and idle times of RFC 8867 §5.7's short TCP flows.
@@ -26,6 +28,7 @@ pub mod rto;
 pub mod short_tcp;
 pub mod tcp;
 pub mod units;
+pub mod video;
 pub mod wire;
 
 pub use units::{Bytes, Duration, Rate, Time};

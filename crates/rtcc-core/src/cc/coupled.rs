@@ -665,7 +665,7 @@ mod tests {
             now: Time::ZERO,
             fps: 30.0,
             max_payload: crate::units::Bytes(1200),
-            media: crate::media::range::MediaRange {
+            media: crate::video::range::MediaRange {
                 max_bitrate: max,
                 ..Default::default()
             },

@@ -13,9 +13,9 @@
 //! (`params.rs` derives the documentation `rtcc controllers` shows); unknown names and unknown
 //! parameters are rejected with the list of valid ones.
 
-use crate::media::quality::Resolution;
 use crate::packet::{FeedbackReport, FrameAck, FrameInfo, RateReport, SentPacket};
 use crate::units::{Bytes, Duration, Rate, Time};
+use crate::video::quality::Resolution;
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
 
@@ -221,7 +221,7 @@ pub trait Controller: Send {
     /// The frame-level hooks, for controllers that act on video frames (`None`: it does not).
     /// The packets a frame must have at least: SQP's bandwidth sample is a frame's dispersion,
     /// which a one-packet frame does not have, so it asks for 2 and the packetizer cuts small
-    /// frames in halves ([`crate::media::packetizer`]). Default 1.
+    /// frames in halves ([`crate::video::packetizer`]). Default 1.
     fn min_packets_per_frame(&self) -> u32 {
         1
     }
@@ -279,8 +279,8 @@ pub struct ControllerContext {
     /// Largest media payload per packet.
     pub max_payload: Bytes,
     /// The flow's media range: controllers with a start rate or rate bounds of their own take
-    /// these as defaults ([`crate::media::range`]).
-    pub media: crate::media::range::MediaRange,
+    /// these as defaults ([`crate::video::range`]).
+    pub media: crate::video::range::MediaRange,
     /// Capacity of the forward bottleneck (only reference controllers such as `oracle` use it).
     pub capacity: Option<Arc<dyn CapacityView>>,
     /// The flow-state exchanges of this run, shared by the flows it builds (RFC 8699 coupling,

@@ -43,9 +43,9 @@ pub use video_send::VideoSendEndpoint;
 
 use crate::dash::qoe::SegmentRecord;
 use crate::media::jitter_buffer::FrameEvent;
-use crate::media::quality::Resolution;
 use crate::packet::{Ecn, PacketKind};
 use crate::units::{Duration, Rate, Time};
+use crate::video::quality::Resolution;
 
 /// RTP payload types rtcc's endpoints use (dynamic range, RFC 3551 §6).
 pub const PT_MEDIA: u8 = 96;

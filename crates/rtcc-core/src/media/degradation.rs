@@ -10,7 +10,7 @@
 //!   the default `BalancedDegradationSettings` (`rtc_base/experiments/
 //!   balanced_degradation_settings.cc`) a picture of at most 640×480 pixels runs at 15 frame/s,
 //!   at most 480×360 at 10 and at most 320×240 at 7. On rtcc's 16:9 ladder
-//!   ([`crate::media::quality::LADDER`]) from a 720p30 source that gives the steps
+//!   ([`crate::video::quality::LADDER`]) from a 720p30 source that gives the steps
 //!   720p30 → 540p30 → 360p30 → 360p15 → 270p15 → 270p10 → 180p10 (7 frame/s is below the
 //!   flow's lowest frame rate, `min_fps`, 10 by default, so 180p runs at 10).
 //! - `maintain-framerate` only lowers the resolution, `maintain-resolution` only the frame rate
@@ -46,9 +46,9 @@
 //! Encoders without a resolution ladder (the `ideal` model makes any size exactly, `trace`
 //! replays recorded sizes) have nothing to scale: the policy keeps the source.
 
-use super::quality::{Resolution, LADDER};
 use super::window::WindowedMean;
 use crate::units::{Duration, Rate, Time};
+use crate::video::quality::{Resolution, LADDER};
 
 /// The policy reads the mean target over the frames of this window.
 pub const SMOOTHING: Duration = Duration(1_000_000_000);

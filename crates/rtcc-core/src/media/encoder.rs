@@ -30,11 +30,11 @@
 //!   the lowest and highest rate at each rung, what the degradation policy works from.
 //!
 //! Each encoded frame also carries the model's PSNR estimate, when the model has one
-//! ([`crate::media::quality`]).
+//! ([`crate::video::quality`]).
 
-use super::quality::Resolution;
 use crate::net::TraceError;
 use crate::units::{Rate, Time};
+use crate::video::quality::Resolution;
 use std::path::Path;
 use std::sync::Arc;
 

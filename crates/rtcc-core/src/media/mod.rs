@@ -8,12 +8,9 @@ pub mod frame_dropper;
 pub mod jitter_buffer;
 pub mod nack;
 pub mod pacer;
-pub mod packetizer;
 pub mod playout;
 pub mod protection;
-pub mod quality;
 pub mod queue_limit;
-pub mod range;
 pub mod receiver;
 pub mod sender;
 pub mod source;
@@ -21,9 +18,10 @@ pub mod window;
 
 pub use encoder::{EncodedFrame, Encoder, EncoderConfig, IdealEncoder};
 pub use pacer::Pacer;
-pub use packetizer::Packetizer;
 pub use playout::Playout;
-pub use quality::Resolution;
 pub use receiver::ArrivalRecorder;
 pub use sender::{Outgoing, VideoSender};
 pub use source::FrameSource;
+
+// Moved below `cc` and `media` (`crate::video`); their old paths stay.
+pub use crate::video::{packetizer, quality, range, Packetizer, Resolution};

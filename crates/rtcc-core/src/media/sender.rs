@@ -28,7 +28,7 @@
 //!   `on_rto` runs (it collapses its window) and the timer backs off, up to [`VIDEO_RTO_MAX`].
 //!   Without it a window that
 //!   is full of packets lost in an outage never opens again: no feedback comes back for them.
-//! - **The media range** ([`super::range`], [`VideoSender::set_media`]): a rate-based
+//! - **The media range** ([`crate::video::range`], [`VideoSender::set_media`]): a rate-based
 //!   controller's target and pacing rate are never below the flow's minimum bitrate (30 kbit/s
 //!   by default, libwebrtc's minimum video bitrate), so a sender keeps probing the path even when
 //!   no feedback arrives, and no target exceeds the maximum.
@@ -45,11 +45,8 @@ use super::degradation::{Degradation, Preference, Step};
 use super::encoder::{EncodedFrame, Encoder};
 use super::frame_dropper::FrameDropper;
 use super::pacer::{Pacer, PacerPoll, QueuedPacket};
-use super::packetizer::Packetizer;
 use super::protection::ProtectionRates;
-use super::quality::Resolution;
 use super::queue_limit::{drain_rate, Pushback};
-use super::range::MediaRange;
 use crate::cc::{Controller, Decision, EncodeAction, FrameAction, FrameView};
 use crate::packet::TransportFeedback;
 use crate::packet::{
@@ -57,6 +54,7 @@ use crate::packet::{
 };
 use crate::rto::RtoTimer;
 use crate::units::{earliest, Rate, Time};
+use crate::video::{MediaRange, Packetizer, Resolution};
 
 /// The video sender's largest RTO, also after backoff: one second, RFC 6298's initial RTO. A
 /// real-time flow must keep probing a path that lost everything (after an outage, or in a long

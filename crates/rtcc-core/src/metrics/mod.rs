@@ -55,7 +55,7 @@ pub struct FrameRecord {
     /// The encoder model's PSNR estimate (`None` for models without a quality model).
     pub psnr_db: Option<f64>,
     /// Resolution the frame was coded at (`None` for models without one).
-    pub resolution: Option<crate::media::quality::Resolution>,
+    pub resolution: Option<crate::video::quality::Resolution>,
     /// When the receiver showed it (`None`: never shown).
     pub display: Option<Time>,
     /// Completed thanks to a retransmission or FEC.

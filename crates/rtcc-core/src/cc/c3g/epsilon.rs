@@ -2,7 +2,7 @@
 //! different ends, so their difference holds noise (a frame sent at once arrives spread over its
 //! transmission) even with no queue growing. [`Epsilon`] holds the largest λ̄ − μ̄ of the calm
 //! periods of its memory (what counts as calm is decided by the controller's period, in
-//! `c3g`'s `tick`), and never less than [`epsilon_floor`]: a share of λ̄ and [`EDGE_PACKETS`]
+//! `c3g`'s `tick`), and never less than [`epsilon_floor`]: a share of λ̄ and `EDGE_PACKETS`
 //! per rate window (ours).
 
 use crate::units::{Duration, Time};

@@ -682,7 +682,7 @@ fn build(params: &Params, ctx: &ControllerContext) -> Result<Box<dyn Controller>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::media::range::MediaRange;
+    use crate::video::range::MediaRange;
 
     pub(super) fn ms(v: u64) -> Time {
         Time::from_millis(v)

@@ -2,7 +2,7 @@
 //! previous iterations"): C³G and `c3g-bbr` decide a send rate λ_target, and the encoder is asked
 //! for v = λ_target / ρ, since an encoder "does not necessarily" give λ "exactly and even less
 //! instantly". ρ is an exponential average clamped to [0.5, 2], learned only from periods whose
-//! target has held long enough for the encoder to follow it ([`ENCODER_SETTLE`] for `c3g`, none
+//! target has held long enough for the encoder to follow it (`ENCODER_SETTLE` for `c3g`, none
 //! for `c3g-bbr`, whose gains change the target every period) and not from drains.
 
 use crate::units::Duration;

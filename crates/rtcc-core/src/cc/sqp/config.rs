@@ -3,8 +3,8 @@
 use super::min_owd::Anchor;
 use super::update::Bounds;
 use crate::cc::params::controller_config;
-use crate::media::packetizer::{Packetizer, MIN_SPLIT_PAYLOAD};
 use crate::units::{Duration, Rate};
+use crate::video::packetizer::{Packetizer, MIN_SPLIT_PAYLOAD};
 
 controller_config! {
     /// SQP's parameters (see the table in the module header for sources).

@@ -84,7 +84,7 @@
 //!   is its arrival minus the send time of the newest packet it reports received.
 //! - **Low rates.** A one-packet frame has no dispersion and Eq. 1 is undefined (0/0 on an idle
 //!   path). The packetizer cuts every frame of at least 100 bytes into two or more packets
-//!   ([`crate::media::packetizer`]: a small frame becomes two half-size packets), so the estimate
+//!   ([`crate::video::packetizer`]: a small frame becomes two half-size packets), so the estimate
 //!   can go down to the flow's minimum bitrate (`min_bitrate`, 30 kbit/s by default), and never
 //!   below `2 × 50 × 8 × fps` (24 kbit/s at 30 fps), the rate at which a frame is two 50-byte
 //!   packets; a smaller explicit `min_rate` is rejected. (Before the packetizer split small

@@ -26,7 +26,7 @@ impl Bench {
         let params: Params = toml::from_str(params).unwrap();
         let config: SqpConfig = parse_config("sqp", &params).unwrap();
         let p = config
-            .validate(FPS, crate::media::range::DEFAULT_MIN_BITRATE)
+            .validate(FPS, crate::video::range::DEFAULT_MIN_BITRATE)
             .unwrap();
         Bench {
             sqp: Sqp::new(p, FPS),

@@ -53,7 +53,7 @@
 //!    requests, RFC 4585 picture-loss indications, to recover from loss).
 //!
 //! The frame's size is `b · c · ε` (times `keyframe_ratio` for a keyframe). Its PSNR
-//! ([`crate::media::quality::psnr_db`]) is computed from the budget `b` at the current
+//! ([`crate::video::quality::psnr_db`]) is computed from the budget `b` at the current
 //! resolution: the budget stands for the quantiser the rate control chose, so a complex frame
 //! that is large at the same quantiser is not better, a frame shrunk to pay back debt is worse,
 //! and the keyframe overhead buys no quality (judgment calls).
@@ -63,8 +63,8 @@
 //! draws the same three numbers, so the sequence does not depend on which branches were taken.
 
 use super::{EncodedFrame, Encoder, EncoderError};
-use crate::media::quality::{self, Resolution};
 use crate::units::{Duration, Rate, Time};
+use crate::video::quality::{self, Resolution};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 

@@ -13,7 +13,7 @@
 //!   the queue bound then empties by skipping frames (our judgment);
 //! - controllers that have a start rate or rate bounds of their own (`gcc`, `sqp`) take these as
 //!   their defaults (an explicit controller parameter wins);
-//! - the degradation policy ([`super::degradation`]) codes between `min_fps` and the source's
+//! - the degradation policy ([`crate::media::degradation`]) codes between `min_fps` and the source's
 //!   frame rate.
 
 use crate::units::Rate;
