@@ -18,6 +18,9 @@ except ImportError as _exc:  # pragma: no cover - only without a built extension
     ) from _exc
 
 from ._core import ScenarioError
+from .video.encoders import register as _register_encoders
+
+_register_encoders()  # `vp8` and `x264` encoder models (nothing is loaded until a flow uses one)
 
 # Imported on first use, so commands that do not need them (`rtcc --help`, `rtcc emu`, ...)
 # start quickly (PEP 562); polars itself is imported only when a log is first read.

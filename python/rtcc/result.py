@@ -46,6 +46,8 @@ class Result:
         self.scenario: dict = scenario
         self.packets_path = Path(packets_path) if packets_path is not None else None
         self.flows: list[dict] = [dict(f) for f in run.flows]
+        self.video_encoders: list = []  # real encoders of this run (rtcc.video)
+        self._quality = None
 
     @classmethod
     def load(cls, folder: str | os.PathLike) -> "Result":
@@ -54,6 +56,7 @@ class Result:
         folder = Path(folder)
         self = cls.__new__(cls)
         self._run, self._frames, self.folder = None, {}, folder
+        self.video_encoders, self._quality = [], None
         try:
             self.summary_json = (folder / "summary.json").read_text(encoding="utf-8")
             self.scenario = json.loads((folder / "scenario.json").read_text(encoding="utf-8"))
@@ -105,6 +108,26 @@ class Result:
         return self._frame("capacity")
 
     @property
+    def quality(self) -> dict | None:
+        """Quality measured on decoded frames, for runs with a real encoder (``vp8``, ``x264``):
+        ``{"flows": [per-flow summary], "frames": DataFrame}`` (see rtcc.video.quality); None for
+        runs without one. A loaded run folder reads its ``quality.json``/``quality.parquet``."""
+        if self._quality is None:
+            import polars as pl
+
+            if self.folder is not None:
+                if not (self.folder / "quality.json").exists():
+                    return None
+                self._quality = {"flows": json.loads((self.folder / "quality.json").read_text())["flows"],
+                                 "frames": pl.read_parquet(self.folder / "quality.parquet")}
+            elif self.video_encoders:
+                from .video.quality import score_run
+
+                rows, flows = score_run(self)
+                self._quality = {"flows": flows, "frames": pl.DataFrame(rows, infer_schema_length=None)}
+        return self._quality
+
+    @property
     def name(self) -> str:
         return str(self.summary.get("scenario", self.scenario.get("name", "scenario")))
 
@@ -148,6 +171,11 @@ def write_run(result: Result, folder: Path, plots: bool = True) -> None:
             import shutil
 
             shutil.copyfile(result.packets_path, path)  # a streamed log written elsewhere
+    quality = result.quality
+    if quality is not None:
+        with open(folder / "quality.json", "w", encoding="utf-8") as f:
+            f.write(json.dumps({"flows": quality["flows"]}, indent=2) + "\n")
+        quality["frames"].write_parquet(folder / "quality.parquet")
     images, charts = [], ""
     if plots:
         from . import plots as plotting  # matplotlib (0.5 s to import) only when plots are drawn

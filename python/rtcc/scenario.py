@@ -225,6 +225,9 @@ class Scenario:
         # so a failed run leaves no partial file that looks like a log.
         partial = Path(f"{packets_to}.partial") if packets_to is not None else None
         done = False
+        from .video.encoders import opened
+
+        opened()  # forget encoders of earlier runs in this thread
         try:
             raw = _core.run(js, self.base_dir, seed, callback,
                             packets_to=str(partial) if partial is not None else None,
@@ -241,6 +244,9 @@ class Scenario:
                 else:
                     partial.unlink(missing_ok=True)
         result = Result(raw, self.to_dict(), packets_path=packets_to)
+        result.video_encoders = opened()  # the real encoders' bitstreams, for rtcc.video.quality
+        for enc in result.video_encoders:
+            enc.close()
         used = seed if seed is not None else result.summary.get("seed")
         if isinstance(used, int):
             result.scenario["seed"] = used

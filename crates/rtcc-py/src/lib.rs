@@ -17,6 +17,7 @@ use rtcc_sim::Scenario;
 use std::path::Path;
 
 mod pycontroller;
+mod pyencoder;
 
 create_exception!(
     _core,
@@ -296,6 +297,20 @@ fn register_controller(
     pycontroller::register(name, factory, summary, params, feedback)
 }
 
+/// Register an encoder model written in Python (`rtcc.video` registers `vp8` and `x264`):
+/// `check(params, base_dir)` raises ValueError("field: problem") for bad parameters,
+/// `build(params, base_dir, seed)` returns the encoder object (see `pyencoder.rs`).
+#[pyfunction]
+fn register_encoder(name: &str, check: Py<PyAny>, build: Py<PyAny>) {
+    pyencoder::register(name, check, build)
+}
+
+/// The names of the encoder models registered from Python, as a dict's keys.
+#[pyfunction]
+fn registered_encoders(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    pyencoder::registered(py)
+}
+
 /// The live commands (`emu`, `send`, `recv`): `argv` is the whole command line, program name
 /// first; returns the exit code. Runs until the command ends, with the GIL released.
 #[pyfunction]
@@ -477,6 +492,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(estimated_packets, m)?)?;
     m.add_function(wrap_pyfunction!(controllers, m)?)?;
     m.add_function(wrap_pyfunction!(register_controller, m)?)?;
+    m.add_function(wrap_pyfunction!(register_encoder, m)?)?;
+    m.add_function(wrap_pyfunction!(registered_encoders, m)?)?;
     m.add_function(wrap_pyfunction!(run_bench, m)?)?;
     m.add_function(wrap_pyfunction!(live_main, m)?)?;
     m.add_function(wrap_pyfunction!(live_result, m)?)?;

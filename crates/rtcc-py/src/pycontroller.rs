@@ -38,6 +38,14 @@ pub fn take_error() -> Option<PyErr> {
     FIRST_ERROR.with(|e| e.borrow_mut().take())
 }
 
+/// Keep `e` as the run's first exception unless one is kept already (the run raises it when it
+/// ends); Python encoders report theirs here too.
+pub fn keep_error(e: PyErr) {
+    FIRST_ERROR.with(|slot| {
+        slot.borrow_mut().get_or_insert(e);
+    });
+}
+
 /// `ValueError: boom`.
 fn describe(py: Python<'_>, e: &PyErr) -> String {
     let kind = e
@@ -190,9 +198,7 @@ impl PyController {
         });
         if let Err(e) = result {
             self.failed = true;
-            FIRST_ERROR.with(|slot| {
-                slot.borrow_mut().get_or_insert(e);
-            });
+            keep_error(e);
         }
     }
 }

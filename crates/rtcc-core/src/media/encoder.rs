@@ -9,6 +9,8 @@
 //!   content, keyframes are large, and every resolution has a rate it cannot go below or above
 //!   (Vidaptive §2, Fig. 2: the observation Vidaptive is built on).
 //! - `trace` ([`trace`]) replays recorded frame sizes from a file.
+//! - `vp8` and `x264` are real codecs encoding real clips, run by the Python package and
+//!   registered here as [`external`] models (any other encoder can be plugged in the same way).
 //!
 //! # The control interface
 //!
@@ -38,6 +40,7 @@ use crate::video::quality::Resolution;
 use std::path::Path;
 use std::sync::Arc;
 
+pub mod external;
 pub mod lagged;
 pub mod trace;
 
@@ -106,6 +109,14 @@ pub trait Encoder: Send {
             "this encoder model has no resolution ladder (asked for {res})"
         ))
     }
+
+    /// Whether every frame the model returns is already part of its reference chain, with its
+    /// own rate control dropping frames that would overflow its buffer (a real codec). The
+    /// sender then never discards an encoded frame (the decoder would lose its reference); a
+    /// frame the model drops comes back empty. Models that only compute sizes return false.
+    fn drops_internally(&self) -> bool {
+        false
+    }
 }
 
 /// Exactly `target / fps` bytes per frame. Fractions of a byte are carried to the next frame so
@@ -150,7 +161,9 @@ impl Encoder for IdealEncoder {
 }
 
 /// Names of the encoder models a flow can select.
-pub const ENCODERS: &[&str] = &["ideal", "lagged", "trace"];
+/// Models registered with [`external::register`] (`vp8` and `x264` from the Python package) are
+/// valid too.
+pub const ENCODERS: &[&str] = &["ideal", "lagged", "trace", "vp8", "x264"];
 
 /// A validated encoder choice: which model, with which parameters.
 #[derive(Clone, Default)]
@@ -159,6 +172,8 @@ pub enum EncoderConfig {
     Ideal,
     Lagged(LaggedConfig),
     Trace(Arc<FrameTrace>),
+    /// A model registered from outside the core (a real codec).
+    External(Arc<external::ExternalSpec>),
 }
 
 impl std::fmt::Debug for EncoderConfig {
@@ -168,6 +183,7 @@ impl std::fmt::Debug for EncoderConfig {
             EncoderConfig::Lagged(c) => f.debug_tuple("Lagged").field(c).finish(),
             // The frames themselves would flood a scenario dump.
             EncoderConfig::Trace(t) => write!(f, "Trace({:?}, {} frames)", t.name(), t.len()),
+            EncoderConfig::External(e) => write!(f, "{e:?}"),
         }
     }
 }
@@ -182,12 +198,13 @@ const TRACE_NEEDS_FILE: &str =
 pub type EncoderError = (String, String);
 
 impl EncoderConfig {
-    /// The model's name (one of [`ENCODERS`]).
-    pub fn name(&self) -> &'static str {
+    /// The model's name (one of [`ENCODERS`], or a registered external model).
+    pub fn name(&self) -> &str {
         match self {
             EncoderConfig::Ideal => "ideal",
             EncoderConfig::Lagged(_) => "lagged",
             EncoderConfig::Trace(_) => "trace",
+            EncoderConfig::External(e) => &e.model,
         }
     }
 
@@ -254,28 +271,36 @@ impl EncoderConfig {
                     .map_err(|e: TraceError| ("file".to_string(), e.to_string()))?;
                 Ok(EncoderConfig::Trace(Arc::new(t)))
             }
-            other => Err((
-                if table.is_some() {
-                    "model".into()
-                } else {
-                    String::new()
-                },
-                format!(
-                    "unknown encoder {other:?}; valid encoders: {}",
-                    ENCODERS.join(", ")
-                ),
-            )),
+            other => match external::resolve(
+                other,
+                params().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                base_dir,
+            ) {
+                Some(spec) => Ok(EncoderConfig::External(Arc::new(spec?))),
+                None => Err((
+                    if table.is_some() {
+                        "model".into()
+                    } else {
+                        String::new()
+                    },
+                    format!(
+                        "unknown encoder {other:?}; valid encoders: {}",
+                        ENCODERS.join(", ")
+                    ),
+                )),
+            },
         }
     }
 
     /// Build the encoder. `seed` seeds the models' random generators (the same seed gives the
-    /// same frame sizes).
-    pub fn build(&self, seed: u64) -> Box<dyn Encoder> {
-        match self {
+    /// same frame sizes). Only an external model can fail (its codec would not open).
+    pub fn build(&self, seed: u64) -> Result<Box<dyn Encoder>, String> {
+        Ok(match self {
             EncoderConfig::Ideal => Box::new(IdealEncoder::default()),
             EncoderConfig::Lagged(c) => Box::new(LaggedEncoder::new(c.clone(), seed)),
             EncoderConfig::Trace(t) => Box::new(TraceEncoder::new(t.clone())),
-        }
+            EncoderConfig::External(e) => return e.build(seed),
+        })
     }
 }
 
@@ -284,13 +309,26 @@ impl EncoderConfig {
 pub fn create(name: &str, seed: u64) -> Result<Box<dyn Encoder>, String> {
     let cfg = EncoderConfig::from_value(&serde_json::Value::String(name.into()), Path::new("."))
         .map_err(|(_, m)| m)?;
-    Ok(cfg.build(seed))
+    cfg.build(seed)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_real_codec_without_the_python_package_says_where_it_comes_from() {
+        let dir = Path::new(".");
+        let e = EncoderConfig::from_value(&json!({"model": "vp8", "clip": "carphone"}), dir)
+            .unwrap_err();
+        assert!(
+            e.1.contains("Python package") && e.1.contains("pip install av"),
+            "the error must say how to get the codec: {e:?}"
+        );
+        let e = EncoderConfig::from_value(&json!("h265"), dir).unwrap_err();
+        assert!(e.1.contains("unknown encoder"), "{e:?}");
+    }
 
     #[test]
     fn ideal_frames_sum_to_the_target() {

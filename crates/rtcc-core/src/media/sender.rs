@@ -316,7 +316,13 @@ impl VideoSender {
         let mut encoded = self
             .encoder
             .encode(now, if encode { target } else { Rate::ZERO }, fps);
+        let real_codec = self.encoder.drops_internally();
+        if encode && real_codec && encoded.size == 0 {
+            // A real codec's own frame dropper (libvpx's `rc_dropframe_thresh`) skipped it.
+            self.skipped[Skip::Dropper as usize] += 1;
+        }
         if encoded.size > 0
+            && !real_codec
             && self
                 .dropper
                 .as_mut()

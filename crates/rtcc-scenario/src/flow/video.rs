@@ -156,6 +156,13 @@ impl VideoSpec {
             Some(v) => EncoderConfig::from_value(v, check.base_dir)
                 .map_err(|(sub, m)| at.sub_err("encoder", &sub, m))?,
         };
+        // An external model (a real codec) is opened for this flow: it needs its name and rate.
+        let encoder = match encoder {
+            EncoderConfig::External(e) => {
+                EncoderConfig::External(std::sync::Arc::new(e.for_flow(&common.name, fps)))
+            }
+            other => other,
+        };
         let payload = self.payload.unwrap_or(super::DEFAULT_PAYLOAD);
         let overhead = self.overhead.unwrap_or(Bytes(0));
         if payload.0 == 0 || payload.0 + overhead.0 > MAX_PACKET {
@@ -299,7 +306,7 @@ impl VideoFlow {
         // source's (stream i) and of the links' (1 << 32, 2 << 32).
         let enc = self
             .encoder
-            .build(derive_seed(b.seed, (3 << 32) | i as u64));
+            .build(derive_seed(b.seed, (3 << 32) | i as u64))?;
         let packetizer = Packetizer {
             payload: self.payload,
             overhead: self.overhead,
