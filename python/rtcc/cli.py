@@ -175,7 +175,7 @@ def _seed_list(text: str) -> list[int]:
 def cmd_demo(args) -> int:
     from .demo import run_demo
 
-    run_demo(args.output, force=args.force, progress=True, **_engine(args))
+    run_demo(args.output, force=args.force, progress=True, encoder=args.encoder, **_engine(args))
     print(f"\nreport: {args.output}/index.html")
     return 0
 
@@ -345,12 +345,24 @@ def cmd_bench(args) -> int:
         for label, seconds in _bench_commands():
             print(f"{label:<36} {seconds:>6.3f} s wall (median of 7)")
         return 0
-    cases = ["single", "ten"] if args.case == "all" else [args.case]
-    print(f"{'case':<8} {'packets':>10} {'sim s':>8} {'wall s':>8} {'packets/s':>12} {'speed-up':>10}")
-    for case in cases:
-        r = _core.bench(case)
-        print(f"{r['case']:<8} {r['packets']:>10} {r['sim_seconds']:>8.1f} {r['wall_seconds']:>8.2f} "
-              f"{r['packets_per_second']:>12,.0f} {r['speedup']:>9.1f}x", flush=True)
+    cases = ["single", "ten"] if args.case in ("all", "encoders") else [args.case]
+    if args.case != "encoders":
+        print(f"{'case':<8} {'packets':>10} {'sim s':>8} {'wall s':>8} {'packets/s':>12} {'speed-up':>10}")
+        for case in cases:
+            r = _core.bench(case)
+            print(f"{r['case']:<8} {r['packets']:>10} {r['sim_seconds']:>8.1f} {r['wall_seconds']:>8.2f} "
+                  f"{r['packets_per_second']:>12,.0f} {r['speedup']:>9.1f}x", flush=True)
+    if args.case in ("all", "encoders"):
+        try:
+            from .video import bench as video_bench
+
+            rows = video_bench.run()
+        except (ImportError, ValueError, RuntimeError) as e:
+            print(f"encoders: not measured ({e})")
+            return 0 if args.case == "all" else 1
+        print(f"\n{'codec':<6} {'resolution':>10} {'frames':>7} {'frames/s per core':>18}")
+        for r in rows:
+            print(f"{r['codec']:<6} {r['resolution']:>10} {r['frames']:>7} {r['fps_per_core']:>18.0f}", flush=True)
     return 0
 
 
@@ -447,6 +459,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="compare every controller on the bundled step and LTE scenarios")
     p.add_argument("-o", "--output", default="reports/demo", metavar="DIR", help="report folder (default: reports/demo)")
     p.add_argument("--force", action="store_true", help="replace DIR if it exists")
+    p.add_argument("--encoder", choices=["vp8", "x264"], default=None,
+                   help="encode every video flow with this real encoder (a real clip at 360p) instead of the "
+                        "scenarios' models; the runs' pages show decoded stills and their PSNR/SSIM")
     _engine_options(p)
     p.set_defaults(func=cmd_demo)
 
@@ -487,10 +502,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("bench", help="simulator speed on standard scenarios")
-    p.add_argument("--case", choices=["single", "ten", "all", "command"], default="all",
-                   help="single: one 20 Mbit/s flow, 40 ms RTT, 60 s; ten: ten flows share 60 Mbit/s (default: "
-                        "both); command: whole-process time of `rtcc --help` and `rtcc run --no-plots` of a "
-                        "60 s one-flow Cubic run")
+    p.add_argument("--case", choices=["single", "ten", "all", "command", "encoders"], default="all",
+                   help="single: one 20 Mbit/s flow, 40 ms RTT, 60 s; ten: ten flows share 60 Mbit/s; "
+                        "encoders: the real encoders' frames per second of one core at 360p and 720p (default, "
+                        "all: the three); command: whole-process time of `rtcc --help` and `rtcc run --no-plots` "
+                        "of a 60 s one-flow Cubic run")
     p.set_defaults(func=cmd_bench)
 
     for name, text in LIVE_COMMANDS.items():

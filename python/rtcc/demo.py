@@ -69,15 +69,33 @@ def _run_section(scenario: Scenario, progress: bool, folder: Path, engine: dict)
     return run_all(scenario, specs, progress=progress, done=done, folder=folder, **engine), notes
 
 
+# `rtcc demo --encoder vp8|x264`: every video flow encodes this clip for real (rtcc.video); 360p
+# keeps the 32 runs of the demo to minutes on two cores.
+REAL_ENCODER = {"clip": "carphone", "resolution": "640x360"}
+
+
+def _stills(folder: Path, runs: dict[str, str]) -> tuple[str, list[str]] | None:
+    """The decoded stills of one run of a section (gcc's when it ran): (label, paths)."""
+    for label in sorted(runs, key=lambda lbl: (lbl != "gcc", lbl)):
+        found = sorted((folder / runs[label] / "quality-stills").glob("*.png"))
+        if found:
+            return label, [p.relative_to(folder).as_posix() for p in found]
+    return None
+
+
 def run_demo(out_dir: str | os.PathLike, force: bool = False, progress: bool = False,
              out: TextIO | None = None, jobs: int | None = None, backend: str = "local",
-             address: str | None = None) -> dict[str, list[dict]]:
+             address: str | None = None, encoder: str | None = None) -> dict[str, list[dict]]:
     """Write the demo report to ``out_dir`` atomically, print each table to ``out``; return the rows.
     The runs go to ``jobs`` worker processes (default one per CPU) or to Ray (``backend``,
-    ``address``), as a sweep's do."""
+    ``address``), as a sweep's do. ``encoder`` (``"vp8"``, ``"x264"``) runs every video flow with
+    that real encoder; each run's page then shows decoded stills and the quality it measured."""
     engine = {"jobs": jobs, "backend": backend, "address": address}
     out = sys.stdout if out is None else out
     scenarios = _scenarios()
+    if encoder is not None:
+        scenarios = [(k, f"{h}, real {encoder} encoder", sc.with_encoder({"model": encoder, **REAL_ENCODER}))
+                     for k, h, sc in scenarios]
     tables: dict[str, list[dict]] = {}
     with atomic_dir(out_dir, force=force) as tmp:
         body = ['<p class="meta">Every registered controller on two bundled scenarios. '
@@ -95,5 +113,10 @@ def run_demo(out_dir: str | os.PathLike, force: bool = False, progress: bool = F
                      f'<p class="meta">{scenario_line(summary)}</p>', html_table(rows, links)]
             body += [f'<p class="meta">{html.escape(n)}</p>' for n in notes]
             body.append(images_html(images))
+            stills = _stills(tmp / key, written.runs)
+            if stills:
+                body += [f'<p class="meta">Decoded pictures of the {stills[0]} run (left: the source; right: '
+                         "what the receiver showed), the best and the worst of the run:</p>",
+                         images_html([f"{key}/{p}" for p in stills[1]])]
         write_page(tmp / "index.html", "rtcc demo", "\n".join(body))
     return tables

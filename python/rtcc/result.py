@@ -182,5 +182,9 @@ def write_run(result: Result, folder: Path, plots: bool = True) -> None:
         from .interactive import charts_html, run_charts
 
         images = plotting.run_plots(result, folder / "plots")
+        if quality is not None:
+            from .video.quality import write_stills
+
+            images += [folder / p for p in write_stills(result, folder)]
         charts = charts_html(run_charts(result))
     write_run_index(result, folder, images, charts)

@@ -161,6 +161,18 @@ class Scenario:
                 flow["params"] = copy.deepcopy(spec.params)
         return self._copy_with(data)
 
+    def with_encoder(self, encoder: str | dict) -> "Scenario":
+        """A copy in which every video flow uses the encoder model ``encoder`` (a name such as
+        ``"vp8"`` or a table such as ``{"model": "vp8", "clip": "bikes"}``)."""
+        data = self.to_dict()
+        flows = data.get("flows")
+        if not isinstance(flows, list):
+            raise self._error("flows: expected an array of flow tables")
+        for flow in flows:
+            if isinstance(flow, dict) and flow.get("kind", "video") == "video":
+                flow["encoder"] = copy.deepcopy(encoder)
+        return self._copy_with(data)
+
     def with_seed(self, seed: int) -> "Scenario":
         """A copy with another seed."""
         data = self.to_dict()

@@ -21,16 +21,15 @@ Metrics, on the luma plane: PSNR (peak 255, 100 dB for identical pictures) and S
 the paper's 11×11 Gaussian, as x264's and FFmpeg's ``ssim`` do). VMAF is not computed:
 no package on PyPI ships libvmaf with a Python interface that installs everywhere rtcc does.
 
-The pipeline's efficiency is summarised with two numbers per flow: ``displayed_share``, the
-bits of displayed frames over the bits the controller's target asked for (Σ target/fps over every
-captured frame), and ``skipped_share``, the captured frames the sender did not send.
+The pipeline's efficiency (``displayed_share``, ``frames_skipped``) is in every run's summary
+(docs/metrics.md); it needs no decoding.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["psnr", "ssim", "score_flow", "score_run"]
+__all__ = ["psnr", "ssim", "score_flow", "score_run", "write_stills"]
 
 
 def psnr(a: np.ndarray, b: np.ndarray) -> float:
@@ -86,6 +85,7 @@ def score_flow(encoder, frames) -> tuple[list[dict], dict]:
     shown = None  # (frame id, luma picture) on screen
     first_capture = rows[0]["capture_ns"] if rows else 0
     source_clip = encoder.clip_at_source()
+    stills: dict = {}
     out = []
     errors = 0
     for r in rows:
@@ -99,7 +99,7 @@ def score_flow(encoder, frames) -> tuple[list[dict], dict]:
                 pictures = []
                 errors += 1
             if pictures:
-                shown = (r["frame"], _luma(pictures[-1], src_w, src_h))
+                shown = (r["frame"], _luma(pictures[-1], src_w, src_h), pictures[-1])
         index = int(round((r["capture_ns"] - first_capture) * encoder.fps / 1e9))
         row = {"flow": r["flow"], "frame": r["frame"], "capture_ns": r["capture_ns"], "source_index": index,
                "shown_frame": None, "frozen": None, "psnr_y": None, "ssim_y": None}
@@ -107,12 +107,15 @@ def score_flow(encoder, frames) -> tuple[list[dict], dict]:
             source = source_clip.frame(index)[:src_h]
             row.update(shown_frame=shown[0], frozen=shown[0] != r["frame"],
                        psnr_y=psnr(shown[1], source), ssim_y=ssim(shown[1], source))
+            # The best and the worst picture on screen, for the report's stills.
+            for kind, better in (("good", lambda a, b: a > b), ("broken", lambda a, b: a < b)):
+                if kind not in stills or better(row["psnr_y"], stills[kind]["psnr_y"]):
+                    stills[kind] = {"psnr_y": row["psnr_y"], "frame": r["frame"], "shown_frame": shown[0],
+                                    "picture": shown[2], "source_index": index}
         out.append(row)
     scored = [r for r in out if r["psnr_y"] is not None]
     p = np.array([r["psnr_y"] for r in scored]) if scored else np.array([np.nan])
     s = np.array([r["ssim_y"] for r in scored]) if scored else np.array([np.nan])
-    target_bits = sum(r["target_bps"] / encoder.fps for r in rows)
-    displayed_bits = sum(8 * r["size"] for r in rows if r["display_ns"] is not None)
     summary = {
         "flow": encoder.flow,
         "encoder": encoder.model,
@@ -125,9 +128,8 @@ def score_flow(encoder, frames) -> tuple[list[dict], dict]:
         "ssim_y_mean": float(np.mean(s)),
         "frozen_share": float(np.mean([r["frozen"] for r in scored])) if scored else float("nan"),
         "decode_errors": errors,
-        "displayed_share": displayed_bits / target_bits if target_bits > 0 else float("nan"),
-        "skipped_share": float(np.mean([r["size"] == 0 for r in rows])) if rows else float("nan"),
     }
+    encoder.stills = {k: {**v, "source": source_clip.frame(v["source_index"])} for k, v in stills.items()}
     return out, summary
 
 
@@ -146,3 +148,39 @@ def score_run(result) -> tuple[list[dict], list[dict]]:
         rows += r
         summaries.append(s)
     return rows, summaries
+
+
+def write_stills(result, folder) -> list[str]:
+    """PNG stills of the best and the worst picture each real-encoder flow showed, beside the
+    source picture it should have shown: ``quality-stills/<flow>-good.png`` and ``-broken.png``.
+    Returns their paths relative to ``folder``."""
+    from pathlib import Path
+
+    import av
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = []
+    for enc in getattr(result, "video_encoders", None) or []:
+        for kind, still in (getattr(enc, "stills", None) or {}).items():
+            w, h = enc.source_resolution
+            shown = still["picture"].reformat(width=w, height=h, format="rgb24").to_ndarray()
+            source = av.VideoFrame.from_ndarray(still["source"], format="yuv420p").to_ndarray(format="rgb24")
+            fig, axes = plt.subplots(1, 2, figsize=(10, 10 * h / (2 * w) + 0.6))
+            for ax, img, title in ((axes[0], source, f"source (captured frame {still['frame']})"),
+                                   (axes[1], shown, f"shown: decoded frame {still['shown_frame']}, "
+                                                    f"{still['psnr_y']:.1f} dB")):
+                ax.imshow(img)
+                ax.set_title(title, fontsize=9)
+                ax.axis("off")
+            fig.suptitle(f"{enc.flow}: {'a good' if kind == 'good' else 'the worst'} picture ({enc.model})", fontsize=10)
+            fig.tight_layout()
+            rel = f"quality-stills/{enc.flow}-{kind}.png"
+            path = Path(folder) / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fig.savefig(path, dpi=80)
+            plt.close(fig)
+            out.append(rel)
+    return out

@@ -313,6 +313,11 @@ pub struct FlowSummary {
     /// Captured frames the sender did not encode (paused by the controller, or skipped by the
     /// frame-rate gate, the pacer pushback or the frame dropper).
     pub frames_skipped: usize,
+    /// The pipeline's efficiency: bits of the frames shown over the bits the encoder's target
+    /// asked for while the flow captured (Σ target × frame interval over every captured frame).
+    /// What the sender skipped, the network lost and the receiver could not decode all count
+    /// against it (`None` without frames or with a zero target).
+    pub displayed_share: Option<f64>,
     /// Mean PSNR of the frames shown (`None` without a quality model).
     pub psnr_db: Option<f64>,
     pub video_bitrate_bps: f64,
@@ -383,6 +388,34 @@ pub struct FlowLog<'a> {
     pub feedback_capacity_bytes: f64,
 }
 
+/// Bits of the displayed frames over the target's bits (see [`FlowSummary::displayed_share`]).
+/// Each captured frame stands for the target until the next capture (the last one for the mean
+/// interval).
+fn displayed_share(frames: &[FrameRecord], display: &[Option<Time>]) -> Option<f64> {
+    let n = frames.len();
+    if n < 2 {
+        return None;
+    }
+    let mean_interval = (frames[n - 1].capture - frames[0].capture).as_secs_f64() / (n - 1) as f64;
+    let target_bits: f64 = frames
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let until = frames.get(i + 1).map_or(mean_interval, |next| {
+                (next.capture - f.capture).as_secs_f64()
+            });
+            f.target_bps * until
+        })
+        .sum();
+    let shown_bits: f64 = frames
+        .iter()
+        .zip(display)
+        .filter(|(_, d)| d.is_some())
+        .map(|(f, _)| f.size as f64 * 8.0)
+        .sum();
+    (target_bits > 0.0).then(|| shown_bits / target_bits)
+}
+
 /// Summarise one flow. `capacity_bytes(from, to)` is what the bottleneck could carry.
 /// `end` is the end of the run (frames still waiting then take it as their display time).
 pub fn summarize_flow(
@@ -443,6 +476,7 @@ pub fn summarize_flow(
         frame_latency_ms: Percentiles::of(&mut latencies),
         sender_wait_ms: Percentiles::of(&mut sender_wait),
         frames_skipped: log.frames.len() - frames.len(),
+        displayed_share: displayed_share(log.frames, &display),
         psnr_db: (!psnr.is_empty()).then(|| psnr.iter().sum::<f64>() / psnr.len() as f64),
         video_bitrate_bps: video_bits / active,
         throughput_bps: stats.received_bytes as f64 * 8.0 / active,
@@ -577,6 +611,28 @@ mod tests {
             recovered: false,
             unrecoverable: false,
         }
+    }
+
+    #[test]
+    fn the_displayed_share_counts_only_shown_frames_against_the_whole_target() {
+        // 4 frames 25 ms apart at 320 kbit/s: 1000 B each is exactly the target; one not shown.
+        let f: Vec<FrameRecord> = (0..4)
+            .map(|i| FrameRecord {
+                target_bps: 320_000.0,
+                ..frame(i, 25 * i, Some(25 * i + 10))
+            })
+            .collect();
+        let shown = [Some(Time::ZERO), None, Some(Time::ZERO), Some(Time::ZERO)];
+        let share = displayed_share(&f, &shown).unwrap();
+        assert!(
+            (share - 0.75).abs() < 1e-12,
+            "3 of 4 target-sized frames: {share}"
+        );
+        assert_eq!(
+            displayed_share(&f[..1], &shown[..1]),
+            None,
+            "one frame has no interval"
+        );
     }
 
     #[test]

@@ -1,0 +1,109 @@
+"""The media pipeline re-measured with a real encoder: how much of the controller's target became
+displayed video, and how many captured frames the sender skipped, with the real VP8 encoder and
+with the synthetic `lagged` model, on cellular traces; and the quality of decoded frames for gcc,
+sqp and vidaptive on the bundled LTE-like trace beside the lagged model's PSNR.
+
+    python3 bench/encoders/pipeline.py            # the tables of docs/real-video.md (~15 min)
+    python3 bench/encoders/pipeline.py --quick    # 20 s runs, two traces
+
+It rewrites the tables between the marker comments of docs/real-video.md (--print: only print).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED = ROOT.parent / "shared" / "traces" / "mahimahi"
+BUNDLED = ROOT / "traces" / "lte-6mbps-seed1.trace"
+DOC = ROOT / "docs" / "real-video.md"
+
+
+def traces(quick: bool) -> list[Path]:
+    shared = sorted(SHARED.glob("*")) if SHARED.is_dir() else []
+    if not shared:
+        print(f"note: {SHARED} is missing; only the bundled trace is used", file=sys.stderr)
+    found = [BUNDLED] + shared
+    return found[:2] if quick else found
+
+
+def scenario(trace: Path, controller: str, encoder, duration: str, queue: str):
+    import rtcc
+
+    return rtcc.Scenario.from_dict({
+        "name": f"{trace.name}-{controller}", "duration": duration, "seed": 1,
+        "path": {"forward": {"trace": str(trace), "delay": "25ms", "queue": queue},
+                 "reverse": {"delay": "25ms"}},
+        "flows": [{"name": "video", "controller": controller, "encoder": encoder, "frame_jitter": "1ms"}],
+    }, base_dir=ROOT)
+
+
+def one(job):
+    trace, controller, encoder, duration, queue, score = job
+    t = time.time()
+    r = scenario(Path(trace), controller, encoder, duration, queue).run()
+    f = r.summary["flows"][0]
+    row = {"trace": Path(trace).name, "controller": controller,
+           "encoder": encoder if isinstance(encoder, str) else encoder["model"],
+           "displayed_share": f["displayed_share"], "skipped": f["frames_skipped"],
+           "captured": f["frames_sent"] + f["frames_skipped"], "utilization": f["utilization"],
+           "latency_p95_ms": f["frame_latency_ms"]["p95"], "model_psnr": f["psnr_db"],
+           "wall_s": time.time() - t}
+    if score and r.quality:
+        q = r.quality["flows"][0]
+        row.update(psnr=q["psnr_y_mean"], ssim=q["ssim_y_mean"], frozen=q["frozen_share"])
+    return row
+
+
+def pct(x):
+    return "–" if x is None else f"{100 * x:.0f} %"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--print", action="store_true", help="print the tables, leave the doc alone")
+    ap.add_argument("-j", "--jobs", type=int, default=2)
+    args = ap.parse_args(argv)
+    duration = "20s" if args.quick else "60s"
+    vp8 = {"model": "vp8", "clip": "carphone", "resolution": "1280x720"}
+    lagged = "lagged"
+    jobs = [(str(t), "oracle", enc, duration, "1000pkts", False) for t in traces(args.quick) for enc in (vp8, lagged)]
+    jobs += [(str(BUNDLED), c, enc, duration, "200ms", True) for c in ("gcc", "sqp", "vidaptive")
+             for enc in (vp8, lagged)]
+    with ProcessPoolExecutor(args.jobs) as pool:
+        rows = list(pool.map(one, jobs))
+    oracle = [r for r in rows if r["controller"] == "oracle"]
+    t1 = ["| trace | encoder | displayed share | frames skipped | utilisation | frame latency P95 |",
+          "|---|---|---|---|---|---|"]
+    for r in oracle:
+        t1.append(f"| {r['trace']} | {r['encoder']} | {pct(r['displayed_share'])} | "
+                  f"{r['skipped']} of {r['captured']} ({pct(r['skipped'] / max(1, r['captured']))}) | "
+                  f"{pct(r['utilization'])} | {r['latency_p95_ms']:.0f} ms |")
+    t2 = ["| controller | encoder | decoded PSNR (Y) | decoded SSIM (Y) | frozen | model PSNR | displayed share |",
+          "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if r["controller"] == "oracle":
+            continue
+        dec = (f"{r['psnr']:.1f} dB | {r['ssim']:.3f} | {pct(r['frozen'])}" if "psnr" in r else "– | – | –")
+        model = "–" if r["model_psnr"] is None else f"{r['model_psnr']:.1f} dB"
+        t2.append(f"| {r['controller']} | {r['encoder']} | {dec} | {model} | {pct(r['displayed_share'])} |")
+    tables = {"pipeline": "\n".join(t1), "quality": "\n".join(t2)}
+    print(tables["pipeline"], "\n", tables["quality"], sep="\n")
+    if not args.print and not args.quick:
+        text = DOC.read_text()
+        for name, table in tables.items():
+            text = re.sub(rf"(<!-- {name}:begin -->\n).*?(\n<!-- {name}:end -->)",
+                          lambda m: m.group(1) + table + m.group(2), text, flags=re.S)
+        DOC.write_text(text)
+        print(f"wrote {DOC}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
