@@ -71,20 +71,18 @@
 //! departure time the pacing rate gives the next packet. The encoder target is
 //! `min(cwnd / srtt, pacing_rate)`: what the window allows, never more than BBR sends.
 
+use super::bbr_common::{bbr_config, with_percentile, BwEstimator, PercentileFilter};
 use super::bbr_common::{bdp_packets, full_bw_round, gains, grow_cwnd, saved_cwnd};
 use super::bbr_common::{seeded_rng, tso_segs_goal, window_decision, AckAggregation};
-use super::bbr_common::{with_percentile, BwEstimator, PercentileFilter};
 use super::bbr_common::{Pacing, ProbeRtt, ProbeRttAck, Rounds};
-use super::bbr_common::{BW_ESTIMATOR_DOC, PERCENTILE_READING_DOC};
 use super::bbr_common::{CWND_MIN_TARGET, CYCLE_RAND, EXTRA_ACKED_WIN_RTTS, FULL_BW_CNT};
 use super::bbr_common::{HIGH_GAIN, MIN_RTT_WIN, PACING_GAIN};
 use super::delivery_rate::{AckSummary, DeliveryRateEstimator, SendLimits};
-use super::reno::{check_window, CaState, Episodes, Rtt};
-use super::reno::{INITIAL_CWND_DOC, MSS_DOC, TCP_FEEDBACK};
+use super::reno::{check_window, CaState, Episodes, Rtt, TCP_FEEDBACK};
 use super::{
     boxed, build_fn, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo,
 };
-use super::{Decision, ParamDoc, Params};
+use super::{Decision, Params};
 use crate::packet::{FeedbackReport, SentPacket};
 use crate::units::{Duration, Time};
 use rand_chacha::ChaCha8Rng;
@@ -94,7 +92,15 @@ use std::collections::VecDeque;
 /// Linux `bbr_bw_rtts` = `CYCLE_LEN + 2`.
 const BW_RTTS: u64 = 10;
 
-pub use super::bbr_common::{BbrConfig, Mode};
+pub use super::bbr_common::Mode;
+
+bbr_config! {
+    /// BBR v1's parameters (`bbr`, `bbr-s`).
+    pub struct BbrConfig {
+        /// seed of the random gain-cycle start phase (mixed with the start time)
+        seed,
+    }
+}
 
 /// Exact maximum of the samples of the last `window` rounds (monotonic deque).
 #[derive(Debug, Clone)]
@@ -530,17 +536,7 @@ pub fn info() -> ControllerInfo {
         name: "bbr".into(),
         summary: "BBR v1 as in Linux tcp_bbr.c (model-based: bottleneck bandwidth and min RTT)."
             .into(),
-        params: vec![
-            MSS_DOC,
-            INITIAL_CWND_DOC,
-            ParamDoc::new(
-                "seed",
-                "1",
-                "seed of the random gain-cycle start phase (mixed with the start time)",
-            ),
-            BW_ESTIMATOR_DOC,
-            PERCENTILE_READING_DOC,
-        ],
+        params: BbrConfig::param_docs(),
         feedback: TCP_FEEDBACK,
         build: build_fn(|params, ctx| build("bbr", params, ctx)),
     }

@@ -113,20 +113,18 @@
 //!   BBR v1 and v2 have, so their window is never restarted after idle.
 //! - `is_ack_delayed` (the receiver's feedback does not say) and `snd_cwnd_clamp`.
 
+use super::bbr_common::{bbr_config, with_percentile, BwEstimator, Mode, PercentileFilter};
 use super::bbr_common::{bdp_packets, full_bw_round, gains, grow_cwnd, saved_cwnd};
 use super::bbr_common::{seeded_rng, tso_segs_goal, window_decision, AckAggregation, BBR_UNIT};
-use super::bbr_common::{with_percentile, BbrConfig, BwEstimator, Mode, PercentileFilter};
-use super::bbr_common::{Pacing, ProbeRtt, ProbeRttAck, Rounds};
-use super::bbr_common::{PercentileReading, BW_ESTIMATOR_DOC, PERCENTILE_READING_DOC};
+use super::bbr_common::{Pacing, PercentileReading, ProbeRtt, ProbeRttAck, Rounds};
 use super::bbr_common::{BBR2S_TEXT_SCALE, CWND_MIN_TARGET, EXTRA_ACKED_WIN_RTTS, FULL_BW_CNT};
 use super::bbr_common::{GSO_MAX_SIZE, HIGH_GAIN, MIN_RTT_WIN};
 use super::delivery_rate::{AckSummary, DeliveryRateEstimator, LostPacket, SendLimits};
-use super::reno::{check_window, CaState, Episodes, Rtt};
-use super::reno::{INITIAL_CWND_DOC, MSS_DOC, TCP_FEEDBACK};
+use super::reno::{check_window, CaState, Episodes, Rtt, TCP_FEEDBACK};
 use super::{
     boxed, build_fn, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo,
 };
-use super::{Decision, ParamDoc, Params};
+use super::{Decision, Params};
 use crate::packet::{FeedbackReport, PacketKind, SentPacket};
 use crate::units::{Duration, Time};
 use rand_chacha::ChaCha8Rng;
@@ -169,8 +167,13 @@ const REFILL_ADD_INC: u64 = 0;
 /// Unset bound (Linux `~0U`).
 const INF: u64 = u64::MAX;
 
-/// v2 takes v1's parameters (`bbr_common`; `seed` draws the probe timing here).
-pub type Bbr2Config = BbrConfig;
+bbr_config! {
+    /// BBRv2's parameters (`bbr2`, `bbr2-s`): v1's, `seed` drawing the probe timing here.
+    pub struct Bbr2Config {
+        /// seed of the random probe timing (mixed with the start time)
+        seed,
+    }
+}
 
 /// tcp_bbr2.c `enum bbr_pacing_gain_phase` (the PROBE_BW `cycle_idx`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1147,17 +1150,7 @@ pub fn info() -> ControllerInfo {
         summary: "BBRv2 as in Google's v2alpha tcp_bbr2.c (BBR's model plus loss-based \
                   inflight_hi / inflight_lo / bw_lo bounds, 2–3 s bandwidth probes)."
             .into(),
-        params: vec![
-            MSS_DOC,
-            INITIAL_CWND_DOC,
-            ParamDoc::new(
-                "seed",
-                "1",
-                "seed of the random probe timing (mixed with the start time)",
-            ),
-            BW_ESTIMATOR_DOC,
-            PERCENTILE_READING_DOC,
-        ],
+        params: Bbr2Config::param_docs(),
         feedback: TCP_FEEDBACK,
         build: build_fn(|params, ctx| build("bbr2", params, ctx)),
     }

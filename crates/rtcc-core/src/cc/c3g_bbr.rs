@@ -33,51 +33,50 @@
 //! periods as a second's worth of queue).
 
 use super::c3g::{catch_up, feedback_every, period_rtvl, rate_bounds, Meter, SendRatio};
+use super::params::controller_config;
 use super::{
     build_fn, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo,
-    Decision, FeedbackPolicy, FrameController, ParamDoc, Params,
+    Decision, FeedbackPolicy, FrameController, Params,
 };
 use crate::packet::{FeedbackReport, FrameAck, FrameInfo, RateReport, SentPacket};
 use crate::units::{Duration, Rate, Time};
-use serde::Deserialize;
 use std::collections::VecDeque;
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct C3gBbrConfig {
-    /// Iteration period Δt. Default 100 ms: at 50 ms the congestion test (inflight against a BDP
-    /// from two periods of RTVL) fires on frame-size noise and the rate sinks to half the link
-    /// (48 % channel use over the paper's test set).
-    #[serde(default = "default_interval")]
-    pub interval: Duration,
-    /// Lowest target. Default: the flow's `min_bitrate`.
-    pub min_rate: Option<Rate>,
-    /// First target. Default: the flow's `start_bitrate`, else 300 kbit/s.
-    pub start_rate: Option<Rate>,
-    /// The Startup plateau and highest target. Default: the flow's `max_bitrate`, else 50 Mbit/s.
-    pub max_rate: Option<Rate>,
-    /// Start in ProbeBW (the paper's drop tests start at a known rate). Default false.
-    #[serde(default)]
-    pub skip_startup: bool,
-    /// A frame not acknowledged this long after a later frame counts as lost, for a receiver
-    /// that sends no late acknowledgements of lost frames (see `c3g`'s). Default 100 ms.
-    #[serde(default = "default_lost_frame_timeout")]
-    pub lost_frame_timeout: Duration,
-    /// Measure only, at the start rate, for this long (the first keyframe and a half-measured μ̄
-    /// look like a queue; ours, as for `c3g`). Default 2 s.
-    #[serde(default = "default_warmup")]
-    pub warmup: Duration,
-}
-
-fn default_warmup() -> Duration {
-    Duration::from_millis(2000)
-}
-
-fn default_interval() -> Duration {
-    Duration::from_millis(100)
-}
-fn default_lost_frame_timeout() -> Duration {
-    Duration::from_millis(100)
+controller_config! {
+    /// `c3g-bbr`'s parameters.
+    pub struct C3gBbrConfig {
+        /// iteration and report period Δt
+        ///
+        /// 100 ms: at 50 ms the congestion test (inflight against a BDP from two periods of
+        /// RTVL) fires on frame-size noise and the rate sinks to half the link (48 % channel use
+        /// over the paper's test set).
+        pub interval: Duration = Duration::from_millis(100),
+        /// lowest target
+        #[doc_default = "the flow's min_bitrate"]
+        pub min_rate: Option<Rate> = None,
+        /// first target
+        ///
+        /// `None`: the flow's `start_bitrate`, else 300 kbit/s.
+        #[doc_default = "the flow's start_bitrate, else 300kbps"]
+        pub start_rate: Option<Rate> = None,
+        /// Startup plateau and highest target
+        ///
+        /// `None`: the flow's `max_bitrate`, else 50 Mbit/s.
+        #[doc_default = "the flow's max_bitrate, else 50Mbps"]
+        pub max_rate: Option<Rate> = None,
+        /// start in ProbeBW
+        ///
+        /// The paper's drop tests start at a known rate.
+        pub skip_startup: bool = false,
+        /// an unacknowledged frame this long after a later one counts as lost
+        ///
+        /// For a receiver that sends no late acknowledgements of lost frames (see `c3g`'s).
+        pub lost_frame_timeout: Duration = Duration::from_millis(100),
+        /// measure only, at the start rate, for this long
+        ///
+        /// The first keyframe and a half-measured μ̄ look like a queue (ours, as for `c3g`).
+        pub warmup: Duration = Duration::from_millis(2000),
+    }
 }
 
 /// Periods over which BtlBW is the largest μ̄.
@@ -287,36 +286,12 @@ pub fn info() -> ControllerInfo {
         summary: "C3G's baseline: BBR rebuilt at the application level from RTVL and the bits \
                   received (gains on the encoder target)."
             .into(),
-        params: vec![
-            ParamDoc::new("interval", "100ms", "iteration and report period Δt"),
-            ParamDoc::new("min_rate", "the flow's min_bitrate", "lowest target"),
-            ParamDoc::new(
-                "start_rate",
-                "the flow's start_bitrate, else 300kbps",
-                "first target",
-            ),
-            ParamDoc::new(
-                "max_rate",
-                "the flow's max_bitrate, else 50Mbps",
-                "Startup plateau and highest target",
-            ),
-            ParamDoc::new("skip_startup", "false", "start in ProbeBW"),
-            ParamDoc::new(
-                "lost_frame_timeout",
-                "100ms",
-                "an unacknowledged frame this long after a later one counts as lost",
-            ),
-            ParamDoc::new(
-                "warmup",
-                "2s",
-                "measure only, at the start rate, for this long",
-            ),
-        ],
+        params: C3gBbrConfig::param_docs(),
         // μ from transport-wide feedback, not from rate reports (docs/c3g.md: with the report's
         // μ, a report period behind λ̄, the inflight test reads every increase as a queue).
         feedback: FeedbackPolicy {
             rate_reports: None,
-            ..feedback_every(default_interval())
+            ..feedback_every(C3gBbrConfig::default().interval)
         },
         build: build_fn(build),
     }

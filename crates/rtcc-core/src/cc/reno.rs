@@ -44,7 +44,7 @@ use super::params::controller_config;
 use super::{
     boxed, build_fn, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo,
 };
-use super::{Decision, FeedbackPolicy, ParamDoc, Params};
+use super::{Decision, FeedbackPolicy, Params};
 use crate::packet::{FeedbackReport, SentPacket};
 use crate::units::{Bytes, Duration, Rate, Time};
 
@@ -489,11 +489,6 @@ impl Controller for Reno {
     }
 }
 
-/// `mss` and `initial_cwnd` as [`RenoConfig::param_docs`] lists them, for the controllers whose
-/// parameters are still listed by hand (`bbr`, `bbr2`).
-pub(crate) const MSS_DOC: ParamDoc = ParamDoc::new("mss", "1500B", tcp_param_doc!(mss));
-pub(crate) const INITIAL_CWND_DOC: ParamDoc =
-    ParamDoc::new("initial_cwnd", "10", tcp_param_doc!(initial_cwnd));
 /// Feedback for video use; the TCP endpoint acknowledges every packet regardless.
 pub(crate) const TCP_FEEDBACK: FeedbackPolicy = FeedbackPolicy {
     interval: Some(Duration(20_000_000)),
@@ -529,12 +524,6 @@ mod tests {
 
     fn reno() -> Reno {
         Reno::new(parse_config("reno", &Params::new()).unwrap()).unwrap()
-    }
-
-    #[test]
-    fn the_shared_window_docs_are_renos() {
-        let docs = RenoConfig::param_docs();
-        assert_eq!(docs[..2], [MSS_DOC, INITIAL_CWND_DOC]);
     }
 
     fn cwnd(c: &dyn Controller) -> u64 {

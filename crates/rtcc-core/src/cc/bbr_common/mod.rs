@@ -3,7 +3,7 @@
 //! under the same names and compute much of the send path alike; what they compute alike is
 //! written once here, one file per mechanism:
 //!
-//! - this file: the parameters both take ([`BbrConfig`]), the constants, the mode codes and
+//! - this file: the parameters both take (`bbr_config!`), the constants, the mode codes and
 //!   their gains (`bbr_update_gains`), round counting (`bbr_update_round_start`), the full-pipe
 //!   test (`bbr_check_full_bw_reached`), the BDP (`bbr_bdp`), the window saved for recovery and
 //!   PROBE_RTT (`bbr_save_cwnd`), the window's growth toward its target (`bbr_set_cwnd`), the
@@ -20,12 +20,11 @@
 //! filters (v1 keeps one 10 s minimum; v2 a 5 s one that feeds the 10 s one, and `<=` refreshes
 //! it), PROBE_BW's phases, the window in PROBE_RTT and the response to loss.
 
-use super::reno::{default_initial_cwnd, default_mss, CaState};
+use super::reno::CaState;
 use super::Decision;
-use crate::units::{Bytes, Duration, Rate, Time};
+use crate::units::{Duration, Rate, Time};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
-use serde::Deserialize;
 
 mod ack_aggregation;
 mod pacing;
@@ -34,7 +33,7 @@ mod probe_rtt;
 
 pub(crate) use ack_aggregation::{AckAggregation, EXTRA_ACKED_WIN_RTTS};
 pub(crate) use pacing::{tso_segs_goal, Pacing, GSO_MAX_SIZE};
-pub(crate) use percentile::{with_percentile, BW_ESTIMATOR_DOC, PERCENTILE_READING_DOC};
+pub(crate) use percentile::with_percentile;
 pub use percentile::{BwEstimator, PercentileFilter, PercentileReading};
 pub use percentile::{BBR2S_TEXT_SCALE, HIST_PERCENTILE, HIST_SIZE};
 pub(crate) use probe_rtt::{ProbeRtt, ProbeRttAck};
@@ -72,33 +71,55 @@ pub enum Mode {
     ProbeRtt = 3,
 }
 
-/// The parameters both versions take (`bbr`, `bbr-s`, `bbr2`, `bbr2-s`).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BbrConfig {
-    /// Segment size on the wire. Default 1500 B.
-    #[serde(default = "default_mss")]
-    pub mss: Bytes,
-    /// Initial window in segments. Default 10 (Linux `TCP_INIT_CWND`).
-    #[serde(default = "default_initial_cwnd")]
-    pub initial_cwnd: u32,
-    /// Seed of the random stream (mixed with the flow's start time): v1's gain-cycle start
-    /// phase, v2's probe timing. Default 1.
-    #[serde(default = "default_seed")]
-    pub seed: u64,
-    /// `"max"` (the version's own filter, as in Linux: v1's windowed maximum, v2alpha's
-    /// `max_bw`) or `"percentile"` (BBR-S / BBR2-S, `percentile.rs`). Default `"max"`.
-    #[serde(default)]
-    pub bw_estimator: BwEstimator,
-    /// How the percentile estimator is read: `"code"` or `"text"` (`percentile.rs`). Default
-    /// `"code"`.
-    #[serde(default)]
-    pub percentile_reading: PercentileReading,
+/// Declares a version's config: the parameters both versions take (`bbr`, `bbr-s`, `bbr2`,
+/// `bbr2-s`), with the doc of `seed`, which draws something else in each.
+///
+/// ```ignore
+/// bbr_config! {
+///     /// BBR v1's parameters.
+///     pub struct BbrConfig {
+///         /// seed of the random gain-cycle start phase (mixed with the start time)
+///         seed,
+///     }
+/// }
+/// ```
+macro_rules! bbr_config {
+    (
+        $(#[$attr:meta])*
+        pub struct $name:ident {
+            $(#[doc = $seed_doc:expr])*
+            seed $(,)?
+        }
+    ) => {
+        $crate::cc::params::controller_config! {
+            $(#[$attr])*
+            pub struct $name {
+                #[doc = $crate::cc::reno::tcp_param_doc!(mss)]
+                pub mss: $crate::units::Bytes = $crate::cc::reno::default_mss(),
+                #[doc = $crate::cc::reno::tcp_param_doc!(initial_cwnd)]
+                pub initial_cwnd: u32 = $crate::cc::reno::default_initial_cwnd(),
+                $(#[doc = $seed_doc])*
+                pub seed: u64 = 1,
+                /// bottleneck-bandwidth estimate: "max" (the Linux windowed maximum) or
+                /// "percentile" (BBR-S / BBR2-S: 85th percentile of the last 100 non-app-limited
+                /// samples)
+                ///
+                /// `"max"` is the version's own filter, as in Linux: v1's windowed maximum,
+                /// v2alpha's `max_bw`; `"percentile"` is in `percentile.rs`.
+                pub bw_estimator: $crate::cc::bbr_common::BwEstimator =
+                    $crate::cc::bbr_common::BwEstimator::Max,
+                /// with bw_estimator = "percentile": "code" (the authors' released code:
+                /// sorted[85], newest sample during warm-up) or "text" (the paper's text:
+                /// nearest-rank 85th percentile of what is held; bbr2 also scales it by 0.85)
+                ///
+                /// See `percentile.rs`.
+                pub percentile_reading: $crate::cc::bbr_common::PercentileReading =
+                    $crate::cc::bbr_common::PercentileReading::Code,
+            }
+        }
+    };
 }
-
-fn default_seed() -> u64 {
-    1
-}
+pub(crate) use bbr_config;
 
 /// Linux `bbr_update_gains`: the (pacing, cwnd) gains of `mode`, `cycle_idx` being the PROBE_BW
 /// phase (v1's eight-phase cycle, v2's UP, DOWN, CRUISE, REFILL: the first four entries).

@@ -40,8 +40,8 @@
 //! §7 #3 recommend. A process-wide history would also make a flow's result depend on which
 //! flows ran before it in the same process, which rtcc's determinism rules out.
 
-use crate::cc::{ParamDoc, Params};
-use serde::Deserialize;
+use crate::cc::Params;
+use serde::{Deserialize, Serialize};
 
 /// BBR-S history size: "we use a sample history size of 100" (paper §7.1).
 pub const HIST_SIZE: usize = 100;
@@ -52,22 +52,20 @@ pub const HIST_PERCENTILE: usize = 85;
 pub const BBR2S_TEXT_SCALE: f64 = 0.85;
 
 /// Which bottleneck-bandwidth estimate the controller reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BwEstimator {
     /// The version's own windowed maximum (Linux).
-    #[default]
     Max,
     /// BBR-S / BBR2-S: a percentile of the last 100 non-app-limited samples.
     Percentile,
 }
 
 /// How `bw_estimator = "percentile"` is read (see the module documentation).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PercentileReading {
     /// What the authors' released code does.
-    #[default]
     Code,
     /// What the paper's text says.
     Text,
@@ -145,19 +143,6 @@ impl PercentileFilter {
         held[k]
     }
 }
-pub(crate) const BW_ESTIMATOR_DOC: ParamDoc = ParamDoc::new(
-    "bw_estimator",
-    "max",
-    "bottleneck-bandwidth estimate: \"max\" (the Linux windowed maximum) or \"percentile\" \
-     (BBR-S / BBR2-S: 85th percentile of the last 100 non-app-limited samples)",
-);
-pub(crate) const PERCENTILE_READING_DOC: ParamDoc = ParamDoc::new(
-    "percentile_reading",
-    "code",
-    "with bw_estimator = \"percentile\": \"code\" (the authors' released code: sorted[85], \
-     newest sample during warm-up) or \"text\" (the paper's text: nearest-rank 85th \
-     percentile of what is held; bbr2 also scales it by 0.85)",
-);
 
 /// `params` with `bw_estimator = "percentile"` unless it says otherwise (`bbr-s`, `bbr2-s`).
 pub(crate) fn with_percentile(params: &Params) -> Params {

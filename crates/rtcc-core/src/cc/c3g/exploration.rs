@@ -137,8 +137,8 @@ impl C3g {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cc::c3g::default_weights;
     use crate::cc::c3g::tests::c3g;
+    use crate::cc::c3g::C3gConfig;
 
     #[test]
     fn the_decision_tree_has_the_papers_eight_leaves() {
@@ -170,7 +170,7 @@ mod tests {
             periods: 1,
             ..PeriodTotals::default()
         };
-        let w = default_weights();
+        let w = C3gConfig::default().weights;
         let r = t.rating(&w).unwrap();
         assert!((r - 135.0 / 7000.0).abs() < 1e-12, "{r}");
         // 100 kbit queued and one lost frame in ten add d·qd + f·l̄ (l̄ in %).

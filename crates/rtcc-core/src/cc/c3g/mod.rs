@@ -106,16 +106,17 @@
 //! branch), `exploration.rs` (the proactive branch) and `send_ratio.rs` (ρ). This file holds the
 //! configuration and the period's state machine (`tick`) that ties them together.
 
+use super::params::controller_config;
 use super::{
     build_fn, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo,
-    Decision, FeedbackPolicy, FrameController, ParamDoc, Params,
+    Decision, FeedbackPolicy, FrameController, Params,
 };
 use crate::packet::{FeedbackReport, FrameAck, FrameInfo, RateReport, SentPacket};
 use crate::units::{Duration, Rate, Time};
 use drain::RTVL_MIN_WINDOW;
 use exploration::PeriodTotals;
 use send_ratio::ENCODER_SETTLE;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 
 mod drain;
@@ -131,131 +132,119 @@ pub use meter::{catch_up, Meter, Period};
 pub use rtvl::{extrapolate, period_rtvl, rose};
 pub use send_ratio::SendRatio;
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct C3gConfig {
-    /// Control period Δt (open in the paper). Default 50 ms: of the periods swept (33, 50, 100,
-    /// 200 ms; `experiments/c3g/tables.py`, docs/c3g.md) it is the one closest to the paper on the
-    /// increase test (EP 43 ± 12 s against 36 ± 16 s) and on its stability (channel use 94 %
-    /// against 93-96 %, RTVL 41-43 ms against 37-40); 33 ms climbs faster (31 ± 10 s), 100 ms
-    /// and 200 ms slower (90 and 140 s; 200 ms misses 180 s in 30 of 60 runs). The receiver's rate reports follow the feedback policy (every 50 ms by
-    /// default): a flow with another Δt sets `feedback.rate_reports` to it, as the paper's
-    /// client reports every Δt.
-    #[serde(default = "default_interval")]
-    pub interval: Duration,
-    /// Playability threshold RTVL_th (§IV-A). Default 100 ms.
-    #[serde(default = "default_threshold")]
-    pub rtvl_threshold: Duration,
-    /// Largest exploration gain g_max (§IV-B). Default 50.
-    #[serde(default = "default_g_max")]
-    pub g_max: u32,
-    /// Smallest exploration gain g_min (open). Default 1: the paper's g is "an integer between 1
-    /// and g_max", and its slowest, most cautious step (10 kbit/s per 50Δt) is the one it resets to.
-    #[serde(default = "default_g_min")]
-    pub g_min: u32,
-    /// Exploration step per unit of gain λ_exp,min (§IV-B). Default 10 kbit/s.
-    #[serde(default = "default_step")]
-    pub step: Rate,
-    /// Weights (a, b, c, d, e, f) of the rating function (Eq. 3; e and f open). Default
-    /// [1, 10, 1, 2, 10, 10]: the paper's (1, 10, 1, 2); e = f = 10 make one percent of
-    /// retransmitted bits or lost frames weigh like 1 ms of RTVL spread (b = 10), the term the
-    /// paper weighs most, since losses hurt a game as much as latency jitter (ours).
-    #[serde(default = "default_weights")]
-    pub weights: [f64; 6],
-    /// Lowest target v_min (open). Default: the flow's `min_bitrate`, the rate below which the
-    /// scenario says the stream is not worth sending (the testbed sets 3 Mbit/s, the 720p30
-    /// encoder's rate at QP 40).
-    pub min_rate: Option<Rate>,
-    /// Start target. Default: the flow's `start_bitrate`, else 300 kbit/s (libwebrtc's default
-    /// start), within the bounds.
-    pub start_rate: Option<Rate>,
-    /// Highest target. Default: the flow's `max_bitrate`, else 50 Mbit/s.
-    pub max_rate: Option<Rate>,
-    /// Periods over which ε keeps the largest λ̄ − μ̄ with no RTVL rise (open). Default 50: the
-    /// paper updates ε "periodically"; 50 periods (2.5 s at 50 ms) hold a few exploration steps,
-    /// so ε follows a change of rate without remembering one outlier for long. It is a span of
-    /// time, not a count of calm periods: while RTVL keeps rising no period is calm, and ε falls
-    /// back to its floor instead of holding an old value (one learned in a run's first second stayed
-    /// for 14 s while RTVL climbed from 60 to 470 ms).
-    #[serde(default = "default_epsilon_periods")]
-    pub epsilon_periods: usize,
-    /// ε's floor as a fraction of λ̄ (ours; the paper's ε has no start). Default 0.02: before any
-    /// calm period, and on a quiet link, ε would be 0 and every jitter congestion; a queue that
-    /// grows by 2 % of the rate or less stays hidden, and takes 5 s or more to add 100 ms. The
-    /// floor is also never under two packets per rate window (`EDGE_PACKETS`).
-    #[serde(default = "default_epsilon_floor")]
-    pub epsilon_floor: f64,
-    /// A frame not acknowledged this long after a later frame was counts as lost (the client's
-    /// 100 ms presentation timeout, §V-B): the fallback for a receiver that sends no late
-    /// acknowledgements (`frame_ack = { at = "complete" }`, the default). Default 100 ms.
-    #[serde(default = "default_lost_frame_timeout")]
-    pub lost_frame_timeout: Duration,
-    /// After the warm-up, double the target every period, up to twice what was sent, until RTVL
-    /// is about to pass the threshold, then drain to the operating point (ours, after BBR's
-    /// Startup; the paper's server always starts from a known v_init). Default:
-    /// on when the flow has no start rate (`start_rate` or the flow's `start_bitrate`), since
-    /// exploration alone climbs 10 kbit/s per 2.5 s at first.
-    pub startup: Option<bool>,
-    /// What resets the exploration gain to g_min: `"drain"` (default) or `"congestion"` (every
-    /// Eq. 1 detection, the paper's literal wording).
-    #[serde(default)]
-    pub gain_reset: GainReset,
-    /// λ̄ and μ̄ are rates over this window, whole periods of at least Δt (ours). Default 200 ms:
-    /// at 30 frame/s a 50 ms window holds one frame or two, so λ̄ swings by ±50 % from one
-    /// period to the next and ε, learning those swings, hides a queue that grows slowly (seen:
-    /// RTVL from 70 to 200 ms with no congestion flagged). 200 ms holds six frames.
-    #[serde(default = "default_rate_window")]
-    pub rate_window: Duration,
-    /// Observe only (ε and ρ learn; no drain, no exploration) for this long from the start: the
-    /// first keyframe and a half-measured μ̄ would otherwise trigger a drain to a rate measured
-    /// before anything arrived (ours; the paper's tests start from a running stream). Default 2 s.
-    #[serde(default = "default_warmup")]
-    pub warmup: Duration,
+controller_config! {
+    /// C³G's parameters.
+    pub struct C3gConfig {
+        /// control period Δt
+        ///
+        /// Open in the paper. 50 ms: of the periods swept (33, 50, 100, 200 ms;
+        /// `experiments/c3g/tables.py`, docs/c3g.md) it is the one closest to the paper on the
+        /// increase test (EP 43 ± 12 s against 36 ± 16 s) and on its stability (channel use 94 %
+        /// against 93-96 %, RTVL 41-43 ms against 37-40); 33 ms climbs faster (31 ± 10 s), 100 ms
+        /// and 200 ms slower (90 and 140 s; 200 ms misses 180 s in 30 of 60 runs). The receiver's
+        /// rate reports follow the feedback policy (every 50 ms by default): a flow with another
+        /// Δt sets `feedback.rate_reports` to it, as the paper's client reports every Δt.
+        pub interval: Duration = Duration::from_millis(50),
+        /// playability threshold RTVL_th
+        ///
+        /// §IV-A.
+        pub rtvl_threshold: Duration = Duration::from_millis(100),
+        /// largest exploration gain
+        ///
+        /// g_max (§IV-B).
+        pub g_max: u32 = 50,
+        /// smallest exploration gain
+        ///
+        /// g_min (open): the paper's g is "an integer between 1 and g_max", and its slowest, most
+        /// cautious step (10 kbit/s per 50Δt) is the one it resets to.
+        pub g_min: u32 = 1,
+        /// exploration step per unit of gain
+        ///
+        /// λ_exp,min (§IV-B).
+        pub step: Rate = Rate::from_kbps(10.0),
+        /// rating weights a, b, c, d (RTVL mean, sd, max, queued kbit), e, f (retransmitted %,
+        /// lossy frames %)
+        ///
+        /// Eq. 3; e and f are open. The paper's (1, 10, 1, 2); e = f = 10 make one percent of
+        /// retransmitted bits or lost frames weigh like 1 ms of RTVL spread (b = 10), the term
+        /// the paper weighs most, since losses hurt a game as much as latency jitter (ours).
+        pub weights: [f64; 6] = [1.0, 10.0, 1.0, 2.0, 10.0, 10.0],
+        /// lowest target v_min
+        ///
+        /// Open. `None`: the flow's `min_bitrate`, the rate below which the scenario says the
+        /// stream is not worth sending (the testbed sets 3 Mbit/s, the 720p30 encoder's rate at
+        /// QP 40).
+        #[doc_default = "the flow's min_bitrate"]
+        pub min_rate: Option<Rate> = None,
+        /// first target
+        ///
+        /// `None`: the flow's `start_bitrate`, else 300 kbit/s (libwebrtc's default start),
+        /// within the bounds.
+        #[doc_default = "the flow's start_bitrate, else 300kbps"]
+        pub start_rate: Option<Rate> = None,
+        /// highest target
+        ///
+        /// `None`: the flow's `max_bitrate`, else 50 Mbit/s.
+        #[doc_default = "the flow's max_bitrate, else 50Mbps"]
+        pub max_rate: Option<Rate> = None,
+        /// periods over which ε keeps the largest λ−μ without RTVL rise
+        ///
+        /// Open: the paper updates ε "periodically"; 50 periods (2.5 s at 50 ms) hold a few
+        /// exploration steps, so ε follows a change of rate without remembering one outlier for
+        /// long. It is a span of time, not a count of calm periods: while RTVL keeps rising no
+        /// period is calm, and ε falls back to its floor instead of holding an old value (one
+        /// learned in a run's first second stayed for 14 s while RTVL climbed from 60 to
+        /// 470 ms).
+        pub epsilon_periods: usize = 50,
+        /// ε's floor as a fraction of λ
+        ///
+        /// Ours; the paper's ε has no start. Before any calm period, and on a quiet link, ε
+        /// would be 0 and every jitter congestion; with 0.02 a queue that grows by 2 % of the
+        /// rate or less stays hidden, and takes 5 s or more to add 100 ms. The floor is also
+        /// never under two packets per rate window (`EDGE_PACKETS`).
+        pub epsilon_floor: f64 = 0.02,
+        /// an unacknowledged frame this long after a later one counts as lost (receivers without
+        /// late acks)
+        ///
+        /// The client's 100 ms presentation timeout (§V-B): the fallback for a receiver that
+        /// sends no late acknowledgements (`frame_ack = { at = "complete" }`, the default).
+        pub lost_frame_timeout: Duration = Duration::from_millis(100),
+        /// after the warm-up, double the target every period until RTVL would pass the
+        /// threshold, then drain
+        ///
+        /// Each doubling goes up to twice what was sent; the drain is to the operating point
+        /// (ours, after BBR's Startup; the paper's server always starts from a known v_init).
+        /// `None`: on when the flow has no start rate (`start_rate` or the flow's
+        /// `start_bitrate`), since exploration alone climbs 10 kbit/s per 2.5 s at first.
+        #[doc_default = "on without a start rate"]
+        pub startup: Option<bool> = None,
+        /// what resets the exploration gain: drain or congestion (the paper's wording)
+        ///
+        /// The gain goes back to g_min; `"congestion"` resets it at every Eq. 1 detection, the
+        /// paper's literal wording.
+        pub gain_reset: GainReset = GainReset::Drain,
+        /// λ and μ are rates over this window (whole periods)
+        ///
+        /// Whole periods of at least Δt (ours). At 30 frame/s a 50 ms window holds one frame
+        /// or two, so λ̄ swings by ±50 % from one period to the next and ε, learning those
+        /// swings, hides a queue that grows slowly (seen: RTVL from 70 to 200 ms with no
+        /// congestion flagged). 200 ms holds six frames.
+        pub rate_window: Duration = Duration::from_millis(200),
+        /// observe only for this long from the start
+        ///
+        /// ε and ρ learn; no drain, no exploration. The first keyframe and a half-measured μ̄
+        /// would otherwise trigger a drain to a rate measured before anything arrived (ours;
+        /// the paper's tests start from a running stream).
+        pub warmup: Duration = Duration::from_millis(2000),
+    }
 }
 
 /// What resets C³G's exploration gain (see the module header).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum GainReset {
-    #[default]
     Drain,
     Congestion,
-}
-
-fn default_rate_window() -> Duration {
-    Duration::from_millis(200)
-}
-
-fn default_warmup() -> Duration {
-    Duration::from_millis(2000)
-}
-
-fn default_interval() -> Duration {
-    Duration::from_millis(50)
-}
-fn default_threshold() -> Duration {
-    Duration::from_millis(100)
-}
-fn default_g_max() -> u32 {
-    50
-}
-fn default_g_min() -> u32 {
-    1
-}
-fn default_step() -> Rate {
-    Rate::from_kbps(10.0)
-}
-fn default_weights() -> [f64; 6] {
-    [1.0, 10.0, 1.0, 2.0, 10.0, 10.0]
-}
-fn default_epsilon_periods() -> usize {
-    50
-}
-fn default_epsilon_floor() -> f64 {
-    0.02
-}
-fn default_lost_frame_timeout() -> Duration {
-    Duration::from_millis(100)
 }
 
 /// The lowest, start and highest targets (bit/s): the controller's parameters, else the flow's
@@ -623,53 +612,8 @@ pub fn info() -> ControllerInfo {
         summary: "Cloud-gaming control from round-trip video latency: drains on predicted RTVL \
                   over 100 ms, explores with a history-rated variable gain (C3G)."
             .into(),
-        params: vec![
-            ParamDoc::new("interval", "50ms", "control period Δt"),
-            ParamDoc::new("rtvl_threshold", "100ms", "playability threshold RTVL_th"),
-            ParamDoc::new("g_max", "50", "largest exploration gain"),
-            ParamDoc::new("g_min", "1", "smallest exploration gain"),
-            ParamDoc::new("step", "10kbps", "exploration step per unit of gain"),
-            ParamDoc::new(
-                "weights",
-                "[1, 10, 1, 2, 10, 10]",
-                "rating weights a, b, c, d (RTVL mean, sd, max, queued kbit), e, f (retransmitted %, lossy frames %)",
-            ),
-            ParamDoc::new("min_rate", "the flow's min_bitrate", "lowest target v_min"),
-            ParamDoc::new(
-                "start_rate",
-                "the flow's start_bitrate, else 300kbps",
-                "first target",
-            ),
-            ParamDoc::new("max_rate", "the flow's max_bitrate, else 50Mbps", "highest target"),
-            ParamDoc::new(
-                "epsilon_periods",
-                "50",
-                "periods over which ε keeps the largest λ−μ without RTVL rise",
-            ),
-            ParamDoc::new("epsilon_floor", "0.02", "ε's floor as a fraction of λ"),
-            ParamDoc::new(
-                "lost_frame_timeout",
-                "100ms",
-                "an unacknowledged frame this long after a later one counts as lost (receivers without late acks)",
-            ),
-            ParamDoc::new(
-                "startup",
-                "on without a start rate",
-                "after the warm-up, double the target every period until RTVL would pass the threshold, then drain",
-            ),
-            ParamDoc::new(
-                "gain_reset",
-                "drain",
-                "what resets the exploration gain: drain or congestion (the paper's wording)",
-            ),
-            ParamDoc::new(
-                "rate_window",
-                "200ms",
-                "λ and μ are rates over this window (whole periods)",
-            ),
-            ParamDoc::new("warmup", "2s", "observe only for this long from the start"),
-        ],
-        feedback: feedback_every(default_interval()),
+        params: C3gConfig::param_docs(),
+        feedback: feedback_every(C3gConfig::default().interval),
         build: build_fn(build),
     }
 }
