@@ -48,12 +48,21 @@ def one(job):
     t = time.time()
     r = scenario(Path(trace), controller, encoder, duration, queue).run()
     f = r.summary["flows"][0]
+    import polars as pl
+
+    last = dict(r.state.group_by("signal").agg(pl.col("value").last()).iter_rows())
+    capacity = r.state.filter(pl.col("signal") == "capacity_bps")["value"]
     row = {"trace": Path(trace).name, "controller": controller,
            "encoder": encoder if isinstance(encoder, str) else encoder["model"],
            "displayed_share": f["displayed_share"], "skipped": f["frames_skipped"],
            "captured": f["frames_sent"] + f["frames_skipped"], "utilization": f["utilization"],
            "latency_p95_ms": f["frame_latency_ms"]["p95"], "model_psnr": f["psnr_db"],
-           "wall_s": time.time() - t}
+           "wall_s": time.time() - t,
+           # Why frames were skipped: the degradation policy's frame rate, pacer pushback, the
+           # frame droppers (libwebrtc's and, for a real codec, its own).
+           "skip_rate": int(last.get("skipped_frame_rate", 0)), "skip_pushback": int(last.get("skipped_pushback", 0)),
+           "skip_dropper": int(last.get("skipped_dropper", 0)),
+           "outage": float((capacity <= 0).mean()) if len(capacity) else 0.0}
     if score and r.quality:
         q = r.quality["flows"][0]
         row.update(psnr=q["psnr_y_mean"], ssim=q["ssim_y_mean"], frozen=q["frozen_share"])
@@ -79,11 +88,13 @@ def main(argv=None) -> int:
     with ProcessPoolExecutor(args.jobs) as pool:
         rows = list(pool.map(one, jobs))
     oracle = [r for r in rows if r["controller"] == "oracle"]
-    t1 = ["| trace | encoder | displayed share | frames skipped | utilisation | frame latency P95 |",
-          "|---|---|---|---|---|---|"]
+    t1 = ["| trace (time at zero capacity) | encoder | displayed share | frames skipped | by frame rate / pushback / dropper "
+          "| utilisation | frame latency P95 |",
+          "|---|---|---|---|---|---|---|"]
     for r in oracle:
-        t1.append(f"| {r['trace']} | {r['encoder']} | {pct(r['displayed_share'])} | "
+        t1.append(f"| {r['trace']} ({pct(r['outage'])}) | {r['encoder']} | {pct(r['displayed_share'])} | "
                   f"{r['skipped']} of {r['captured']} ({pct(r['skipped'] / max(1, r['captured']))}) | "
+                  f"{r['skip_rate']} / {r['skip_pushback']} / {r['skip_dropper']} | "
                   f"{pct(r['utilization'])} | {r['latency_p95_ms']:.0f} ms |")
     t2 = ["| controller | encoder | decoded PSNR (Y) | decoded SSIM (Y) | frozen | model PSNR | displayed share |",
           "|---|---|---|---|---|---|---|"]

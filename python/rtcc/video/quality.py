@@ -68,9 +68,10 @@ def _decoder(model: str):
 
 
 def _luma(frame, width: int, height: int) -> np.ndarray:
-    if (frame.width, frame.height) != (width, height):
-        frame = frame.reformat(width=width, height=height, interpolation="BICUBIC")
-    return frame.to_ndarray(format="gray")
+    """The Y plane as coded (no range conversion), upscaled to ``width`` × ``height`` if smaller."""
+    if (frame.width, frame.height) != (width, height) or frame.format.name != "yuv420p":
+        frame = frame.reformat(width=width, height=height, format="yuv420p", interpolation="BICUBIC")
+    return frame.to_ndarray()[:height]
 
 
 def score_flow(encoder, frames) -> tuple[list[dict], dict]:
