@@ -11,6 +11,7 @@ and compares each summary.json with ``baseline/<case>.json``::
     python bench/identity/check.py --list       # the cases, and which would be skipped here
     python bench/identity/check.py --strict     # a skipped case fails too
     python bench/identity/check.py --record     # rerun and store the baseline (see below)
+    python bench/identity/check.py --ignore-new displayed_share   # a new metric aside, unchanged?
 
 It runs the checkout it lives in: ``python -m rtcc`` with ``PYTHONPATH=<checkout>/python``, from
 the checkout's root, so the checkout's native module must be built (``make install`` there);
@@ -44,6 +45,10 @@ Nothing is normalised before the comparison: summary.json holds the scenario's n
 stem, or ``<sweep name>/<cell>``), the seed, the duration and the metrics, and nothing that
 depends on the run itself (no wall-clock time, no absolute path, no version string; checked when
 the baseline was first recorded, two runs of every case giving identical bytes).
+
+``--ignore-new KEY`` (repeatable) is for a change that adds a metric and should change nothing
+else: the key is removed from the new summary (at the top level and in every flow) and the two
+are compared as parsed JSON (the same numbers, not necessarily the same bytes).
 
 ``--record`` reruns the selected cases and writes their baseline files, and writes
 ``baseline/SOURCE``: the commit recorded at (with ``-k``, one line per re-recorded case beside
@@ -359,10 +364,25 @@ def live_projection(summary: dict) -> dict:
             "keys": sorted(key_paths(summary))}
 
 
-def compare(case: Case, old: bytes, new: bytes) -> list[str]:
+def without(summary: dict, keys: list[str]) -> dict:
+    """``summary`` less ``keys`` at its top level and in each of its flows."""
+    out = {k: v for k, v in summary.items() if k not in keys}
+    if isinstance(out.get("flows"), list):
+        out["flows"] = [{k: v for k, v in f.items() if k not in keys} if isinstance(f, dict) else f
+                        for f in out["flows"]]
+    return out
+
+
+def compare(case: Case, old: bytes, new: bytes, ignore_new: list[str] = ()) -> list[str]:
     """Empty when the case passes; else what differs."""
+    if ignore_new and case.run != "live":
+        try:
+            a, b = json.loads(old), without(json.loads(new), list(ignore_new))
+        except ValueError as e:
+            return [f"not JSON: {e}"]
+        return [] if a == b else json_diffs(a, b) or ["different"]
     if case.run == "live":
-        a, b = live_projection(json.loads(old)), live_projection(json.loads(new))
+        a, b = live_projection(json.loads(old)), live_projection(without(json.loads(new), list(ignore_new)))
         if a == b:
             return []
         lines = json_diffs({k: v for k, v in a.items() if k != "keys"}, {k: v for k, v in b.items() if k != "keys"})
@@ -426,6 +446,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--list", action="store_true", help="list the selected cases and exit")
     p.add_argument("--keep", action="store_true", help="keep the new summaries (their folder is printed)")
     p.add_argument("--strict", action="store_true", help="a case skipped here (absent trace, no live runs) fails")
+    p.add_argument("--ignore-new", action="append", default=[], metavar="KEY",
+                   help="a key a change added to every summary (compared as parsed JSON without it)")
     p.add_argument("--timeout", type=float, default=900, metavar="S",
                    help="seconds per rtcc run/live command (default 900)")
     args = p.parse_args(argv)
@@ -475,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
     def report(c: Case, res) -> None:
         results[c.name] = res
         data, error, seconds = res
-        status = "error" if data is None else ("ran" if args.record else _status(c, data))
+        status = "error" if data is None else ("ran" if args.record else _status(c, data, args.ignore_new))
         print(f"[{len(results)}/{total}] {status:<8} {c.name} ({seconds:.1f} s)", flush=True)
 
     try:
@@ -509,7 +531,7 @@ def main(argv: list[str] | None = None) -> int:
             if not base.exists():
                 failed += 1
                 continue
-            diffs = compare(c, base.read_bytes(), data)
+            diffs = compare(c, base.read_bytes(), data, args.ignore_new)
             if diffs:
                 failed += 1
                 what = "live summary differs in what is compared" if c.run == "live" else "summary.json differs"
@@ -540,12 +562,12 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(work, ignore_errors=True)
 
 
-def _status(case: Case, data: bytes) -> str:
+def _status(case: Case, data: bytes, ignore_new: list[str] = ()) -> str:
     base = BASELINE / f"{case.name}.json"
     if not base.exists():
         return "NEW"
     try:
-        return "ok" if not compare(case, base.read_bytes(), data) else "DIFFERS"
+        return "ok" if not compare(case, base.read_bytes(), data, ignore_new) else "DIFFERS"
     except ValueError:
         return "DIFFERS"
 
