@@ -46,6 +46,8 @@ pub use error::ScenarioError;
 pub use facts::{run_facts, RunFacts};
 pub use flow::{FlowConfig, FlowKind, DEFAULT_FPS, DEFAULT_PAYLOAD};
 pub use outcome::{FlowLogs, LinkCounters, RunResult, StateLog, Summary};
-pub use path::{link_from_spec, HopConfig, LinkConfig, LinkSpec, MAX_HOPS, SINGLE_HOP_NAME};
+pub use path::{
+    link_from_spec, FileReference, HopConfig, LinkConfig, LinkSpec, MAX_HOPS, SINGLE_HOP_NAME,
+};
 pub use scenario::{Scenario, ScenarioSpec, MAX_ESTIMATED_PACKETS, MAX_PACKET};
 pub use seeds::derive_seed;
