@@ -12,9 +12,10 @@ how it reads. What a view holds besides the packets' queuing delays comes from t
 here: the links each flow crosses, the propagation between them, each link's capacity per window
 and segments, each flow's received rate per window (the run folder's ``facts.json``,
 ``rtcc_scenario::facts``), and the windowed measures (window masks, shared periods, Jain's index
-over windows, convergence: ``rtcc_scenario::windows``, called through ``rtcc._core``). The RFCs state criteria without thresholds (RFC 8867 §5: "converge", "fair share",
-"not starve"; RFC 8868 §3: rate, queuing delay, loss, fairness, convergence); each rule's threshold
-sits next to the text it comes from and is explained in docs/rmcat.md.
+over windows, convergence: ``rtcc_scenario::windows``, called through ``rtcc._core``). The RFCs
+state criteria without thresholds (RFC 8867 §5: "converge", "fair share", "not starve"; RFC 8868 §3:
+rate, queuing delay, loss, fairness, convergence); each rule's threshold sits next to the text it
+comes from and is explained in docs/rmcat.md.
 
 Adding a case is one scenario file plus one :data:`CASES` entry (its rules); nothing else changes.
 
@@ -170,12 +171,17 @@ def jain(values) -> float | None:
 def shared_periods(flows: list[FlowView], settle_s: float) -> list[tuple[float, float]]:
     """When every one of ``flows`` is active, less the first ``settle_s`` of each such interval
     (the core's ``shared_periods``)."""
-    return _core.shared_periods([f.periods for f in flows], settle_s)
+    return _core.shared_periods([_pairs(f.periods) for f in flows], settle_s)
 
 
 def _window_mask(n: int, periods: list[tuple[float, float]]):
     """The 1 s windows wholly inside ``periods`` (a boolean array, the core's ``window_mask``)."""
-    return _core.window_mask(n, list(periods))
+    return _core.window_mask(n, _pairs(periods))
+
+
+def _pairs(periods) -> list[tuple[float, float]]:
+    """Periods as the ``(start, stop)`` tuples the core takes."""
+    return [(float(a), float(b)) for a, b in periods]
 
 
 def _floats(values) -> list[float]:
@@ -375,7 +381,7 @@ def fairness(view: RunView, settle_s: float) -> tuple[float | None, str]:
     flows = max((view.video_on(link) for link in view.links()), key=len, default=[])
     if len(flows) < 2:
         return None, ""
-    found = _core.windowed_jain([_floats(f.rate_bps) for f in flows], [f.periods for f in flows], settle_s)
+    found = _core.windowed_jain([_floats(f.rate_bps) for f in flows], [_pairs(f.periods) for f in flows], settle_s)
     if found is None:
         return None, ""
     index, periods = found
