@@ -37,7 +37,7 @@
 use crate::net::TraceError;
 use crate::units::{Rate, Time};
 use crate::video::quality::Resolution;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub mod external;
@@ -197,6 +197,25 @@ const TRACE_NEEDS_FILE: &str =
 /// `encoder.up`) and what is wrong.
 pub type EncoderError = (String, String);
 
+/// Where the `trace` model reads its `file`: relative names against `base_dir`.
+fn trace_path(base_dir: &Path, file: &str) -> PathBuf {
+    if Path::new(file).is_absolute() {
+        Path::new(file).to_path_buf()
+    } else {
+        base_dir.join(file)
+    }
+}
+
+/// The input file a scenario's `encoder` value names, as [`EncoderConfig::from_value`] reads
+/// it: the `trace` model's `file` (`None` for every other value).
+pub fn referenced_file(v: &serde_json::Value, base_dir: &Path) -> Option<PathBuf> {
+    let table = v.as_object()?;
+    match (table.get("model")?.as_str()?, table.get("file")?.as_str()?) {
+        ("trace", file) => Some(trace_path(base_dir, file)),
+        _ => None,
+    }
+}
+
 impl EncoderConfig {
     /// The model's name (one of [`ENCODERS`], or a registered external model).
     pub fn name(&self) -> &str {
@@ -262,12 +281,7 @@ impl EncoderConfig {
                     }
                     None => return Err(whole(TRACE_NEEDS_FILE.into())),
                 };
-                let path = if Path::new(file).is_absolute() {
-                    Path::new(file).to_path_buf()
-                } else {
-                    base_dir.join(file)
-                };
-                let t = FrameTrace::from_file(&path)
+                let t = FrameTrace::from_file(&trace_path(base_dir, file))
                     .map_err(|e: TraceError| ("file".to_string(), e.to_string()))?;
                 Ok(EncoderConfig::Trace(Arc::new(t)))
             }
@@ -405,6 +419,18 @@ mod tests {
             EncoderConfig::from_value(&json!({"model": "trace", "file": "no/such.frames"}), dir)
                 .unwrap_err();
         assert!(e.0 == "file" && e.1.contains("no/such.frames"), "{e:?}");
+        // The file a trace model names, where it is read from; other values name none.
+        let base = Path::new("/scenarios/x");
+        assert_eq!(
+            referenced_file(&json!({"model": "trace", "file": "../t.frames"}), base),
+            Some(PathBuf::from("/scenarios/x/../t.frames"))
+        );
+        assert_eq!(
+            referenced_file(&json!({"model": "trace", "file": "/abs/t.frames"}), base),
+            Some(PathBuf::from("/abs/t.frames"))
+        );
+        assert_eq!(referenced_file(&json!({"model": "lagged"}), base), None);
+        assert_eq!(referenced_file(&json!("trace"), base), None);
         let e = EncoderConfig::from_value(&json!(3), dir).unwrap_err();
         assert!(e.1.contains("expected a model name"), "{e:?}");
         assert!(create("lagged", 1).is_ok());

@@ -100,6 +100,34 @@ pub struct FlowConfig {
     pub clock_offset: Duration,
 }
 
+/// The input files flow `index`'s table names (a video flow's `encoder = { model = "trace",
+/// file = ... }`), as its kind reads them, each with where it is named.
+pub(crate) fn file_references(
+    index: usize,
+    value: &serde_json::Value,
+    base_dir: &Path,
+) -> Vec<crate::path::FileReference> {
+    let kind = value
+        .get("kind")
+        .and_then(|k| k.as_str())
+        .unwrap_or("video");
+    let encoder = value.get("encoder").filter(|_| kind == "video");
+    encoder
+        .and_then(|e| rtcc_core::media::encoder::referenced_file(e, base_dir))
+        .map(|path| crate::path::FileReference {
+            location: vec![
+                "flows".into(),
+                index.into(),
+                "encoder".into(),
+                "file".into(),
+            ],
+            path,
+            suffix: String::new(),
+        })
+        .into_iter()
+        .collect()
+}
+
 /// The fields every kind of flow takes.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
