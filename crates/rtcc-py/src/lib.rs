@@ -342,6 +342,9 @@ fn jain(values: Vec<f64>) -> Option<f64> {
     windows::jain(&values)
 }
 
+/// Jain's index and the shared period (`(start_s, end_s)` pieces) it was computed over.
+type IndexAndPeriod = (f64, Vec<(f64, f64)>);
+
 /// Jain's index of the flows' mean rates (one array of 1 s windows each) over the windows of
 /// their shared period from `settle_s` after the last (re)join, and that period; None without
 /// two flows, a shared window or a rate (`rtcc_scenario::windows::windowed_jain`).
@@ -350,7 +353,7 @@ fn windowed_jain(
     rates: Vec<Vec<f64>>,
     periods: Vec<Vec<(f64, f64)>>,
     settle_s: f64,
-) -> PyResult<Option<(f64, Vec<(f64, f64)>)>> {
+) -> PyResult<Option<IndexAndPeriod>> {
     if rates.len() != periods.len() || rates.windows(2).any(|w| w[0].len() != w[1].len()) {
         return Err(PyValueError::new_err(
             "windowed_jain: one period list per flow, and rates of one length",
@@ -423,9 +426,12 @@ fn register_controller(
 /// Register an encoder model written in Python (`rtcc.video` registers `vp8` and `x264`):
 /// `check(params, base_dir)` raises ValueError("field: problem") for bad parameters,
 /// `build(params, base_dir, seed)` returns the encoder object (see `pyencoder.rs`).
+/// `files(params, base_dir)`, optional, lists the input files the parameters name as
+/// `(key, path)` pairs (a sweep on a cluster ships them).
 #[pyfunction]
-fn register_encoder(name: &str, check: Py<PyAny>, build: Py<PyAny>) {
-    pyencoder::register(name, check, build)
+#[pyo3(signature = (name, check, build, files=None))]
+fn register_encoder(name: &str, check: Py<PyAny>, build: Py<PyAny>, files: Option<Py<PyAny>>) {
+    pyencoder::register(name, check, build, files)
 }
 
 /// The names of the encoder models registered from Python, as a dict's keys.
@@ -472,6 +478,9 @@ fn generate_lte_trace(seed: u64, duration_s: f64, mean_mbps: f64) -> PyResult<Ve
     generate_lte(&cfg).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// A parameter's name and its value as a Python object.
+type NamedValue<'py> = (String, Bound<'py, PyAny>);
+
 /// Parse a command line's controller spec (`NAME` or `NAME:KEY=VALUE[,...]`) with the core's one
 /// parser ([`rtcc_sim::scenario::parse_spec`]): the name and the parameters in order, each value
 /// an int, a float, a bool or a string.
@@ -479,7 +488,7 @@ fn generate_lte_trace(seed: u64, duration_s: f64, mean_mbps: f64) -> PyResult<Ve
 fn parse_controller_spec<'py>(
     py: Python<'py>,
     text: &str,
-) -> PyResult<(String, Vec<(String, Bound<'py, PyAny>)>)> {
+) -> PyResult<(String, Vec<NamedValue<'py>>)> {
     let (name, params) = rtcc_sim::scenario::parse_spec(text).map_err(PyValueError::new_err)?;
     let mut out = Vec::with_capacity(params.len());
     for (key, value) in params {

@@ -206,13 +206,21 @@ fn trace_path(base_dir: &Path, file: &str) -> PathBuf {
     }
 }
 
-/// The input file a scenario's `encoder` value names, as [`EncoderConfig::from_value`] reads
-/// it: the `trace` model's `file` (`None` for every other value).
-pub fn referenced_file(v: &serde_json::Value, base_dir: &Path) -> Option<PathBuf> {
-    let table = v.as_object()?;
-    match (table.get("model")?.as_str()?, table.get("file")?.as_str()?) {
-        ("trace", file) => Some(trace_path(base_dir, file)),
-        _ => None,
+/// The input files a scenario's `encoder` value names, as [`EncoderConfig::from_value`] reads
+/// them: `(key, path)`, the `trace` model's `file` or what a registered external model says
+/// (a real encoder's clip file); none for every other value.
+pub fn referenced_files(v: &serde_json::Value, base_dir: &Path) -> Vec<(String, PathBuf)> {
+    let Some(table) = v.as_object() else {
+        return Vec::new();
+    };
+    match table.get("model").and_then(|m| m.as_str()) {
+        Some("trace") => table
+            .get("file")
+            .and_then(|f| f.as_str())
+            .map(|file| vec![("file".to_string(), trace_path(base_dir, file))])
+            .unwrap_or_default(),
+        Some(model) => external::files(model, table, base_dir),
+        None => Vec::new(),
     }
 }
 
@@ -421,16 +429,18 @@ mod tests {
         assert!(e.0 == "file" && e.1.contains("no/such.frames"), "{e:?}");
         // The file a trace model names, where it is read from; other values name none.
         let base = Path::new("/scenarios/x");
+        let file = |p: &str| vec![("file".to_string(), PathBuf::from(p))];
         assert_eq!(
-            referenced_file(&json!({"model": "trace", "file": "../t.frames"}), base),
-            Some(PathBuf::from("/scenarios/x/../t.frames"))
+            referenced_files(&json!({"model": "trace", "file": "../t.frames"}), base),
+            file("/scenarios/x/../t.frames")
         );
         assert_eq!(
-            referenced_file(&json!({"model": "trace", "file": "/abs/t.frames"}), base),
-            Some(PathBuf::from("/abs/t.frames"))
+            referenced_files(&json!({"model": "trace", "file": "/abs/t.frames"}), base),
+            file("/abs/t.frames")
         );
-        assert_eq!(referenced_file(&json!({"model": "lagged"}), base), None);
-        assert_eq!(referenced_file(&json!("trace"), base), None);
+        assert!(referenced_files(&json!({"model": "lagged"}), base).is_empty());
+        assert!(referenced_files(&json!("trace"), base).is_empty());
+        assert!(referenced_files(&json!({"model": "vp8", "clip": "x.mp4"}), base).is_empty());
         let e = EncoderConfig::from_value(&json!(3), dir).unwrap_err();
         assert!(e.1.contains("expected a model name"), "{e:?}");
         assert!(create("lagged", 1).is_ok());

@@ -54,6 +54,9 @@ pub const DEFAULT_FPS: f64 = 30.0;
 pub const DEFAULT_PAYLOAD: Bytes = Bytes(1200);
 
 /// What a flow sends, with the settings of its kind.
+// One value per flow of a scenario, built once per run: boxing the video variant to shrink the
+// others would buy nothing but an indirection.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum FlowKind {
     /// A video flow driven by a controller.
@@ -71,8 +74,11 @@ pub enum FlowKind {
     Dash(DashFlow),
 }
 
+/// A kind's spec's field names.
+type FieldList = fn() -> &'static [&'static str];
+
 /// The kinds, as written in a scenario, with their spec's field lists.
-const KINDS: &[(&str, fn() -> &'static [&'static str])] = &[
+const KINDS: &[(&str, FieldList)] = &[
     ("video", fields::fields_of::<video::VideoSpec>),
     ("cbr", fields::fields_of::<cbr::CbrSpec>),
     ("audio", fields::fields_of::<audio::AudioSpec>),
@@ -111,20 +117,16 @@ pub(crate) fn file_references(
         .get("kind")
         .and_then(|k| k.as_str())
         .unwrap_or("video");
-    let encoder = value.get("encoder").filter(|_| kind == "video");
-    encoder
-        .and_then(|e| rtcc_core::media::encoder::referenced_file(e, base_dir))
-        .map(|path| crate::path::FileReference {
-            location: vec![
-                "flows".into(),
-                index.into(),
-                "encoder".into(),
-                "file".into(),
-            ],
+    let Some(encoder) = value.get("encoder").filter(|_| kind == "video") else {
+        return Vec::new();
+    };
+    rtcc_core::media::encoder::referenced_files(encoder, base_dir)
+        .into_iter()
+        .map(|(key, path)| crate::path::FileReference {
+            location: vec!["flows".into(), index.into(), "encoder".into(), key.into()],
             path,
             suffix: String::new(),
         })
-        .into_iter()
         .collect()
 }
 
