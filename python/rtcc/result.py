@@ -132,14 +132,16 @@ class Result:
         ``{"flows": [per-flow summary], "frames": DataFrame}`` (see rtcc.video.quality); None for
         runs without one. A loaded run folder reads its ``quality.json``/``quality.parquet``."""
         if self._quality is None:
-            import polars as pl
-
             if self.folder is not None:
                 if not (self.folder / "quality.json").exists():
                     return None
+                import polars as pl  # only for runs that have quality: `--no-plots` runs import none
+
                 self._quality = {"flows": json.loads((self.folder / "quality.json").read_text())["flows"],
                                  "frames": pl.read_parquet(self.folder / "quality.parquet")}
             elif self.video_encoders:
+                import polars as pl
+
                 from .video.quality import score_run
 
                 rows, flows = score_run(self)
