@@ -115,11 +115,9 @@ def test_a_sweep_page_renders(browser, tmp_path):
     assert not problems, "\n".join(problems)
 
 
-def test_the_demo_report_renders(browser, tmp_path):
-    from rtcc.demo import run_demo
-
-    run_demo(tmp_path / "demo")
-    problems = _check(browser, tmp_path / "demo" / "index.html")
+def test_the_demo_report_renders(browser, demo_report):
+    out, _ = demo_report  # the session's demo (tests/conftest.py), also checked by test_demo
+    problems = _check(browser, out / "index.html")
     assert not problems, "\n".join(problems)
 
 
