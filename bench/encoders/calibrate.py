@@ -157,7 +157,7 @@ def repeated_pictures(clip: str, frames: int) -> np.ndarray:
 
 
 def write_profile(path: Path, codec: str, clip: str, seq: Sequence, rec: dict) -> None:
-    from rtcc.video import libvpx, libx264
+    from rtcc.video import libvpx
 
     version = libvpx.version() if codec == "vp8" else "x264 (PyAV's libx264)"
     lines = [
