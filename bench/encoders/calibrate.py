@@ -157,9 +157,14 @@ def repeated_pictures(clip: str, frames: int) -> np.ndarray:
 
 
 def write_profile(path: Path, codec: str, clip: str, seq: Sequence, rec: dict) -> None:
-    from rtcc.video import libvpx
+    if codec == "vp8":
+        from rtcc.video import libvpx
 
-    version = libvpx.version() if codec == "vp8" else "x264 (PyAV's libx264)"
+        version = f"libvpx {libvpx.version()}"
+    else:
+        from rtcc.video import libx264
+
+        version = f"libx264 build {libx264.library()[1].__name__.rsplit('_', 1)[1]}"
     lines = [
         f"# {codec} ({version}), clip {clip} at {WIDTH}x{HEIGHT}, {FPS} frame/s, configured as in "
         f"python/rtcc/video/{'libvpx' if codec == 'vp8' else 'libx264'}.py",
