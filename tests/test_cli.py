@@ -27,7 +27,7 @@ SCENARIO = textwrap.dedent(
     params = { rate = "4Mbps" }
     """
 )
-RUN_FILES = ["summary.json", "scenario.json", "packets.parquet", "frames.parquet", "state.parquet",
+RUN_FILES = ["summary.json", "facts.json", "scenario.json", "packets.parquet", "frames.parquet", "state.parquet",
              "capacity.parquet", "plots/throughput.png", "plots/delay.png", "plots/frame_delay_cdf.png"]
 
 

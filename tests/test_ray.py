@@ -54,9 +54,11 @@ def test_input_files_are_found_where_a_scenario_names_them(tmp_path):
     data = {"path": {"forward": {"trace": "a/b.trace"}, "reverse": {"schedule": "/abs/r.sched"}},
             "flows": [{"encoder": {"model": "trace", "file": "../f.txt"}}, {"encoder": "lagged"}]}
     found = input_files(data, "/base/dir")
+    # Where the core reads each file (it says which keys name files): links resolve `..`
+    # lexically, a frame trace is joined to the scenario's folder as it is.
     assert found == {("path", "forward", "trace"): ("/base/dir/a/b.trace", ""),
                      ("path", "reverse", "schedule"): ("/abs/r.sched", ""),
-                     ("flows", 0, "encoder", "file"): ("/base/f.txt", "")}
+                     ("flows", 0, "encoder", "file"): ("/base/dir/../f.txt", "")}
     onl = input_files({"path": {"forward": {"trace": "t.json#downlink"}}}, "/b")
     assert onl == {("path", "forward", "trace"): ("/b/t.json", "downlink")}
 

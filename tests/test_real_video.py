@@ -178,3 +178,16 @@ encoder = { model = "vp8", clip = "carphone", resolution = "320x180" }
     # A real encoder's frames vary in size; the synthetic ideal encoder's would all be equal.
     sizes = live.frames.filter(live.frames["size"] > 0)["size"]
     assert sizes.n_unique() > 20 and 0.7 < f["video_bitrate_bps"] / 400e3 < 1.2, f
+
+
+def test_a_clip_file_is_an_input_file_a_bundled_clip_is_not(tmp_path):
+    """A sweep on a cluster ships the files a scenario names; a real encoder's clip file is one."""
+    from rtcc.ray_backend import input_files
+
+    clip = tmp_path / "mine.mp4"
+    shutil.copy(clips.clip_path("carphone"), clip)
+    data = {"duration": "1s", "path": {"forward": {"capacity": "1Mbps"}},
+            "flows": [{"encoder": {"model": "vp8", "clip": "mine.mp4"}},
+                      {"encoder": {"model": "vp8", "clip": "carphone"}}]}
+    found = input_files(data, str(tmp_path))
+    assert found == {("flows", 0, "encoder", "clip"): (str(clip), "")}, found

@@ -267,6 +267,58 @@ def test_converges_to_share():
     assert not out.passed and out.shown == "never"
 
 
+def test_the_cores_windowed_measures_match_a_hand_built_example():
+    """The measures the rules take from the core (rtcc_scenario::windows), on values worked out
+    by hand."""
+    from rtcc import _core
+
+    assert _core.WINDOW_S == 1.0
+    assert _core.window_mask(6, [(0.5, 3.0), (4.0, 10.0)]).tolist() == [False, True, True, False, True, True]
+    assert _core.shared_periods([[(0.0, 120.0)], [(0.0, 40.0), (60.0, 120.0)], [(20.0, 120.0)]],
+                                10.0) == [(30.0, 40.0), (70.0, 120.0)]
+    assert rmcat.jain([1.0, 0.5]) == 0.9  # (1.5)² / (2 · 1.25)
+    # b joins at 2 s; 1 s to settle leaves [3, 6): mean rates 2 and (1 + 1 + 4) / 3 = 2, Jain 1.
+    a, b = [4.0, 4.0, 4.0, 2.0, 2.0, 2.0], [0.0, 0.0, 0.0, 1.0, 1.0, 4.0]
+    periods = [[(0.0, 6.0)], [(2.0, 6.0)]]
+    assert _core.windowed_jain([a, b], periods, 1.0) == (1.0, [(3.0, 6.0)])
+    # Without settling, [2, 6): means 2.5 and 1.5, Jain 4² / (2 · (6.25 + 2.25)) = 16 / 17.
+    assert _core.windowed_jain([a, b], periods, 0.0)[0] == 16 / 17
+    assert _core.windowed_jain([a, b], periods, 4.0) is None  # no shared window
+    # Trailing 2 s means after a join at 2 s: a 5, 4, 4 and b 1, 3, 4 in windows 3, 4, 5; targets
+    # 4 ± 25 % hold from window 4 (ends at 5 s: 3 s after the join), ± 10 % from window 5.
+    a, b = [8.0, 8.0, 6.0, 4.0, 4.0, 4.0, 4.0], [0.0, 0.0, 0.0, 2.0, 4.0, 4.0, 4.0]
+    assert _core.share_convergence([a, b], [4.0, 4.0], 2.0, 7.0, 0.25, 2) == 3.0
+    assert _core.share_convergence([a, b], [4.0, 4.0], 2.0, 7.0, 0.1, 2) == 4.0
+    assert math.isinf(_core.share_convergence([a, b], [4.0, 4.0], 2.0, 5.0, 0.1, 2))
+
+
+def test_a_runs_facts_give_its_windowed_rates_and_route(tmp_path):
+    """facts.json: a 1 Mbit/s constant-rate flow received 1 Mbit/s in every whole window it was
+    on, and the links as the rules name them."""
+    data = {"name": "facts", "duration": "4.5s", "seed": 1,
+            "path": {"forward": {"schedule": [["0s", "20Mbps"], ["2s", "10Mbps"]], "delay": "5ms"},
+                     "reverse": {"capacity": "1Mbps"}},
+            "flows": [{"name": "cbr", "kind": "cbr", "rate": "1Mbps", "packet_size": "1250B", "stop": "4s"}]}
+    result = Scenario.from_dict(data, base_dir=str(tmp_path)).run()
+    facts = result.facts
+    assert (facts["window_s"], facts["windows"]) == (1.0, 5)
+    forward, reverse = facts["links"]
+    assert (forward["name"], forward["delay_s"], reverse["name"]) == ("forward", 0.005, "reverse")
+    assert forward["capacity_bps"] == [20e6, 20e6, 10e6, 10e6, 10e6]
+    assert forward["segments"] == [[0.0, 2.0, 20e6], [2.0, 4.5, 10e6]]
+    assert reverse["capacity_bps"] == [1e6] * 5 and reverse["delay_s"] == 0.005  # the forward delay
+    (flow,) = facts["flows"]
+    assert (flow["links"], flow["periods"], flow["propagation_between_links_s"]) == (["forward"], [[0.0, 4.0]], 0.0)
+    assert flow["min_bitrate_bps"] is None and flow["priority"] is None
+    # 100 packets of 1250 B a second, each 5 ms on the way: 1 Mbit/s in each window until it stops.
+    assert flow["rate_bps"] == [1e6, 1e6, 1e6, 1e6, 0.0]
+    assert sum(flow["rate_bps"]) == result.summary["flows"][0]["throughput_bps"] * 4.0
+    result.save(tmp_path / "run", plots=False)
+    assert (tmp_path / "run/facts.json").read_text() == result.facts_json
+    view = rmcat.view_of_run(tmp_path / "run")
+    assert view.flows[0].rate_bps.tolist() == flow["rate_bps"]
+
+
 # -- case files ----------------------------------------------------------------------------------
 
 

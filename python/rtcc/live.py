@@ -16,32 +16,25 @@ import polars as pl
 
 from .atomic import atomic_file
 
-# `rtcc emu`'s packet log: the simulator's packet columns, plus the direction. Packets are not
-# classified (the emulator sees IP packets of any application), so `kind` is 0 and `frame` -1;
-# `send_ns` is the time the packet entered the emulated link.
-EMU_PACKET_COLUMNS = {
-    "direction": pl.Utf8, "flow": pl.UInt32, "seq": pl.UInt64, "kind": pl.UInt8, "size": pl.UInt32,
-    "frame": pl.Int64, "send_ns": pl.Int64, "enqueue_ns": pl.Int64, "depart_ns": pl.Int64,
-    "recv_ns": pl.Int64, "dropped": pl.Boolean,
-}
+def packet_schema() -> dict:
+    """The simulator's packet log columns and their types, in order: the core's schema
+    (``rtcc_sim::tables::packet_schema``), read off an empty packet log."""
+    from . import _core
+
+    return dict(pl.DataFrame(_core.packet_schema()).schema)
 
 
 def emu_packets(log_dir: str | os.PathLike) -> pl.DataFrame:
-    """`rtcc emu --log-dir DIR`'s packets.csv as a DataFrame with the Parquet columns."""
+    """`rtcc emu --log-dir DIR`'s packets.csv as a DataFrame with the simulator's packet columns
+    (the core's schema) after the direction. Packets are not classified (the emulator sees IP
+    packets of any application), so `kind` is 0 and `frame` -1; `send_ns` is the time the packet
+    entered the emulated link; `dropped` is the CSV's 0/1."""
     csv = pl.read_csv(Path(log_dir) / "packets.csv", schema_overrides={"direction": pl.Utf8})
-    return csv.select(
-        pl.col("direction"),
-        pl.col("flow").cast(pl.UInt32),
-        pl.col("seq").cast(pl.UInt64),
-        pl.lit(0, dtype=pl.UInt8).alias("kind"),
-        pl.col("size").cast(pl.UInt32),
-        pl.lit(-1, dtype=pl.Int64).alias("frame"),
-        pl.col("enqueue_ns").cast(pl.Int64).alias("send_ns"),
-        pl.col("enqueue_ns").cast(pl.Int64),
-        pl.col("depart_ns").cast(pl.Int64),
-        pl.col("recv_ns").cast(pl.Int64),
-        (pl.col("dropped") != 0).alias("dropped"),
-    )
+    derived = {"kind": pl.lit(0), "frame": pl.lit(-1), "send_ns": pl.col("enqueue_ns"),
+               "dropped": pl.col("dropped") != 0}
+    return csv.select(pl.col("direction"),
+                      *(derived.get(name, pl.col(name)).cast(dtype).alias(name)
+                        for name, dtype in packet_schema().items()))
 
 
 def convert_emu_logs(log_dir: str | os.PathLike) -> Path:

@@ -14,44 +14,22 @@ Ray instance is started for the sweep (and stopped after it).
 from __future__ import annotations
 
 import copy
-import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-# Where a scenario names input files (paths relative to its base_dir): the keys and, for flows, the
-# encoder table's `file` when its model reads a trace.
-_LINK_FILE_KEYS = ("trace", "schedule")
-
-
 def input_files(data: dict, base_dir: str) -> dict[tuple, tuple[str, str]]:
-    """The input files a scenario dict names: {location in the dict: (absolute path, suffix)},
-    the suffix being what follows ``#`` in the name (an OpenNetLab trace's direction), or ""."""
-    found: dict[tuple, str] = {}
-    path = data.get("path") or {}
-    # The links: [path.forward] / [path.reverse], or each [[path.hops]] entry's.
-    links: list[tuple[tuple, Any]] = [(("path", side), path.get(side)) for side in ("forward", "reverse")]
-    for i, hop in enumerate(path.get("hops") or []):
-        if isinstance(hop, dict):
-            links += [(("path", "hops", i, side), hop.get(side)) for side in ("forward", "reverse")]
-    for where, link in links:
-        if not isinstance(link, dict):
-            continue
-        for key in _LINK_FILE_KEYS:
-            value = link.get(key)
-            if isinstance(value, str):
-                found[(*where, key)] = value
-    for i, flow in enumerate(data.get("flows") or []):
-        encoder = flow.get("encoder") if isinstance(flow, dict) else None
-        if isinstance(encoder, dict) and isinstance(encoder.get("file"), str):
-            found[("flows", i, "encoder", "file")] = encoder["file"]
-    out = {}
-    for where, value in found.items():
-        file, _, suffix = value.partition("#")  # an OpenNetLab trace's direction
-        path = Path(file) if os.path.isabs(file) else Path(os.path.normpath(os.path.join(base_dir, file)))
-        out[where] = (str(path), suffix)
-    return out
+    """The input files a scenario dict names: {location in the dict: (path, suffix)}, the path
+    being the file the core reads and the suffix what follows ``#`` in the name (an OpenNetLab
+    trace's direction), or "". The core says which keys hold file names and how it resolves them
+    (``rtcc_scenario::Scenario::referenced_files``); nothing here knows them."""
+    import json
+
+    from . import _core
+
+    return {tuple(where): (path, suffix)
+            for where, path, suffix in _core.referenced_files(json.dumps(data, default=str), str(base_dir))}
 
 
 def ship(task: tuple) -> tuple:

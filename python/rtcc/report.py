@@ -187,7 +187,8 @@ def write_run_index(result, folder: Path, images: list[Path], charts: str = "") 
     ``rtcc.interactive.charts_html``), plots and links to the data files."""
     folder = Path(folder)
     rows = comparison_rows([(None, result.summary)])
-    files = ["summary.json", "scenario.json", "packets.parquet", "frames.parquet", "state.parquet", "capacity.parquet"]
+    files = ["summary.json", "facts.json", "scenario.json", "packets.parquet", "frames.parquet", "state.parquet",
+             "capacity.parquet"]
     body = [f'<p class="meta">{scenario_line(result.summary)}</p>', html_table(rows), charts,
             images_html([p.relative_to(folder).as_posix() for p in images]),
             "<p>Data: " + ", ".join(f'<a href="{f}">{f}</a>' for f in files) + "</p>"]

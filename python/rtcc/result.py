@@ -1,8 +1,11 @@
 """The outcome of one simulation run, and the run folder it is saved to.
 
-A run folder holds ``summary.json`` (the core's text, byte for byte), ``scenario.json`` (the
-scenario as run, keys sorted), ``packets``/``frames``/``state``/``capacity`` as Parquet,
-``plots/*.png`` and a small ``index.html``. It is written atomically (see ``rtcc.atomic``).
+A run folder holds ``summary.json`` (the core's text, byte for byte), ``facts.json`` (the core's
+route facts and per-window rates: the links each flow crosses, the delays between them, each
+link's capacity per 1 s window, each flow's received rate per window; docs/metrics.md),
+``scenario.json`` (the scenario as run, keys sorted), ``packets``/``frames``/``state``/``capacity``
+as Parquet, ``plots/*.png`` and a small ``index.html``. It is written atomically (see
+``rtcc.atomic``).
 
 The four logs are built by the core (``rtcc_sim::tables``: the same columns for Rust users) and
 reach Python as Arrow data without a copy, or are written to Parquet by the core itself, so a
@@ -27,9 +30,10 @@ TABLES = ("packets", "frames", "state", "capacity")
 
 
 class Result:
-    """One run: ``summary`` (dict), ``summary_json`` (text), ``packets``, ``frames``, ``state``,
-    ``capacity`` (polars DataFrames, built when first read), ``flows`` (list of dicts) and
-    ``scenario`` (the dict run).
+    """One run: ``summary`` (dict), ``summary_json`` (text), ``facts`` (dict) and ``facts_json``
+    (text, built by the core when first read), ``packets``, ``frames``, ``state``, ``capacity``
+    (polars DataFrames, built when first read), ``flows`` (list of dicts) and ``scenario`` (the
+    dict run).
 
     ``packets`` is a LazyFrame over ``packets_path`` for a run whose packet log was streamed to
     that file, and None for one whose log was not kept. Times are integer nanoseconds (``*_ns``
@@ -67,6 +71,21 @@ class Result:
         self.flows = [{"name": f["name"], "controller": f["controller"], "start_ns": round(f["start_s"] * 1e9),
                        "stop_ns": round(f["stop_s"] * 1e9)} for f in self.summary["flows"]]
         return self
+
+    @property
+    def facts_json(self) -> str:
+        """``facts.json``'s text: the core's, or a loaded run folder's file (FileNotFoundError for
+        a folder written before runs had one)."""
+        if self._run is not None:
+            return self._run.facts
+        try:
+            return (self.folder / "facts.json").read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{self.folder}: no facts.json (written by an older rtcc: run it again)") from None
+
+    @property
+    def facts(self) -> dict:
+        return json.loads(self.facts_json)
 
     def table(self, name: str):
         """The log ``name`` (one of TABLES) as Arrow data: the core's table, or for a loaded run
@@ -113,14 +132,16 @@ class Result:
         ``{"flows": [per-flow summary], "frames": DataFrame}`` (see rtcc.video.quality); None for
         runs without one. A loaded run folder reads its ``quality.json``/``quality.parquet``."""
         if self._quality is None:
-            import polars as pl
-
             if self.folder is not None:
                 if not (self.folder / "quality.json").exists():
                     return None
+                import polars as pl  # only for runs that have quality: `--no-plots` runs import none
+
                 self._quality = {"flows": json.loads((self.folder / "quality.json").read_text())["flows"],
                                  "frames": pl.read_parquet(self.folder / "quality.parquet")}
             elif self.video_encoders:
+                import polars as pl
+
                 from .video.quality import score_run
 
                 rows, flows = score_run(self)
@@ -159,6 +180,8 @@ def write_run(result: Result, folder: Path, plots: bool = True) -> None:
         return
     with open(folder / "summary.json", "w", encoding="utf-8", newline="") as f:
         f.write(result.summary_json)
+    with open(folder / "facts.json", "w", encoding="utf-8", newline="") as f:
+        f.write(result.facts_json)
     with open(folder / "scenario.json", "w", encoding="utf-8") as f:
         f.write(json.dumps(result.scenario, sort_keys=True, indent=2, default=str) + "\n")
     for table in TABLES:

@@ -8,9 +8,14 @@ its video flows name a placeholder controller that is replaced by the controller
 id, the rules that judge a run of it. A rule is a small named function of a :class:`RunView` (the
 run's summary plus, per flow, its received rate in 1 s windows and its packets' queuing delays, and
 the capacity of each link) that returns an :class:`Outcome`: passed or not, the measured value and
-how it reads. The RFCs state criteria without thresholds (RFC 8867 §5: "converge", "fair share",
-"not starve"; RFC 8868 §3: rate, queuing delay, loss, fairness, convergence); each rule's threshold
-sits next to the text it comes from and is explained in docs/rmcat.md.
+how it reads. What a view holds besides the packets' queuing delays comes from the core, not from
+here: the links each flow crosses, the propagation between them, each link's capacity per window
+and segments, each flow's received rate per window (the run folder's ``facts.json``,
+``rtcc_scenario::facts``), and the windowed measures (window masks, shared periods, Jain's index
+over windows, convergence: ``rtcc_scenario::windows``, called through ``rtcc._core``). The RFCs
+state criteria without thresholds (RFC 8867 §5: "converge", "fair share", "not starve"; RFC 8868 §3:
+rate, queuing delay, loss, fairness, convergence); each rule's threshold sits next to the text it
+comes from and is explained in docs/rmcat.md.
 
 Adding a case is one scenario file plus one :data:`CASES` entry (its rules); nothing else changes.
 
@@ -25,12 +30,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
+
+from . import _core
 
 if TYPE_CHECKING:
     import numpy as np
@@ -41,7 +47,7 @@ __all__ = ["CASES", "Case", "Rule", "Outcome", "FlowView", "RunView", "case_file
 # The controllers run when none are named; those not registered in this build are left out.
 DEFAULT_CONTROLLERS = ("gcc", "sqp", "vidaptive", "c3g")
 DEFAULT_SEEDS = 3
-WINDOW_S = 1.0  # the rate windows, as `convergence_s` and `below_min_share` use (docs/metrics.md)
+WINDOW_S = _core.WINDOW_S  # the core's rate windows, 1 s from time zero (docs/metrics.md)
 
 
 # -- what rules see ------------------------------------------------------------------------------
@@ -58,7 +64,9 @@ class FlowView:
     why §6.3 puts its jitter on the last hop); ``periods`` are its active ``[start, stop)`` intervals (s). ``link`` is
     the first link its data crosses and ``links`` all of them in order (empty: just ``link``):
     "forward" or "reverse" on one link pair, the hop names (``"b1"``, or ``"b1 reverse"`` for a
-    hop's reverse link) over ``[[path.hops]]``."""
+    hop's reverse link) over ``[[path.hops]]``, as the core names them in ``facts.json``.
+    ``min_bps`` is a video flow's minimum rate (the core's default if the scenario gives none),
+    ``max_bps`` its maximum (None: none)."""
 
     name: str
     kind: str
@@ -92,8 +100,8 @@ class RunView:
     """A run as the rules see it: its duration, flows, and each link's capacity in the same 1 s
     windows (``capacity_bps[link]``, None for an unlimited link, in path order) with its segments
     of constant capacity (``segments[link]``: ``(start, stop, mean bps)``; a trace link, whose rate
-    changes all the time, is cut into :data:`TRACE_SEGMENT_S` pieces). A flow crossing several
-    links counts on each of them."""
+    changes all the time, is cut into 10 s pieces), all as the core's ``facts.json`` gives them.
+    A flow crossing several links counts on each of them."""
 
     duration_s: float
     flows: list[FlowView]
@@ -131,8 +139,6 @@ class RunView:
         return [b[0] for a, b in zip(segs, segs[1:]) if b[2] < a[2]]
 
 
-TRACE_SEGMENT_S = 10.0  # judgement call: a trace link is judged in 10 s pieces (its mean over each)
-MAX_STEPS = 50  # a capacity log with more changes than this is a trace, not a schedule
 
 
 @dataclass(frozen=True)
@@ -157,39 +163,32 @@ class Rule:
 
 
 def jain(values) -> float | None:
-    """Jain's fairness index (Σx)² / (n·Σx²): 1 when all equal, 1/n when one takes everything."""
-    xs = [float(x) for x in values]
-    if len(xs) < 2 or not any(xs):
-        return None
-    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
-
-
-def _intersect(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    out = []
-    for s1, e1 in a:
-        for s2, e2 in b:
-            s, e = max(s1, s2), min(e1, e2)
-            if e > s:
-                out.append((s, e))
-    return sorted(out)
+    """Jain's fairness index (Σx)² / (n·Σx²): 1 when all equal, 1/n when one takes everything
+    (the core's, ``rtcc_scenario::windows::jain``)."""
+    return _core.jain([float(x) for x in values])
 
 
 def shared_periods(flows: list[FlowView], settle_s: float) -> list[tuple[float, float]]:
-    """When every one of ``flows`` is active, less the first ``settle_s`` of each such interval."""
-    periods = flows[0].periods
-    for f in flows[1:]:
-        periods = _intersect(periods, f.periods)
-    return [(s + settle_s, e) for s, e in periods if e - s > settle_s]
+    """When every one of ``flows`` is active, less the first ``settle_s`` of each such interval
+    (the core's ``shared_periods``)."""
+    return _core.shared_periods([_pairs(f.periods) for f in flows], settle_s)
 
 
 def _window_mask(n: int, periods: list[tuple[float, float]]):
+    """The 1 s windows wholly inside ``periods`` (a boolean array, the core's ``window_mask``)."""
+    return _core.window_mask(n, _pairs(periods))
+
+
+def _pairs(periods) -> list[tuple[float, float]]:
+    """Periods as the ``(start, stop)`` tuples the core takes."""
+    return [(float(a), float(b)) for a, b in periods]
+
+
+def _floats(values) -> list[float]:
+    """An array of rates as the list of floats the core takes."""
     import numpy as np
 
-    mask = np.zeros(n, dtype=bool)
-    for start, stop in periods:
-        first, last = math.ceil(start / WINDOW_S - 1e-9), math.floor(stop / WINDOW_S + 1e-9)
-        mask[max(0, first):min(n, last)] = True
-    return mask
+    return np.asarray(values, dtype=np.float64).tolist()
 
 
 def _reachable(view: RunView, link: str, lo: float, hi: float) -> float | None:
@@ -378,16 +377,15 @@ def fair_share(min_index: float, settle_s: float, source: str) -> Rule:
 
 def fairness(view: RunView, settle_s: float) -> tuple[float | None, str]:
     """Jain's index over the video flows' mean rates in their shared period (see :func:`fair_share`),
-    on the link that carries the most video flows."""
+    on the link that carries the most video flows: the core's ``windowed_jain``."""
     flows = max((view.video_on(link) for link in view.links()), key=len, default=[])
     if len(flows) < 2:
         return None, ""
-    periods = shared_periods(flows, settle_s)
-    mask = _window_mask(len(flows[0].rate_bps), periods)
-    if not mask.any():
+    found = _core.windowed_jain([_floats(f.rate_bps) for f in flows], [_pairs(f.periods) for f in flows], settle_s)
+    if found is None:
         return None, ""
-    where = ", ".join(f"{s:g}–{e:g} s" for s, e in periods)
-    return jain(float(f.rate_bps[mask].mean()) for f in flows), where
+    index, periods = found
+    return index, ", ".join(f"{s:g}–{e:g} s" for s, e in periods)
 
 
 def priority_share(max_deviation: float, settle_s: float, source: str) -> Rule:
@@ -601,9 +599,8 @@ def converges_to_share(within_s: float, band: float, smooth_s: int, source: str)
 
 def share_convergence(view: RunView, band: float, smooth_s: int) -> tuple[float | None, float]:
     """(seconds from the last (re)join to the first window where every flow is near its fair share,
-    or inf if never; None without two flows to compare), and the last (re)join time."""
-    import numpy as np
-
+    or inf if never; None without two flows to compare), and the last (re)join time. The flows'
+    trailing means and the search are the core's ``share_convergence``."""
     links = sorted(view.links(), key=lambda link: -len(view.video_on(link)))
     if not links or len(view.video_on(links[0])) < 2:
         return None, 0.0
@@ -615,14 +612,9 @@ def share_convergence(view: RunView, band: float, smooth_s: int) -> tuple[float 
         return None, last  # not every flow is active after the last join
     end = min(ends)
     share = _reachable(view, link, last, end) / len(flows)
-    kernel = np.ones(smooth_s) / smooth_s
-    smoothed = [np.convolve(f.rate_bps, kernel)[:len(f.rate_bps)] for f in flows]
-    first, stop = int(math.ceil(last / WINDOW_S)) + smooth_s - 1, int(end // WINDOW_S)
-    for i in range(first, stop):
-        if all(abs(r[i] - min(share, f.max_bps or math.inf)) <= band * min(share, f.max_bps or math.inf)
-               for r, f in zip(smoothed, flows)):
-            return (i + 1) * WINDOW_S - last, last
-    return math.inf, last
+    targets = [min(share, f.max_bps or math.inf) for f in flows]
+    took = _core.share_convergence([_floats(f.rate_bps) for f in flows], targets, last, end, band, smooth_s)
+    return took, last
 
 
 # -- cases ---------------------------------------------------------------------------------------
@@ -771,131 +763,35 @@ def select_cases(text: str | None) -> list[str]:
 # -- building views ------------------------------------------------------------------------------
 
 
-def path_links(scenario: dict) -> dict[str, tuple[dict | None, str | None]]:
-    """The run's links in path order, name -> (its spec, its column in the capacity log or None).
-    One link pair (``[path.forward]``/``[path.reverse]``, or ``[[path.hops]]`` of one hop):
-    ``forward`` (logged as ``bps``) and ``reverse``. Several hops: each hop's forward link under
-    the hop's name (logged as ``bps.<hop>``), then each hop's reverse link as ``"<hop> reverse"``
-    (read from its spec, as the capacity log holds forward links only)."""
-    path = scenario.get("path") or {}
-    hops = path.get("hops")
-    if hops and len(hops) > 1:
-        out = {h["name"]: (h["forward"], f"bps.{h['name']}") for h in hops}
-        out.update({f"{h['name']} reverse": (h.get("reverse"), None) for h in hops})
-        return out
-    if hops:
-        return {"forward": (hops[0]["forward"], "bps"), "reverse": (hops[0].get("reverse"), None)}
-    return {"forward": (path.get("forward"), "bps"), "reverse": (path.get("reverse"), None)}
-
-
-def flow_links(scenario: dict, spec: dict) -> tuple[tuple[str, ...], float]:
-    """The links a flow's data crosses, in order, and the propagation delay (s) between its first
-    and last link (the hops' delays but the last one's), which the packet log's enqueue-to-departure
-    time includes."""
-    from . import _core
-
-    path = scenario.get("path") or {}
-    hops = path.get("hops")
-    reverse = spec.get("direction") == "reverse"
-    if not hops or len(hops) == 1:
-        return ("reverse" if reverse else "forward",), 0.0
-    names = [h["name"] for h in hops]
-    mine = spec.get("hops") or names
-    crossed = [h for h in hops if h["name"] in mine]
-    if reverse:
-        crossed = crossed[::-1]
-        delays = [_core.parse_duration((h.get("reverse") or {}).get("delay") or h["forward"].get("delay") or "0ms")
-                  for h in crossed]
-        return tuple(f"{h['name']} reverse" for h in crossed), sum(delays[:-1])
-    delays = [_core.parse_duration(h["forward"].get("delay") or "0ms") for h in crossed]
-    return tuple(h["name"] for h in crossed), sum(delays[:-1])
-
-
-def _link_capacity(name: str, spec: dict | None, column, capacity_log, duration_s: float):
-    """The link's capacity in 1 s windows and its constant-capacity segments, or (None, []): from
-    the capacity log's ``column`` when the link is logged, else from its spec."""
-    import numpy as np
-
-    from . import _core
-
-    n = max(1, int(math.ceil(duration_s / WINDOW_S - 1e-9)))
-    t = np.arange(n) * WINDOW_S
-    if column is not None:
-        times = capacity_log["time_ns"].to_numpy() / 1e9
-        bps = capacity_log[column].to_numpy() if column in capacity_log.columns else np.array([])
-        if not len(bps) or not np.isfinite(bps).any():
-            return None, []  # not logged, or an unlimited link (NaN or +inf)
-        per_window = np.array([bps[(times >= a) & (times < a + WINDOW_S)].mean()
-                               if ((times >= a) & (times < a + WINDOW_S)).any() else bps[-1] for a in t])
-        changes = [0] + [i for i in range(1, len(bps)) if bps[i] != bps[i - 1]]
-        if len(changes) > MAX_STEPS:  # a trace: fixed pieces
-            edges = list(np.arange(0.0, duration_s, TRACE_SEGMENT_S)) + [duration_s]
-        else:
-            edges = [float(times[i]) for i in changes] + [duration_s]
-        segments = []
-        for a, b in zip(edges, edges[1:]):
-            sel = (t >= a - 1e-9) & (t < b - 1e-9)
-            at_start = float(bps[min(np.searchsorted(times, a - 1e-9), len(bps) - 1)])
-            segments.append((float(a), float(b), float(per_window[sel].mean()) if sel.any() else at_start))
-        return per_window, segments
-    if spec and ("trace" in spec or "token_bucket" in spec):
-        raise ValueError(f"{name}: the RMCAT suite reads a reverse link's capacity from `capacity` or "
-                         "an inline `schedule`, not a trace or a token bucket")
-    if not spec or "capacity" not in spec and "schedule" not in spec:
-        return None, []  # an unlimited link
-    if "capacity" in spec:
-        steps = [(0.0, _core.parse_rate(spec["capacity"]))]
-    elif isinstance(spec["schedule"], list):
-        steps = [(_core.parse_duration(a), _core.parse_rate(b)) for a, b in spec["schedule"]]
-    else:
-        raise ValueError(f"{name}: the RMCAT suite reads a reverse link's capacity from `capacity` or "
-                         "an inline `schedule`")
-    per_window = np.array([next(r for s, r in reversed(steps) if s <= a + 1e-9) for a in t])
-    edges = [s for s, _ in steps] + [duration_s]
-    return per_window, [(a, b, r) for (a, r), b in zip(steps, edges[1:]) if b > a]
-
-
 def view_of_run(folder: str | os.PathLike) -> RunView:
-    """The :class:`RunView` of a run folder (``summary.json``, ``scenario.json`` and the logs)."""
+    """The :class:`RunView` of a run folder: the route facts and per-window rates the core wrote
+    to ``facts.json`` (links and their capacity per window and segments, each flow's links, the
+    propagation between them, its periods, media range, priority and received rate per window),
+    ``summary.json``, and each packet's queuing delay from ``packets.parquet``."""
     import numpy as np
     import polars as pl
 
-    from . import _core
+    from .result import Result
 
-    folder = Path(folder)
-    summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
-    scenario = json.loads((folder / "scenario.json").read_text(encoding="utf-8"))
-    duration = float(summary["duration_s"])
-    n = max(1, int(math.ceil(duration / WINDOW_S - 1e-9)))
-    packets = pl.read_parquet(folder / "packets.parquet",
-                              columns=["flow", "size", "enqueue_ns", "depart_ns", "recv_ns"])
-    capacity_log = pl.read_parquet(folder / "capacity.parquet")
-    capacity, segments = {}, {}
-    for link, (spec, column) in path_links(scenario).items():
-        capacity[link], segments[link] = _link_capacity(link, spec, column, capacity_log, duration)
+    run = Result.load(folder)
+    summary, facts = run.summary, run.facts
+    if facts["window_s"] != WINDOW_S:
+        raise ValueError(f"{folder}: facts.json's windows are {facts['window_s']} s, the rules' {WINDOW_S} s")
+    packets = pl.read_parquet(Path(folder) / "packets.parquet", columns=["flow", "enqueue_ns", "depart_ns"])
+    capacity = {link["name"]: None if link["capacity_bps"] is None else np.array(link["capacity_bps"], dtype=float)
+                for link in facts["links"]}
+    segments = {link["name"]: [tuple(s) for s in link["segments"]] for link in facts["links"]}
     flows = []
-    for i, (spec, fs) in enumerate(zip(scenario["flows"], summary["flows"])):
-        own = packets.filter(pl.col("flow") == i)
-        got = own.filter(pl.col("recv_ns") >= 0)
-        idx = (got["recv_ns"].to_numpy() // int(WINDOW_S * 1e9)).astype(np.int64)
-        keep = idx < n
-        rate = np.bincount(idx[keep], weights=got["size"].to_numpy()[keep].astype(np.float64) * 8,
-                           minlength=n) / WINDOW_S
-        left = own.filter(pl.col("depart_ns") >= 0)
+    for i, (ff, fs) in enumerate(zip(facts["flows"], summary["flows"])):
+        left = packets.filter((pl.col("flow") == i) & (pl.col("depart_ns") >= 0))
         queue_t = left["enqueue_ns"].to_numpy() / 1e9
-        links, between_s = flow_links(scenario, spec)
-        queue_ms = (left["depart_ns"].to_numpy() - left["enqueue_ns"].to_numpy()) / 1e6 - between_s * 1e3
-        if "active" in spec:
-            periods = [(_core.parse_duration(a), _core.parse_duration(b)) for a, b in spec["active"]]
-        else:
-            periods = [(float(fs["start_s"]), float(fs["stop_s"]))]
-        rate_of = lambda key: _core.parse_rate(spec[key]) if key in spec else None  # noqa: E731
-        coupling = spec.get("coupling")
-        priority = float(coupling.get("priority", 1.0)) if isinstance(coupling, dict) else None
-        flows.append(FlowView(fs["name"], spec.get("kind", "video"), links[0], periods, rate_of("min_bitrate"),
-                              rate_of("max_bitrate"), fs, rate, queue_t, queue_ms, links if len(links) > 1 else (),
-                              priority))
-    return RunView(duration, flows, capacity, segments, summary)
+        queue_ms = ((left["depart_ns"].to_numpy() - left["enqueue_ns"].to_numpy()) / 1e6
+                    - ff["propagation_between_links_s"] * 1e3)
+        links = tuple(ff["links"])
+        flows.append(FlowView(ff["name"], ff["kind"], links[0], [tuple(p) for p in ff["periods"]],
+                              ff["min_bitrate_bps"], ff["max_bitrate_bps"], fs, np.array(ff["rate_bps"], dtype=float),
+                              queue_t, queue_ms, links if len(links) > 1 else (), ff["priority"]))
+    return RunView(float(summary["duration_s"]), flows, capacity, segments, summary)
 
 
 # -- judging -------------------------------------------------------------------------------------

@@ -8,11 +8,12 @@ use numpy::IntoPyArray;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyCapsule, PyDict, PyList};
+use pyo3::types::{PyCapsule, PyDict, PyList, PyTuple};
 use rtcc_core::cc;
 use rtcc_core::metrics::PacketRecord;
 use rtcc_core::net::tracegen::{generate_lte, LteTraceConfig};
 use rtcc_core::{Duration, Rate};
+use rtcc_scenario::windows;
 use rtcc_sim::Scenario;
 use std::path::Path;
 
@@ -91,9 +92,12 @@ impl ArrowTable {
 #[pyclass(name = "Run")]
 struct RunOutput {
     result: rtcc_sim::RunResult,
+    /// The scenario run (its facts are built from it when first asked for).
+    scenario: Scenario,
     end: rtcc_core::Time,
     streamed: bool,
     packets: Option<RecordBatch>,
+    facts: Option<String>,
 }
 
 impl RunOutput {
@@ -101,9 +105,11 @@ impl RunOutput {
         let end = rtcc_core::Time(sc.duration.0);
         Self {
             result,
+            scenario: sc.clone(),
             end,
             streamed,
             packets: None,
+            facts: None,
         }
     }
 
@@ -139,6 +145,15 @@ impl RunOutput {
     #[getter]
     fn summary(&self) -> String {
         self.result.summary.to_json()
+    }
+
+    /// `facts.json`'s text: the run's route facts and per-window rates
+    /// (`rtcc_scenario::facts`), built when first asked for.
+    #[getter]
+    fn facts(&mut self) -> String {
+        self.facts
+            .get_or_insert_with(|| rtcc_scenario::run_facts(&self.scenario, &self.result).to_json())
+            .clone()
     }
 
     /// The flows as run: name, controller, start and stop (ns).
@@ -261,6 +276,117 @@ fn live_result(
     Ok(RunOutput::new(result, &sc, false))
 }
 
+/// The input files a scenario (JSON text, possibly partial) names, as the core reads them:
+/// `[(location, path, suffix)]`, `location` the keys and indices where the file is named
+/// (`("path", "forward", "trace")`), `path` the file read and `suffix` what follows its `#` (an
+/// OpenNetLab trace's direction) or "".
+#[pyfunction]
+fn referenced_files<'py>(
+    py: Python<'py>,
+    scenario_json: &str,
+    base_dir: &str,
+) -> PyResult<Vec<(Bound<'py, PyTuple>, String, String)>> {
+    let json: serde_json::Value = serde_json::from_str(scenario_json)
+        .map_err(|e| ScenarioError::new_err(format!("scenario: invalid JSON: {e}")))?;
+    let found = Scenario::referenced_files(&json, Path::new(base_dir))
+        .map_err(|e| ScenarioError::new_err(format!("{}: {}", e.field, e.message)))?;
+    let mut out = Vec::with_capacity(found.len());
+    for f in found {
+        let mut location: Vec<Bound<'py, PyAny>> = Vec::with_capacity(f.location.len());
+        for step in &f.location {
+            location.push(match step {
+                serde_json::Value::Number(n) => {
+                    n.as_u64().unwrap_or(0).into_pyobject(py)?.into_any()
+                }
+                other => other.as_str().unwrap_or("").into_pyobject(py)?.into_any(),
+            });
+        }
+        out.push((
+            PyTuple::new(py, location)?,
+            f.path.display().to_string(),
+            f.suffix,
+        ));
+    }
+    Ok(out)
+}
+
+/// An empty packet log: its schema is the core's (`rtcc_sim::tables::packet_schema`), which the
+/// live commands' logs are converted to.
+#[pyfunction]
+fn packet_schema() -> ArrowTable {
+    ArrowTable(rtcc_sim::tables::packets(&[]))
+}
+
+/// Which of `n` 1 s windows lie wholly inside one of `periods` (`[(start s, stop s)]`), as a
+/// boolean array (`rtcc_scenario::windows::window_mask`).
+#[pyfunction]
+fn window_mask<'py>(
+    py: Python<'py>,
+    n: usize,
+    periods: Vec<(f64, f64)>,
+) -> Bound<'py, numpy::PyArray1<bool>> {
+    windows::window_mask(n, &periods).into_pyarray(py)
+}
+
+/// When every one of the flows (their active periods) is active, less the first `settle_s` of
+/// each such interval (`rtcc_scenario::windows::shared_periods`).
+#[pyfunction]
+fn shared_periods(periods: Vec<Vec<(f64, f64)>>, settle_s: f64) -> Vec<(f64, f64)> {
+    let each: Vec<&[(f64, f64)]> = periods.iter().map(Vec::as_slice).collect();
+    windows::shared_periods(&each, settle_s)
+}
+
+/// Jain's fairness index of `values`; None for fewer than two or all zero.
+#[pyfunction]
+fn jain(values: Vec<f64>) -> Option<f64> {
+    windows::jain(&values)
+}
+
+/// Jain's index and the shared period (`(start_s, end_s)` pieces) it was computed over.
+type IndexAndPeriod = (f64, Vec<(f64, f64)>);
+
+/// Jain's index of the flows' mean rates (one array of 1 s windows each) over the windows of
+/// their shared period from `settle_s` after the last (re)join, and that period; None without
+/// two flows, a shared window or a rate (`rtcc_scenario::windows::windowed_jain`).
+#[pyfunction]
+fn windowed_jain(
+    rates: Vec<Vec<f64>>,
+    periods: Vec<Vec<(f64, f64)>>,
+    settle_s: f64,
+) -> PyResult<Option<IndexAndPeriod>> {
+    if rates.len() != periods.len() || rates.windows(2).any(|w| w[0].len() != w[1].len()) {
+        return Err(PyValueError::new_err(
+            "windowed_jain: one period list per flow, and rates of one length",
+        ));
+    }
+    let r: Vec<&[f64]> = rates.iter().map(Vec::as_slice).collect();
+    let p: Vec<&[(f64, f64)]> = periods.iter().map(Vec::as_slice).collect();
+    Ok(windows::windowed_jain(&r, &p, settle_s))
+}
+
+/// Seconds from `from_s` to the end of the first 1 s window (ending by `to_s`) in which every
+/// flow's `smooth_s`-window trailing mean rate is within ±`band` of its target; infinity if none
+/// (`rtcc_scenario::windows::share_convergence`).
+#[pyfunction]
+fn share_convergence(
+    rates: Vec<Vec<f64>>,
+    targets: Vec<f64>,
+    from_s: f64,
+    to_s: f64,
+    band: f64,
+    smooth_s: usize,
+) -> PyResult<f64> {
+    if rates.len() != targets.len() {
+        return Err(PyValueError::new_err(
+            "share_convergence: one target per flow",
+        ));
+    }
+    let r: Vec<&[f64]> = rates.iter().map(Vec::as_slice).collect();
+    Ok(windows::share_convergence(
+        &r, &targets, from_s, to_s, band, smooth_s,
+    ))
+}
+
 /// The registered controllers with their parameters.
 #[pyfunction]
 fn controllers(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
@@ -300,9 +426,12 @@ fn register_controller(
 /// Register an encoder model written in Python (`rtcc.video` registers `vp8` and `x264`):
 /// `check(params, base_dir)` raises ValueError("field: problem") for bad parameters,
 /// `build(params, base_dir, seed)` returns the encoder object (see `pyencoder.rs`).
+/// `files(params, base_dir)`, optional, lists the input files the parameters name as
+/// `(key, path)` pairs (a sweep on a cluster ships them).
 #[pyfunction]
-fn register_encoder(name: &str, check: Py<PyAny>, build: Py<PyAny>) {
-    pyencoder::register(name, check, build)
+#[pyo3(signature = (name, check, build, files=None))]
+fn register_encoder(name: &str, check: Py<PyAny>, build: Py<PyAny>, files: Option<Py<PyAny>>) {
+    pyencoder::register(name, check, build, files)
 }
 
 /// The names of the encoder models registered from Python, as a dict's keys.
@@ -349,6 +478,9 @@ fn generate_lte_trace(seed: u64, duration_s: f64, mean_mbps: f64) -> PyResult<Ve
     generate_lte(&cfg).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// A parameter's name and its value as a Python object.
+type NamedValue<'py> = (String, Bound<'py, PyAny>);
+
 /// Parse a command line's controller spec (`NAME` or `NAME:KEY=VALUE[,...]`) with the core's one
 /// parser ([`rtcc_sim::scenario::parse_spec`]): the name and the parameters in order, each value
 /// an int, a float, a bool or a string.
@@ -356,7 +488,7 @@ fn generate_lte_trace(seed: u64, duration_s: f64, mean_mbps: f64) -> PyResult<Ve
 fn parse_controller_spec<'py>(
     py: Python<'py>,
     text: &str,
-) -> PyResult<(String, Vec<(String, Bound<'py, PyAny>)>)> {
+) -> PyResult<(String, Vec<NamedValue<'py>>)> {
     let (name, params) = rtcc_sim::scenario::parse_spec(text).map_err(PyValueError::new_err)?;
     let mut out = Vec::with_capacity(params.len());
     for (key, value) in params {
@@ -502,5 +634,13 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_controller_spec, m)?)?;
     m.add_function(wrap_pyfunction!(parse_duration, m)?)?;
     m.add_function(wrap_pyfunction!(replay_feedback, m)?)?;
+    m.add_function(wrap_pyfunction!(referenced_files, m)?)?;
+    m.add_function(wrap_pyfunction!(packet_schema, m)?)?;
+    m.add("WINDOW_S", windows::window_s())?;
+    m.add_function(wrap_pyfunction!(window_mask, m)?)?;
+    m.add_function(wrap_pyfunction!(shared_periods, m)?)?;
+    m.add_function(wrap_pyfunction!(jain, m)?)?;
+    m.add_function(wrap_pyfunction!(windowed_jain, m)?)?;
+    m.add_function(wrap_pyfunction!(share_convergence, m)?)?;
     Ok(())
 }

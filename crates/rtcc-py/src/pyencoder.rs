@@ -24,6 +24,8 @@ struct PyModel {
     name: String,
     check: Py<PyAny>,
     build: Py<PyAny>,
+    /// `files(params, base_dir) -> [(key, path)]`, optional.
+    files: Option<Py<PyAny>>,
 }
 
 fn params_dict<'py>(py: Python<'py>, params: &Params) -> PyResult<Bound<'py, PyAny>> {
@@ -53,6 +55,18 @@ impl ExternalModel for PyModel {
                     }
                 }
             }
+        })
+    }
+
+    fn files(&self, params: &Params, base_dir: &Path) -> Vec<(String, std::path::PathBuf)> {
+        let Some(files) = &self.files else {
+            return Vec::new();
+        };
+        Python::attach(|py| {
+            params_dict(py, params)
+                .and_then(|p| files.call1(py, (p, base_dir.to_string_lossy().to_string())))
+                .and_then(|v| v.extract::<Vec<(String, std::path::PathBuf)>>(py))
+                .unwrap_or_default() // bad parameters are reported by check, not here
         })
     }
 
@@ -182,13 +196,14 @@ impl Encoder for PyEncoder {
 }
 
 /// Register `name` as an encoder model (see the module header).
-pub fn register(name: &str, check: Py<PyAny>, build: Py<PyAny>) {
+pub fn register(name: &str, check: Py<PyAny>, build: Py<PyAny>, files: Option<Py<PyAny>>) {
     external::register(
         name,
         Arc::new(PyModel {
             name: name.to_string(),
             check,
             build,
+            files,
         }),
     );
 }

@@ -136,7 +136,7 @@ pub struct RunResult {
     /// Each flow's logs; `packets` is empty after [`run_streaming_with_registry`].
     pub flows: Vec<FlowLogs>,
     pub state: StateLog,
-    /// Forward capacity in 100 ms bins: (bin start, bit/s); of a multi-hop path, its tightest
+    /// Forward capacity in [`CAPACITY_BIN`]s: (bin start, bit/s); of a multi-hop path, its tightest
     /// hop at each instant. Empty for an unlimited path.
     pub capacity: Vec<(Time, f64)>,
     /// Each hop's forward capacity in the same bins, by hop name (multi-hop paths only).
@@ -300,6 +300,9 @@ fn flow_log<'a>(f: &'a FlowLogs, back: &dyn Fn(Time, Time) -> f64) -> FlowLog<'a
         feedback_capacity_bytes: back(f.config.start, f.config.stop),
     }
 }
+
+/// The bins of a run's capacity log (`RunResult::capacity`, `capacity.parquet`).
+pub const CAPACITY_BIN: Duration = Duration(100_000_000);
 
 /// A path's capacity in bins of `bin` until `end`: (bin start, bit/s); empty when unlimited.
 pub fn capacity_series(c: &PathCapacity, end: Time, bin: Duration) -> Vec<(Time, f64)> {

@@ -72,6 +72,73 @@ pub struct TokenBucketSpec {
     pub overhead: Option<Bytes>,
 }
 
+/// An input file a scenario names: where it is named (the keys and list indices from the
+/// scenario's top, e.g. `["path", "hops", 1, "forward", "trace"]`), the file the core reads for
+/// it, and what follows the name's `#` that is not part of the file (an OpenNetLab trace's
+/// direction; empty for none).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileReference {
+    pub location: Vec<serde_json::Value>,
+    pub path: PathBuf,
+    pub suffix: String,
+}
+
+impl LinkSpec {
+    /// The input files the link names (a schedule file, a trace), as [`resolve_link`] reads
+    /// them: `(key, file, suffix)`.
+    fn files(&self, base_dir: &Path) -> Vec<(&'static str, PathBuf, String)> {
+        let mut out = Vec::new();
+        if let Some(serde_json::Value::String(f)) = &self.schedule {
+            out.push(("schedule", resolve(base_dir, f), String::new()));
+        }
+        if let Some(f) = &self.trace {
+            match opennetlab_trace(f) {
+                Some((file, _)) => {
+                    let suffix = f.rsplit_once('#').map_or("", |(_, d)| d);
+                    out.push(("trace", resolve(base_dir, file), suffix.to_string()));
+                }
+                None => out.push(("trace", resolve(base_dir, f), String::new())),
+            }
+        }
+        out
+    }
+}
+
+impl PathSpec {
+    /// The input files the path's links name, each with where it is named.
+    pub fn file_references(&self, base_dir: &Path) -> Vec<FileReference> {
+        let mut links: Vec<(Vec<serde_json::Value>, &LinkSpec)> = Vec::new();
+        for (side, link) in [("forward", &self.forward), ("reverse", &self.reverse)] {
+            if let Some(link) = link {
+                links.push((vec!["path".into(), side.into()], link));
+            }
+        }
+        for (i, hop) in self.hops.iter().flatten().enumerate() {
+            let at = |side: &str| vec!["path".into(), "hops".into(), i.into(), side.into()];
+            links.push((at("forward"), &hop.forward));
+            if let Some(r) = &hop.reverse {
+                links.push((at("reverse"), r));
+            }
+        }
+        links
+            .into_iter()
+            .flat_map(|(at, link)| {
+                link.files(base_dir)
+                    .into_iter()
+                    .map(move |(key, path, suffix)| {
+                        let mut location = at.clone();
+                        location.push(key.into());
+                        FileReference {
+                            location,
+                            path,
+                            suffix,
+                        }
+                    })
+            })
+            .collect()
+    }
+}
+
 /// tbf's default line behind the bucket: a gigabit NIC (seed bbr_dash §6.1).
 pub const DEFAULT_TBF_LINE_RATE_BPS: f64 = 1e9;
 /// What `tc` adds to each packet's length on Ethernet: the 14-byte MAC header.

@@ -10,7 +10,7 @@
 use crate::capacity::PathCapacity;
 use crate::error::{FieldError, ScenarioError};
 use crate::flow::{Building, Checking, FlowConfig, FlowKind};
-use crate::path::{resolve_path, HopConfig, PathSpec};
+use crate::path::{resolve_path, FileReference, HopConfig, PathSpec};
 use rtcc_core::cc::{self, CapacityView, Registry};
 use rtcc_core::endpoint::Endpoint;
 use rtcc_core::metrics::PacketStats;
@@ -213,6 +213,39 @@ impl Scenario {
             hops,
             flows,
         })
+    }
+
+    /// The input files a scenario (JSON, as a scenario file reads; it may be partial) names —
+    /// link schedules and traces, frame-size traces — each with where it is named and the file
+    /// the core reads for it (relative names against `base_dir`, as a run resolves them). A
+    /// front that runs scenarios elsewhere (Ray workers) ships these files and rewrites those
+    /// places. Errors name a `path` field that cannot be read.
+    pub fn referenced_files(
+        json: &serde_json::Value,
+        base_dir: &Path,
+    ) -> Result<Vec<FileReference>, ScenarioError> {
+        let mut out = Vec::new();
+        if let Some(path) = json.get("path") {
+            let spec: PathSpec = serde_path_to_error::deserialize(path.clone()).map_err(|e| {
+                let inner = e.path().to_string();
+                ScenarioError {
+                    source_name: "scenario".into(),
+                    field: if inner == "." {
+                        "path".into()
+                    } else {
+                        format!("path.{inner}")
+                    },
+                    message: e.into_inner().to_string(),
+                }
+            })?;
+            out.extend(spec.file_references(base_dir));
+        }
+        if let Some(serde_json::Value::Array(flows)) = json.get("flows") {
+            for (i, flow) in flows.iter().enumerate() {
+                out.extend(crate::flow::file_references(i, flow, base_dir));
+            }
+        }
+        Ok(out)
     }
 
     /// The span of the run's totals: from the first flow's start to the last one's stop (the whole
@@ -1001,6 +1034,59 @@ params = { rate = "5Mbps" }
                 "{j}: expected an error at {field} saying {says:?}, got {e}"
             );
         }
+    }
+
+    #[test]
+    fn referenced_files_are_where_the_core_reads_them() {
+        let json = serde_json::json!({
+            "path": {"hops": [
+                {"name": "a", "forward": {"capacity": "1Mbps", "schedule": null}},
+                {"name": "b", "forward": {"trace": "../t/b.trace"},
+                 "reverse": {"schedule": "r.sched", "trace": "o.json#downlink"}}]},
+            "flows": [{"encoder": {"model": "trace", "file": "f.frames"}},
+                      {"encoder": "lagged"},
+                      {"kind": "cbr", "encoder": {"model": "trace", "file": "x"}}]});
+        let found = Scenario::referenced_files(&json, Path::new("/s/d")).unwrap();
+        let brief: Vec<(String, String, String)> = found
+            .iter()
+            .map(|f| {
+                (
+                    serde_json::Value::Array(f.location.clone()).to_string(),
+                    f.path.display().to_string(),
+                    f.suffix.clone(),
+                )
+            })
+            .collect();
+        let want = [
+            (r#"["path","hops",1,"forward","trace"]"#, "/s/t/b.trace", ""),
+            (
+                r#"["path","hops",1,"reverse","schedule"]"#,
+                "/s/d/r.sched",
+                "",
+            ),
+            (
+                r#"["path","hops",1,"reverse","trace"]"#,
+                "/s/d/o.json",
+                "downlink",
+            ),
+            (r#"["flows",0,"encoder","file"]"#, "/s/d/f.frames", ""),
+        ];
+        let want: Vec<(String, String, String)> = want
+            .iter()
+            .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+            .collect();
+        assert_eq!(brief, want);
+        // An inline schedule names no file; a path field that cannot be read is named.
+        let inline = serde_json::json!({"path": {"forward": {"schedule": [["0s", "1Mbps"]]}}});
+        assert!(Scenario::referenced_files(&inline, Path::new("."))
+            .unwrap()
+            .is_empty());
+        let e = Scenario::referenced_files(
+            &serde_json::json!({"path": {"forward": {"trace": 3}}}),
+            Path::new("."),
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "path.forward.trace");
     }
 
     #[test]

@@ -4,10 +4,10 @@ use crate::path::PathCapacity;
 use crate::scenario::Scenario;
 use crate::sim::{PacketSink, SimOutput, Simulation};
 use rtcc_core::cc::{self, Registry};
-use rtcc_core::{Duration, Time};
+use rtcc_core::Time;
 pub use rtcc_scenario::outcome::{
     capacity_series, hop_summaries, summarize, HopSummary, LinkSummary, RunResult, Summary,
-    SQP_METRIC_FPS,
+    CAPACITY_BIN, SQP_METRIC_FPS,
 };
 
 /// Run a validated scenario with `seed` (overriding the scenario's when given).
@@ -81,7 +81,7 @@ fn run_inner(
         summary.hops = Some(hop_summaries(&sc, links));
     }
     let end = Time(sc.duration.0);
-    let bin = Duration::from_millis(100);
+    let bin = CAPACITY_BIN;
     let capacity = capacity_series(&sc.forward_capacity(), end, bin);
     let hop_capacity = match sc.is_multi_hop() {
         false => Vec::new(),

@@ -92,4 +92,22 @@ fn a_streamed_run_matches_a_kept_one_record_for_record() {
         lost > 0 && queued > 0,
         "drops ({lost}) and packets unsettled at the end ({queued}) are exercised"
     );
+    // The run's facts too: the per-window rates are gathered as packets settle, so a streamed
+    // run has them; each window holds the bytes of the records received in it.
+    let facts = rtcc_scenario::run_facts(&sc, &kept);
+    assert_eq!(
+        facts.to_json(),
+        rtcc_scenario::run_facts(&sc, &streamed).to_json(),
+        "the facts do not depend on whether the log is kept"
+    );
+    assert_eq!(facts.windows, 12);
+    for (flow, logged) in facts.flows.iter().zip(&kept.flows) {
+        let mut bits = vec![0.0; facts.windows];
+        for p in &logged.packets {
+            if let Some(r) = p.recv {
+                bits[(r.0 / 1_000_000_000) as usize] += p.size as f64 * 8.0;
+            }
+        }
+        assert_eq!(flow.rate_bps, bits, "{}", flow.name);
+    }
 }

@@ -192,6 +192,20 @@ class RealEncoder:
             self._codec = None
 
 
+def files(params: dict, base_dir: str) -> list[tuple[str, str]]:
+    """The input files an encoder table names: its clip, when that is a file and not a bundled
+    clip's name (a sweep on a cluster ships them)."""
+    from pathlib import Path
+
+    from .clips import BUNDLED
+
+    clip = params.get("clip", DEFAULT_CLIP)
+    if not isinstance(clip, str) or clip in BUNDLED:
+        return []
+    path = Path(clip) if Path(clip).is_absolute() else Path(base_dir) / clip
+    return [("clip", str(path))]
+
+
 def register() -> None:
     """Make ``vp8`` and ``x264`` encoder models of this process (done when rtcc is imported).
     Nothing is loaded until a scenario names one."""
@@ -202,4 +216,5 @@ def register() -> None:
             model,
             lambda params, base_dir, m=model: check(m, params, base_dir),
             lambda params, base_dir, ctx, m=model: RealEncoder(m, params, base_dir, ctx),
+            files,
         )

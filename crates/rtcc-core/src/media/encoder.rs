@@ -37,7 +37,7 @@
 use crate::net::TraceError;
 use crate::units::{Rate, Time};
 use crate::video::quality::Resolution;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub mod external;
@@ -197,6 +197,33 @@ const TRACE_NEEDS_FILE: &str =
 /// `encoder.up`) and what is wrong.
 pub type EncoderError = (String, String);
 
+/// Where the `trace` model reads its `file`: relative names against `base_dir`.
+fn trace_path(base_dir: &Path, file: &str) -> PathBuf {
+    if Path::new(file).is_absolute() {
+        Path::new(file).to_path_buf()
+    } else {
+        base_dir.join(file)
+    }
+}
+
+/// The input files a scenario's `encoder` value names, as [`EncoderConfig::from_value`] reads
+/// them: `(key, path)`, the `trace` model's `file` or what a registered external model says
+/// (a real encoder's clip file); none for every other value.
+pub fn referenced_files(v: &serde_json::Value, base_dir: &Path) -> Vec<(String, PathBuf)> {
+    let Some(table) = v.as_object() else {
+        return Vec::new();
+    };
+    match table.get("model").and_then(|m| m.as_str()) {
+        Some("trace") => table
+            .get("file")
+            .and_then(|f| f.as_str())
+            .map(|file| vec![("file".to_string(), trace_path(base_dir, file))])
+            .unwrap_or_default(),
+        Some(model) => external::files(model, table, base_dir),
+        None => Vec::new(),
+    }
+}
+
 impl EncoderConfig {
     /// The model's name (one of [`ENCODERS`], or a registered external model).
     pub fn name(&self) -> &str {
@@ -262,12 +289,7 @@ impl EncoderConfig {
                     }
                     None => return Err(whole(TRACE_NEEDS_FILE.into())),
                 };
-                let path = if Path::new(file).is_absolute() {
-                    Path::new(file).to_path_buf()
-                } else {
-                    base_dir.join(file)
-                };
-                let t = FrameTrace::from_file(&path)
+                let t = FrameTrace::from_file(&trace_path(base_dir, file))
                     .map_err(|e: TraceError| ("file".to_string(), e.to_string()))?;
                 Ok(EncoderConfig::Trace(Arc::new(t)))
             }
@@ -405,6 +427,20 @@ mod tests {
             EncoderConfig::from_value(&json!({"model": "trace", "file": "no/such.frames"}), dir)
                 .unwrap_err();
         assert!(e.0 == "file" && e.1.contains("no/such.frames"), "{e:?}");
+        // The file a trace model names, where it is read from; other values name none.
+        let base = Path::new("/scenarios/x");
+        let file = |p: &str| vec![("file".to_string(), PathBuf::from(p))];
+        assert_eq!(
+            referenced_files(&json!({"model": "trace", "file": "../t.frames"}), base),
+            file("/scenarios/x/../t.frames")
+        );
+        assert_eq!(
+            referenced_files(&json!({"model": "trace", "file": "/abs/t.frames"}), base),
+            file("/abs/t.frames")
+        );
+        assert!(referenced_files(&json!({"model": "lagged"}), base).is_empty());
+        assert!(referenced_files(&json!("trace"), base).is_empty());
+        assert!(referenced_files(&json!({"model": "vp8", "clip": "x.mp4"}), base).is_empty());
         let e = EncoderConfig::from_value(&json!(3), dir).unwrap_err();
         assert!(e.1.contains("expected a model name"), "{e:?}");
         assert!(create("lagged", 1).is_ok());

@@ -17,7 +17,7 @@ pub mod packet_stats;
 pub mod playout;
 pub mod sqp_frame_delay;
 
-pub use packet_stats::PacketStats;
+pub use packet_stats::{arrival_windows, PacketStats};
 
 /// One packet on the forward path.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -48,12 +48,22 @@ pub struct PacketStats {
     rate_bytes: Vec<u64>,
     /// Bytes received in each [`JAIN_WINDOW`] from time zero to the end of the run.
     pub fairness_bytes: Vec<u64>,
+    /// Bytes received (by arrival time) in each [`RATE_WINDOW`] from time zero, over
+    /// [`arrival_windows`] windows (the last one partial when the run is not a whole number of
+    /// windows): the per-window rates of a run's facts (`rtcc_scenario::facts`).
+    pub arrival_bytes: Vec<u64>,
     /// Every packet as SQP's Eq. 10 sees it, in log order.
     pub sqp_packets: Vec<SentPacket>,
     /// (receive, send) time of every received packet, in log order, when asked for
     /// ([`PacketStats::keeping_transits`]): what RFC 3550's interarrival jitter needs
     /// ([`super::audio`]). `None` for flows that do not report it.
     pub transits: Option<Vec<(Time, Time)>>,
+}
+
+/// The [`RATE_WINDOW`]s of a run of length `end`, from time zero, counting a last partial one
+/// (at least one): the length of [`PacketStats::arrival_bytes`].
+pub fn arrival_windows(end: Time) -> usize {
+    (end.0.div_ceil(RATE_WINDOW.0) as usize).max(1)
 }
 
 impl PacketStats {
@@ -79,6 +89,7 @@ impl PacketStats {
             queuing_delay_ms: Vec::new(),
             rate_bytes: vec![0; windows(start, stop, RATE_WINDOW.0.max(1))],
             fairness_bytes: vec![0; windows(Time::ZERO, end, JAIN_WINDOW.0.max(1))],
+            arrival_bytes: vec![0; arrival_windows(end)],
             sqp_packets: Vec::new(),
             transits: None,
         }
@@ -155,6 +166,9 @@ impl PacketStats {
                 if let Some(b) = self.fairness_bytes.get_mut((r.0 / JAIN_WINDOW.0) as usize) {
                     *b += p.size as u64;
                 }
+                if let Some(b) = self.arrival_bytes.get_mut((r.0 / RATE_WINDOW.0) as usize) {
+                    *b += p.size as u64;
+                }
             }
             None if !p.dropped => self.in_flight_at_end += 1,
             None => {}
@@ -191,5 +205,51 @@ impl PacketStats {
             .iter()
             .map(|&b| b as f64 * 8.0 / secs)
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn received(at_ms: u64, size: u32) -> PacketRecord {
+        let t = Time::from_millis(at_ms);
+        PacketRecord {
+            flow: 0,
+            seq: 0,
+            kind: PacketKind::Media,
+            size,
+            frame: None,
+            send: t,
+            enqueue: t,
+            depart: Some(t),
+            recv: Some(t),
+            dropped: false,
+        }
+    }
+
+    #[test]
+    fn arrival_bins_count_every_window_from_zero_with_a_last_partial_one() {
+        assert_eq!(arrival_windows(Time::ZERO), 1);
+        assert_eq!(arrival_windows(Time::from_millis(3000)), 3);
+        assert_eq!(arrival_windows(Time::from_millis(3001)), 4);
+        // A flow living in [1 s, 2.5 s) of a 2.5 s run: its packets are binned by arrival from
+        // time zero (not from its start), the last window [2 s, 3 s) partial; a lost packet
+        // counts nowhere.
+        let end = Time::from_millis(2500);
+        let mut stats = PacketStats::new(Time::from_millis(1000), end, (Time::ZERO, end), end);
+        let mut lost = received(1200, 700);
+        lost.recv = None;
+        lost.dropped = true;
+        for p in [
+            received(999, 100),
+            received(1000, 200),
+            received(1999, 300),
+            received(2400, 400),
+            lost,
+        ] {
+            stats.add(&p);
+        }
+        assert_eq!(stats.arrival_bytes, vec![100, 500, 400]);
     }
 }

@@ -54,6 +54,9 @@ pub const DEFAULT_FPS: f64 = 30.0;
 pub const DEFAULT_PAYLOAD: Bytes = Bytes(1200);
 
 /// What a flow sends, with the settings of its kind.
+// One value per flow of a scenario, built once per run: boxing the video variant to shrink the
+// others would buy nothing but an indirection.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum FlowKind {
     /// A video flow driven by a controller.
@@ -71,8 +74,11 @@ pub enum FlowKind {
     Dash(DashFlow),
 }
 
+/// A kind's spec's field names.
+type FieldList = fn() -> &'static [&'static str];
+
 /// The kinds, as written in a scenario, with their spec's field lists.
-const KINDS: &[(&str, fn() -> &'static [&'static str])] = &[
+const KINDS: &[(&str, FieldList)] = &[
     ("video", fields::fields_of::<video::VideoSpec>),
     ("cbr", fields::fields_of::<cbr::CbrSpec>),
     ("audio", fields::fields_of::<audio::AudioSpec>),
@@ -98,6 +104,30 @@ pub struct FlowConfig {
     pub hops: Range<usize>,
     pub extra_delay: Duration,
     pub clock_offset: Duration,
+}
+
+/// The input files flow `index`'s table names (a video flow's `encoder = { model = "trace",
+/// file = ... }`), as its kind reads them, each with where it is named.
+pub(crate) fn file_references(
+    index: usize,
+    value: &serde_json::Value,
+    base_dir: &Path,
+) -> Vec<crate::path::FileReference> {
+    let kind = value
+        .get("kind")
+        .and_then(|k| k.as_str())
+        .unwrap_or("video");
+    let Some(encoder) = value.get("encoder").filter(|_| kind == "video") else {
+        return Vec::new();
+    };
+    rtcc_core::media::encoder::referenced_files(encoder, base_dir)
+        .into_iter()
+        .map(|(key, path)| crate::path::FileReference {
+            location: vec!["flows".into(), index.into(), "encoder".into(), key.into()],
+            path,
+            suffix: String::new(),
+        })
+        .collect()
 }
 
 /// The fields every kind of flow takes.

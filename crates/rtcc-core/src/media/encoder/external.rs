@@ -28,6 +28,12 @@ pub type Params = serde_json::Map<String, serde_json::Value>;
 pub trait ExternalModel: Send + Sync {
     /// Check the parameters (files resolved against `base_dir`); an error names the field.
     fn check(&self, params: &Params, base_dir: &Path) -> Result<(), EncoderError>;
+    /// The input files the parameters name, `(key, path)` (a clip file; not a bundled clip's
+    /// name), so that a sweep on a cluster can ship them. Default: none.
+    fn files(&self, _params: &Params, _base_dir: &Path) -> Vec<(String, PathBuf)> {
+        Vec::new()
+    }
+
     /// Open the encoder for `flow`.
     fn build(
         &self,
@@ -110,6 +116,16 @@ pub fn registered() -> Vec<String> {
         .keys()
         .cloned()
         .collect()
+}
+
+/// The input files the external model `model` says `params` name (none for an unknown model).
+pub(super) fn files(model: &str, params: &Params, base_dir: &Path) -> Vec<(String, PathBuf)> {
+    let provider = MODELS
+        .read()
+        .expect("the encoder registry lock is never held across a panic")
+        .get(model)
+        .cloned();
+    provider.map_or_else(Vec::new, |p| p.files(params, base_dir))
 }
 
 /// Look `model` up and check its parameters. `None`: no such model registered (and not a real
