@@ -298,6 +298,45 @@ fn a_trace_encoder_replays_the_shipped_example_from_a_scenario() {
 }
 
 #[test]
+fn a_recorded_vp8_profile_replays_through_the_trace_model() {
+    // bench/encoders/calibrate.py's recording of real VP8 (carphone, 640x360) under the step
+    // sequence: one size per line, `0` for a frame the codec dropped, `# key` on keyframes.
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../bench/encoders/profiles/vp8-carphone-step.frames");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let recorded: Vec<u32> = text
+        .lines()
+        .map(|l| l.split('#').next().unwrap().trim())
+        .filter(|l| !l.is_empty())
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert!(recorded.len() >= 3000, "{} frames", recorded.len());
+    // A target far above the recording's peaks, so the sender skips nothing.
+    let sc = fixed(
+        "8Mbps",
+        "12s",
+        "",
+        &format!(
+            "encoder = {{ model = \"trace\", file = {:?} }}",
+            file.display().to_string()
+        ),
+    );
+    let r = run_quiet(&sc);
+    let replayed: Vec<u32> = r.flows[0].frames.iter().map(|f| f.size).collect();
+    assert_eq!(replayed.len(), 360);
+    assert_eq!(replayed[..], recorded[..360]);
+    // The recording's step response: 500 kbit/s in 3–5 s, 2 Mbit/s in 8–10 s, as VP8 made it.
+    let (low, high) = (
+        bitrate(&r.flows[0].frames, 3.0, 5.0),
+        bitrate(&r.flows[0].frames, 8.0, 10.0),
+    );
+    assert!(
+        (low / 0.5e6 - 1.0).abs() < 0.15 && (high / 2e6 - 1.0).abs() < 0.15,
+        "{low} {high}"
+    );
+}
+
+#[test]
 fn encoder_errors_name_the_field_and_the_file_line() {
     let err = |flow: &str| {
         Scenario::from_toml_str(

@@ -1,10 +1,12 @@
 //! Whole-simulation behaviour of `vidaptive` (Karimi et al., arXiv 2309.16869 v1) on the
 //! paper's periodic link (§2.1, Fig. 1): 2 Mbit/s and 500 kbit/s alternating every 40 s, 50 ms
-//! RTT, a buffer deep enough that nothing is dropped. The video is the `lagged` encoder (about
-//! 2 s to follow a higher target, noisy frames: the encoder behaviour Vidaptive is built for).
+//! RTT, a buffer deep enough that nothing is dropped. The video is the `lagged` encoder with the
+//! paper's parameters (`LaggedConfig::vidaptive_paper`: 2 s to follow a higher target, 1 s a lower
+//! one, noisy frames: the encoder behaviour Vidaptive is built for; the defaults are a VP8 fit).
 //! Each tolerance is written next to the paper's number. Run with `--nocapture` to see the
 //! measured values.
 
+use rtcc_core::media::encoder::lagged::VIDAPTIVE_PAPER_TOML;
 use rtcc_core::metrics::frame_delays;
 use rtcc_core::packet::PacketKind;
 use rtcc_core::Time;
@@ -36,8 +38,14 @@ fn simulate_on(link: &str, flow: &str) -> RunResult {
 
 fn vidaptive(params: &str) -> RunResult {
     simulate(&format!(
-        "controller = \"vidaptive\"\nencoder = \"lagged\"\nparams = {{ {params} }}"
+        "controller = \"vidaptive\"\n{}\nparams = {{ {params} }}",
+        paper_encoder()
     ))
+}
+
+/// The encoder line: the lagged model with the paper's parameters.
+fn paper_encoder() -> String {
+    format!("encoder = {{ model = \"lagged\", {VIDAPTIVE_PAPER_TOML} }}")
 }
 
 /// Bits per second of flow 0's packets (of the kinds `keep` accepts) leaving the bottleneck in
@@ -89,7 +97,7 @@ fn max_frame_delay_ms(r: &RunResult, a: f64, b: f64) -> f64 {
 fn e1_vidaptive_tracks_backlogged_copa_and_ramps_in_seconds_where_gcc_takes_many() {
     let v = vidaptive("");
     let copa = simulate("kind = \"tcp\"\ncontroller = \"copa\"\nparams = { delta = 0.9 }");
-    let gcc = simulate("controller = \"gcc\"\nencoder = \"lagged\"");
+    let gcc = simulate(&format!("controller = \"gcc\"\n{}", paper_encoder()));
     assert_eq!(v.summary.flows[0].packets_lost, 0);
 
     // Ramp after the link opens at 80 s. Paper (Fig. 1a): Vidaptive follows backlogged Copa,
@@ -209,7 +217,8 @@ queue = "unlimited"
         simulate_on(
             link,
             &format!(
-                "controller = \"vidaptive\"\nencoder = \"lagged\"\nparams = {{ {transport}{extra} }}"
+                "controller = \"vidaptive\"\n{}\nparams = {{ {transport}{extra} }}",
+                paper_encoder()
             ),
         )
     };
@@ -251,7 +260,10 @@ fn over_bbr_by_name_it_delivers_video() {
     let link = "duration = \"20s\"\n[path.forward]\ncapacity = \"2Mbps\"\ndelay = \"25ms\"\n";
     let v = simulate_on(
         link,
-        "controller = \"vidaptive\"\nencoder = \"lagged\"\nparams = { cc = \"bbr\" }",
+        &format!(
+            "controller = \"vidaptive\"\n{}\nparams = {{ cc = \"bbr\" }}",
+            paper_encoder()
+        ),
     );
     let (t, m) = (total(&v, 10.0, 20.0), video(&v, 10.0, 20.0));
     let delivered = v.flows[0]

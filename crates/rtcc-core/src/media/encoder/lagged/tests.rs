@@ -54,8 +54,8 @@ const CYCLES: usize = 200;
 /// into 100 ms bins of output rate, smooth over 300 ms (centred), and read the 90 % rise and fall
 /// times from the switch instants. The steady-state per-frame coefficient of variation is taken
 /// over the last 2 s of each half-cycle.
-fn fig2(seed: u64) -> Fig2 {
-    let mut e = LaggedEncoder::new(LaggedConfig::default(), seed);
+fn fig2(cfg: &LaggedConfig, seed: u64) -> Fig2 {
+    let mut e = LaggedEncoder::new(cfg.clone(), seed);
     let frames = drive(&mut e, CYCLES as f64 * 10.0 + 10.0, fig2_target);
     let bins = 100;
     let mut bytes = vec![0.0; bins];
@@ -109,15 +109,16 @@ fn fig2(seed: u64) -> Fig2 {
 /// Acceptance (tolerances around the seed's words): 90 % rise 1.5–2.5 s, 90 % fall 0.7–1.3 s,
 /// per-frame coefficient of variation 0.2–0.4 in steady state.
 ///
-/// Measured with the default parameters (200 cycles folded, 100 ms bins, 300 ms centred
-/// smoothing), seeds 1–6: rise 1.65, 1.85, 1.85, 1.95, 2.05, 1.85 s; fall 1.05, 1.05, 0.95, 1.05,
+/// The paper's parameters ([`LaggedConfig::vidaptive_paper`], the defaults until the VP8 fit).
+/// Measured (200 cycles folded, 100 ms bins, 300 ms centred smoothing), seeds 1–6: rise 1.65, 1.85, 1.85, 1.95, 2.05, 1.85 s; fall 1.05, 1.05, 0.95, 1.05,
 /// 0.95, 0.95 s; per-frame CV 0.24–0.25; steady output 1.95–1.99 Mbit/s and 0.50–0.51 Mbit/s.
 /// (The internal rate itself settles in exactly 2 s and 1 s; the output's first crossing of the
 /// 90 % line comes a little early on average because content bursts ride on the slow approach.)
 #[test]
 fn e0_fig2_the_encoder_rises_in_about_2s_falls_in_about_1s_and_is_noisy() {
+    let paper = LaggedConfig::vidaptive_paper();
     for seed in [1, 2, 3, 4, 5, 6] {
-        let r = fig2(seed);
+        let r = fig2(&paper, seed);
         eprintln!(
             "seed {seed}: rise {:.2} s, fall {:.2} s, steady CV {:.3}, high {:.3} Mbit/s, low {:.3} Mbit/s",
             r.up_s,
@@ -154,21 +155,60 @@ fn e0_fig2_the_encoder_rises_in_about_2s_falls_in_about_1s_and_is_noisy() {
     }
     // The numbers quoted above and in docs/encoders.md, pinned for seed 1 (a change to the model
     // must update both).
-    let r = fig2(1);
+    let r = fig2(&paper, 1);
     assert!((r.up_s - 1.65).abs() < 1e-9 && (r.down_s - 1.05).abs() < 1e-9);
     assert!((r.steady_cv - 0.245).abs() < 0.0005, "{}", r.steady_cv);
 }
 
+/// The defaults are the VP8 fit (bench/encoders/calibrate.py, docs/encoders.md): on Fig. 2's
+/// target they settle about as fast as real VP8 did on the three clips (1.13–1.45 s up,
+/// 0.15–0.68 s down) and spread less than the old defaults' judgment. This test's measure is E0's
+/// (thresholds on the target, content bursts on), not the calibration's, so the bounds are loose.
+#[test]
+fn the_default_parameters_are_the_vp8_fit() {
+    let d = LaggedConfig::default();
+    assert_eq!(
+        (d.up, d.down, d.noise, d.complexity, d.keyframe_ratio),
+        (
+            Duration::from_millis(1210),
+            Duration::from_millis(360),
+            0.23,
+            0.17,
+            3.6
+        )
+    );
+    for seed in [1, 2, 3] {
+        let r = fig2(&d, seed);
+        eprintln!(
+            "seed {seed}: rise {:.2} s, fall {:.2} s, steady CV {:.3}",
+            r.up_s, r.down_s, r.steady_cv
+        );
+        assert!((0.9..=1.5).contains(&r.up_s), "seed {seed}: {:.2}", r.up_s);
+        assert!(
+            (0.15..=0.6).contains(&r.down_s),
+            "seed {seed}: {:.2}",
+            r.down_s
+        );
+        assert!(
+            (0.2..=0.35).contains(&r.steady_cv),
+            "seed {seed}: {:.3}",
+            r.steady_cv
+        );
+    }
+}
+
 #[test]
 fn the_internal_rate_settles_90_percent_in_exactly_the_settling_times() {
-    let mut e = LaggedEncoder::new(LaggedConfig::default(), 1);
+    // Settling times of whole frame intervals (2 s and 1 s), so that a frame lands on them.
+    let cfg = LaggedConfig::vidaptive_paper();
+    let mut e = LaggedEncoder::new(cfg.clone(), 1);
     drive(&mut e, 1.0, |_| 0.5e6);
     // 2 s of 2 Mbit/s: 60 frame intervals of 1/30 s after the switch frame.
     let frames = drive(&mut e, 2.0 + 1.0 / FPS, |_| 2e6);
     assert_eq!(frames.len(), 61);
     let r = e.internal_rate().unwrap().bps();
     assert!((r - (0.5e6 + 0.9 * 1.5e6)).abs() < 1.0, "{r}");
-    let mut e = LaggedEncoder::new(LaggedConfig::default(), 1);
+    let mut e = LaggedEncoder::new(cfg, 1);
     drive(&mut e, 1.0, |_| 2e6);
     drive(&mut e, 1.0 + 1.0 / FPS, |_| 0.5e6);
     let r = e.internal_rate().unwrap().bps();
@@ -211,7 +251,8 @@ fn at_a_steady_target_the_long_run_mean_is_the_target() {
 }
 
 #[test]
-fn keyframes_cost_about_six_p_frames_and_are_paid_back() {
+fn keyframes_cost_keyframe_ratio_p_frames_and_are_paid_back() {
+    let ratio = LaggedConfig::default().keyframe_ratio;
     // Mean over 200 seeds of the first frame (a keyframe) relative to the nominal frame.
     let nominal = 1e6 / 8.0 / FPS;
     let mut ratios = Vec::new();
@@ -229,15 +270,22 @@ fn keyframes_cost_about_six_p_frames_and_are_paid_back() {
         ));
     }
     let r = mean(&ratios);
-    // 6 × E[c] at start (e^(−0.15²/2) = 0.989) × E[ε] (1).
-    assert!((r - 6.0 * 0.989).abs() < 0.3, "keyframe / nominal = {r:.2}");
-    // The 5 extra frames' worth of bytes are paid back: the next second is ~12 % below nominal.
-    let a = mean(&after) / nominal;
+    // ratio × E[c] at start (e^(−complexity²/2)) × E[ε] (1).
+    let c = LaggedConfig::default().complexity;
+    let expected = ratio * (-c * c / 2.0).exp();
     assert!(
-        (0.8..0.95).contains(&a),
-        "frames after the keyframe / nominal = {a:.3}"
+        (r - expected).abs() < 0.05 * expected,
+        "keyframe / nominal = {r:.2}, expected {expected:.2}"
     );
-    // The PSNR of the keyframe is that of its budget (not of its 6× size).
+    // The ratio − 1 extra frames' worth of bytes are being paid back over the payback second:
+    // the next second is below nominal by a good part of them (0.962 with the defaults).
+    let a = mean(&after) / nominal;
+    let extra = (ratio - 1.0) / FPS;
+    assert!(
+        a < 1.0 - 0.3 * extra && a > 1.0 - 1.2 * extra,
+        "frames after the keyframe / nominal = {a:.3} (extra {extra:.3})"
+    );
+    // The PSNR of the keyframe is that of its budget (not of its larger size).
     let mut e = LaggedEncoder::new(LaggedConfig::default(), 1);
     let f = e.encode(Time::ZERO, Rate(1e6), FPS);
     let expected = quality::psnr_db(Resolution::new(1280, 720), 1e6 / FPS);
