@@ -191,3 +191,27 @@ def test_a_clip_file_is_an_input_file_a_bundled_clip_is_not(tmp_path):
                       {"encoder": {"model": "vp8", "clip": "carphone"}}]}
     found = input_files(data, str(tmp_path))
     assert found == {("flows", 0, "encoder", "clip"): (str(clip), "")}, found
+
+
+def test_the_demo_runs_with_a_real_encoder_and_shows_decoded_stills(tmp_path, monkeypatch):
+    # `rtcc demo --encoder vp8`, shortened: both bundled links cut to 4 s and three controllers
+    # (the whole demo takes about half an hour on two cores; docs/real-video.md).
+    import rtcc.demo as demo
+
+    full = demo._scenarios
+
+    def short():
+        return [(k, h, rtcc.Scenario.from_dict({**sc.to_dict(), "duration": "4s"}, sc.base_dir)) for k, h, sc in full()]
+
+    monkeypatch.setattr(demo, "_scenarios", short)
+    monkeypatch.setattr(demo, "controllers", lambda: [c for c in rtcc.controllers() if c["name"] in ("oracle", "gcc", "fixed")])
+    out = tmp_path / "demo"
+    demo.run_demo(out, jobs=1, encoder="vp8")
+    index = (out / "index.html").read_text()
+    assert index.count("Decoded pictures of the gcc run") == 2, "a still of each section's gcc run"
+    for section in ("step", "lte"):
+        stills = sorted((out / section / "runs" / "gcc" / "quality-stills").glob("*.png"))
+        assert len(stills) >= 2, (section, stills)
+        assert f'src="{section}/runs/gcc/quality-stills/{stills[0].name}"' in index
+        flows = json.loads((out / section / "runs" / "gcc" / "quality.json").read_text())["flows"]
+        assert flows[0]["psnr_y_mean"] > 25, flows
