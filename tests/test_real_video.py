@@ -75,7 +75,7 @@ def test_a_missing_codec_library_names_what_to_install(monkeypatch):
     from rtcc.video import libvpx
 
     monkeypatch.setattr(libvpx, "_LIB", None)
-    monkeypatch.setattr(libvpx, "_candidates", lambda: [])
+    monkeypatch.setattr(libvpx, "candidates", lambda name: [])
     with pytest.raises(ValueError, match="pip install av"):
         encoders.check("vp8", dict(SMALL), ".")
 

@@ -111,8 +111,10 @@ def main(argv=None) -> int:
     if not args.print and not args.quick:
         text = DOC.read_text()
         for name, table in tables.items():
-            text = re.sub(rf"(<!-- {name}:begin -->\n).*?(\n<!-- {name}:end -->)",
-                          lambda m: m.group(1) + table + m.group(2), text, flags=re.S)
+            text, found = re.subn(rf"(<!-- {name}:begin -->\n).*?(<!-- {name}:end -->)",
+                                  lambda m: m.group(1) + table + "\n" + m.group(2), text, flags=re.S)
+            if found != 1:
+                raise SystemExit(f"{DOC}: expected one pair of <!-- {name}:begin/end --> markers, found {found}")
         DOC.write_text(text)
         print(f"wrote {DOC}")
     return 0

@@ -44,10 +44,8 @@ structure this module does not know is refused with its version instead of misre
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
-import glob
-import importlib.util
-import os
+
+from .shared_libs import candidates
 
 __all__ = ["Vp8Encoder", "library", "LibraryMissing"]
 
@@ -112,20 +110,6 @@ class _FramePkt(ctypes.Structure):
                 ("pts", ctypes.c_int64), ("duration", ctypes.c_ulong), ("flags", ctypes.c_uint32)]
 
 
-def _candidates() -> list[str]:
-    """libvpx shared libraries to try: PyAV's own copy first, then the system's."""
-    found = []
-    spec = importlib.util.find_spec("av")
-    if spec is not None and spec.origin:
-        site = os.path.dirname(os.path.dirname(spec.origin))
-        found += sorted(glob.glob(os.path.join(site, "av.libs", "libvpx*.so*")))
-        found += sorted(glob.glob(os.path.join(os.path.dirname(spec.origin), ".dylibs", "libvpx*.dylib")))
-    system = ctypes.util.find_library("vpx")
-    if system:
-        found.append(system)
-    return found
-
-
 _LIB: ctypes.CDLL | None = None
 _ABI: int | None = None
 
@@ -136,7 +120,7 @@ def library() -> ctypes.CDLL:
     if _LIB is not None:
         return _LIB
     tried = []
-    for path in _candidates():
+    for path in candidates("vpx"):
         try:
             lib = ctypes.CDLL(path)
             lib.vpx_codec_vp8_cx  # noqa: B018 - the encoder must be built in

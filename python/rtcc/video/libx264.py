@@ -19,10 +19,8 @@ read through offsets; :func:`_check_layout` verifies them on x264's defaults.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
-import glob
-import importlib.util
-import os
+
+from .shared_libs import candidates
 
 __all__ = ["X264Encoder", "library", "LibraryMissing"]
 
@@ -48,19 +46,6 @@ class _Nal(ctypes.Structure):
                 ("p_payload", ctypes.c_void_p), ("i_padding", ctypes.c_int)]
 
 
-def _candidates() -> list[str]:
-    found = []
-    spec = importlib.util.find_spec("av")
-    if spec is not None and spec.origin:
-        site = os.path.dirname(os.path.dirname(spec.origin))
-        found += sorted(glob.glob(os.path.join(site, "av.libs", "libx264*.so*")))
-        found += sorted(glob.glob(os.path.join(os.path.dirname(spec.origin), ".dylibs", "libx264*.dylib")))
-    system = ctypes.util.find_library("x264")
-    if system:
-        found.append(system)
-    return found
-
-
 _LIB: tuple[ctypes.CDLL, object] | None = None
 
 
@@ -71,7 +56,7 @@ def library() -> tuple[ctypes.CDLL, object]:
     if _LIB is not None:
         return _LIB
     tried = []
-    for path in _candidates():
+    for path in candidates("x264"):
         try:
             lib = ctypes.CDLL(path)
         except OSError as e:
