@@ -155,9 +155,26 @@ def test_a_broken_reference_shows_in_the_decoded_quality():
     assert broken < intact - 3, f"intact {intact:.1f} dB, broken chain {broken:.1f} dB"
 
 
-def test_a_live_flow_sends_real_vp8_frames(tmp_path):
-    """`rtcc send`/`recv` (here over loopback, no root needed) with the real encoder: the sender
-    process encodes the clip for real and the receiver shows its frames."""
+def _no_emu() -> str | None:
+    """Why `rtcc emu` cannot run here (it needs root, a TUN device and network namespaces)."""
+    import os
+    import subprocess
+
+    if os.geteuid() != 0:
+        return "rtcc emu needs root"
+    if not Path("/dev/net/tun").exists():
+        return "rtcc emu needs /dev/net/tun"
+    if subprocess.run(["unshare", "--net", "true"], capture_output=True).returncode != 0:
+        return "rtcc emu cannot create network namespaces here"
+    return None
+
+
+@pytest.mark.parametrize("emulate", [False, pytest.param(True, marks=pytest.mark.skipif(
+    _no_emu() is not None, reason=str(_no_emu())))], ids=["loopback", "emu"])
+def test_a_live_flow_sends_real_vp8_frames(tmp_path, emulate):
+    """`rtcc send`/`recv` with the real encoder, over loopback (no root needed) and through
+    `rtcc emu` (`rtcc live`: a 2 Mbit/s link, 20 ms each way): the sender process encodes the clip
+    for real and the receiver shows its frames."""
     from rtcc.live import run_live
 
     scenario = tmp_path / "live.toml"
@@ -165,14 +182,16 @@ def test_a_live_flow_sends_real_vp8_frames(tmp_path):
 name = "live-vp8"
 duration = "4s"
 [path.forward]
-capacity = "100Mbps"
-delay = "0ms"
+capacity = "2Mbps"
+delay = "20ms"
+[path.reverse]
+delay = "20ms"
 [[flows]]
 controller = "fixed"
 params = { rate = "400kbps" }
 encoder = { model = "vp8", clip = "carphone", resolution = "320x180" }
 ''')
-    live = run_live(scenario, tmp_path / "logs", emulate=False)
+    live = run_live(scenario, tmp_path / "logs", emulate=emulate)
     f = live.summary["flows"][0]
     assert f["frames_displayed"] >= 100, f
     # A real encoder's frames vary in size; the synthetic ideal encoder's would all be equal.
