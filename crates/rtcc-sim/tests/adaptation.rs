@@ -11,7 +11,7 @@
 //!   replayed on the logged targets gives every encoded frame's resolution and bounds the frame
 //!   rate; vidaptive (its own resolution rule) never codes a resolution its target cannot hold.
 
-mod common;
+use crate::common;
 
 use common::simulate;
 use rtcc_core::media::degradation::{Degradation, Preference, Step};

@@ -5,7 +5,7 @@ use rtcc_core::net::MahimahiTrace;
 use rtcc_sim::{run, Scenario, Summary};
 use std::path::{Path, PathBuf};
 
-mod common;
+use crate::common;
 
 fn summarize(sc: &Scenario) -> Summary {
     run_quiet(sc).summary

@@ -4,7 +4,7 @@
 //! Bands cite where they come from: the extraction is `shared/research/bbr_dash.md` (§6.3
 //! acceptance checks), the v2 constants are tcp_bbr2.c's (docs/tcp.md).
 
-mod common;
+use crate::common;
 
 use common::{mean_sojourn_ms, share_in_state, signal, simulate, throughput_bps, time_in_state};
 use rtcc_sim::RunResult;

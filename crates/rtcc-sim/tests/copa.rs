@@ -7,7 +7,7 @@
 //! The link is 20 Mbit/s with 20 ms each way: 40 ms of propagation, 40.6 ms with a 1500-byte
 //! packet's serialisation (0.6 ms), a BDP of 100 kB ≈ 67 packets.
 
-mod common;
+use crate::common;
 
 use common::{mean_sojourn_ms, simulate, throughput_bps};
 use rtcc_sim::RunResult;

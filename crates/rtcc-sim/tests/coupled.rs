@@ -12,7 +12,7 @@
 
 use rtcc_sim::RunResult;
 
-mod common;
+use crate::common;
 
 /// Two gcc flows from 0 s, each with the media range up to 2.5 Mbit/s (so neither is capped by
 /// it at a 2 : 1 split of 3 Mbit/s: 2 and 1 Mbit/s), `coupling` appended to each flow's table.

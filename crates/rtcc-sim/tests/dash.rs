@@ -4,7 +4,7 @@
 //! ladder, dash.js's DYNAMIC, HTTP/2. The extraction's acceptance checks (§6.3) are quoted where
 //! they apply; where the model does not reach them, the test pins what it does and says why.
 
-mod common;
+use crate::common;
 
 use common::simulate;
 use rtcc_core::dash::qoe::DashSummary;

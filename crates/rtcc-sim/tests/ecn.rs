@@ -2,7 +2,7 @@
 //! nothing and keep their throughput, CE marks reach the summary, and everything is off unless
 //! asked for.
 
-mod common;
+use crate::common;
 
 use common::{scenario, simulate};
 use rtcc_sim::RunResult;

@@ -9,7 +9,7 @@ use rtcc_core::metrics::playout::display_times;
 use rtcc_core::metrics::FrameRecord;
 use rtcc_sim::{run, RunResult, Scenario};
 
-mod common;
+use crate::common;
 use std::path::{Path, PathBuf};
 
 /// `fixed` at `rate` over a constant 10 Mbit/s link with 20 ms each way, `extra` appended to the

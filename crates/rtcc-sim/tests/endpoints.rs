@@ -7,7 +7,7 @@
 //! `rmcat-wired-test-suite.cc`): 50 ms one-way propagation delay, a 300 ms bottleneck queue;
 //! rates in decimal units (ns3-rmcat uses 2^20 bit/s per "Mbps").
 
-mod common;
+use crate::common;
 
 use common::{scenario, simulate, throughput_bps};
 use rtcc_core::packet::PacketKind;

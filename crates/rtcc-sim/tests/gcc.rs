@@ -8,7 +8,7 @@ use rtcc_core::metrics::{frame_delays, percentile};
 use rtcc_core::Time;
 use rtcc_sim::RunResult;
 
-mod common;
+use crate::common;
 
 /// Parse and run with file paths relative to the bundled traces.
 fn simulate(toml: &str) -> RunResult {

@@ -21,7 +21,7 @@
 
 use rtcc_sim::RunResult;
 
-mod common;
+use crate::common;
 
 const OUTAGE: &str = r#"
 name = "outage"

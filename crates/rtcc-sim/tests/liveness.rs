@@ -7,7 +7,7 @@
 //! sender's retransmission timeout the window controllers (copa, rocc, reno, cubic, bbr,
 //! vidaptive) stopped for good here: every packet in flight was lost, no feedback came back.
 
-mod common;
+use crate::common;
 
 use common::{simulate, throughput_bps};
 use rtcc_core::metrics::PacketRecord;

@@ -9,7 +9,7 @@ use rtcc_sim::{run_with_registry, Scenario};
 use std::path::Path;
 use std::sync::Arc;
 
-mod common;
+use crate::common;
 
 /// Sends at a constant rate, whatever the feedback says.
 struct Steady(Rate);

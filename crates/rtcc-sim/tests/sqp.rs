@@ -8,7 +8,7 @@
 use common::{signal, throughput_bps};
 use rtcc_sim::{RunResult, Scenario};
 
-mod common;
+use crate::common;
 
 fn scenario(toml: &str) -> Scenario {
     common::scenario_in(toml, &common::repo_dir("experiments/sqp"))

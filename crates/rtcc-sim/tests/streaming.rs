@@ -1,7 +1,7 @@
 //! A streaming run (packet records handed to a sink as they settle) gives the same summary and
 //! the same records as a run that keeps its whole log, and hands them over during the run.
 
-mod common;
+use crate::common;
 
 use common::{run_quiet, scenario};
 use rtcc_core::metrics::PacketRecord;

@@ -2,7 +2,7 @@
 //! one row per record, derived columns equal to the metrics' own, and Parquet files that read
 //! back as the tables they were written from, whether the packet log was kept or streamed.
 
-mod common;
+use crate::common;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;

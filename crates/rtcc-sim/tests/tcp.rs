@@ -1,6 +1,6 @@
 //! Whole-simulation checks of the TCP cross traffic: BBR v1 and Cubic behave as Linux's do.
 
-mod common;
+use crate::common;
 
 use common::{mean_sojourn_ms, simulate, total_throughput_bps};
 use rtcc_sim::RunResult;

@@ -7,7 +7,7 @@ use rtcc_sim::run::{HopSummary, LinkSummary};
 use rtcc_sim::{RunResult, Scenario};
 use std::path::Path;
 
-mod common;
+use crate::common;
 
 fn hops(r: &RunResult) -> &[HopSummary] {
     r.summary

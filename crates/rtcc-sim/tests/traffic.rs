@@ -1,7 +1,7 @@
 //! Whole-simulation checks of the RMCAT traffic and delay models: audio flows, short TCP flows
 //! (RFC 8867 §5.7) and RFC 8868 §4.5's bounded PDV jitter.
 
-mod common;
+use crate::common;
 
 use common::{run_quiet, scenario, simulate};
 use rtcc_core::Time;

@@ -12,7 +12,7 @@ use rtcc_core::packet::PacketKind;
 use rtcc_core::Time;
 use rtcc_sim::RunResult;
 
-mod common;
+use crate::common;
 
 /// A controller signal of flow 0 as (seconds, value).
 fn signal(r: &RunResult, name: &str) -> Vec<(f64, f64)> {
