@@ -431,10 +431,12 @@ encoder = "lagged"
             info.name,
             f.frames_sent
         );
-        // A clean 5 Mbit/s link: almost every one of the 180 frames is shown (Vidaptive's
-        // pause rule skips a few: 167), and none is undecodable.
+        // A clean 5 Mbit/s link: most of the 180 frames are shown (Vidaptive's pause rule
+        // skips a few: 167; BBR's startup, 2.89 times the bandwidth, overfills the 100 ms queue
+        // now that the encoder follows a target up to VP8's saturation, 12.4 Mbit/s at 720p:
+        // bbr2-s shows 154, bbr-s 168), and none is undecodable.
         assert!(
-            f.frames_displayed >= 160 && f.frames_undecodable == 0,
+            f.frames_displayed >= 150 && f.frames_undecodable == 0,
             "{}: {} frames shown, {} undecodable",
             info.name,
             f.frames_displayed,

@@ -16,7 +16,7 @@ Every encoded frame's bitstream is kept so that the receiver's side can be decod
 ``resolution``  the capture resolution, a rung of the ladder; default ``640x360``
 ``preset``      x264 only: its speed preset; default ``veryfast``
 ``floor_bpp``, ``saturation_bpp``  the lowest and highest rate the degradation policy assumes at
-                each rung, in bits per pixel (the lagged model's defaults, 0.01 and 0.19)
+                each rung, in bits per pixel (the lagged model's defaults, 0.01 and 0.45)
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def _settings(model: str, params: dict) -> dict:
     if preset not in X264_PRESETS:
         raise ValueError(f"preset: {preset!r} is not one of {', '.join(X264_PRESETS)}")
     bpp = {}
-    for k, default in (("floor_bpp", 0.01), ("saturation_bpp", 0.19)):
+    for k, default in (("floor_bpp", 0.01), ("saturation_bpp", 0.45)):
         v = params.get(k, default)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 10:
             raise ValueError(f"{k}: expected bits per pixel between 0 and 10, got {v!r}")

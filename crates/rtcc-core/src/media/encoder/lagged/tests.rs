@@ -334,8 +334,8 @@ fn a_zero_target_pauses_without_moving_the_state() {
 fn each_rung_has_a_floor_and_a_saturation_rate() {
     let e = LaggedEncoder::new(LaggedConfig::default(), 1);
     let (floor, sat) = e.limits(FPS);
-    // 720p: 0.01 and 0.19 bit/pixel × 1280·720 × 30 frame/s.
-    assert!((floor.bps() - 276_480.0).abs() < 1e-6 && (sat.bps() - 5_253_120.0).abs() < 1e-6);
+    // 720p: 0.01 and 0.45 bit/pixel × 1280·720 × 30 frame/s.
+    assert!((floor.bps() - 276_480.0).abs() < 1e-6 && (sat.bps() - 12_441_600.0).abs() < 1e-6);
     let run = |res: &str, rate: f64| {
         let cfg = LaggedConfig {
             resolution: Resolution::parse(res).unwrap(),
@@ -364,7 +364,7 @@ fn each_rung_has_a_floor_and_a_saturation_rate() {
         "720p at 100 kbit/s: {low:.0}; at 20 Mbit/s: {high:.0}; 360p at 100 kbit/s: {met:.0}"
     );
     assert!((low / 276_480.0 - 1.0).abs() < 0.05, "{low}");
-    assert!((high / 5_253_120.0 - 1.0).abs() < 0.05, "{high}");
+    assert!((high / 12_441_600.0 - 1.0).abs() < 0.05, "{high}");
     // A lower rung meets the same low target: 360p's floor is 69 kbit/s.
     assert!((met / 100e3 - 1.0).abs() < 0.05, "{met}");
     // Quality: at 4 Mbit/s 1080p beats 360p; at 200 kbit/s the order reverses.
