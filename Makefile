@@ -48,7 +48,7 @@ rust-test:
 	cargo test --workspace --quiet
 
 py-test:
-	$(PYTHON) -m pytest -q
+	$(PYTHON) -m pytest -q --durations=15
 
 lint:
 	cargo fmt --all -- --check
