@@ -235,7 +235,7 @@ def _default(p: dict) -> str:
 
 def _is_sweep_file(path) -> bool:
     """A sweep file has `[sweep]` and `[scenario]` tables; a scenario file neither."""
-    import tomllib
+    from rtcc import _toml as tomllib
     from pathlib import Path
 
     from .scenario import read_bounded

@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import json
 import os
-import tomllib
+from rtcc import _toml as tomllib
 from pathlib import Path
 from typing import Any, Callable
 

@@ -50,7 +50,7 @@ import shutil
 import signal
 import statistics
 import sys
-import tomllib
+from rtcc import _toml as tomllib
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path

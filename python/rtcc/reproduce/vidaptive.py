@@ -17,7 +17,7 @@ import importlib.util
 import io
 import math
 import os
-import tomllib
+from rtcc import _toml as tomllib
 from pathlib import Path
 
 import numpy as np

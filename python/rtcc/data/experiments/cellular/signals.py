@@ -24,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def run(trace: Path, seconds: float):
-    import tomllib
+    from rtcc import _toml as tomllib
 
     data = tomllib.loads((HERE / "lte.toml").read_text())["scenario"]  # the sweep's base scenario
     data["path"]["forward"]["trace"] = str(trace.resolve())
