@@ -129,3 +129,22 @@ def test_unknown_engines_are_refused(sweep_file, tmp_path):
         sweep.run(backend="slurm")
     with pytest.raises(ValueError, match="jobs"):
         sweep.run(jobs=0)
+
+
+def test_the_ray_backend_without_ray_says_what_to_install(tmp_path):
+    """Without Ray, --backend ray is a missing package, not "an internal error ... a bug in rtcc"
+    (what it said before), and the output folder is not created."""
+    import os
+    import subprocess
+    import sys
+
+    blocker = tmp_path / "blocked" / "ray"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text('raise ImportError("Ray is blocked for this test")\n')
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(blocker.parent), os.environ.get("PYTHONPATH", "")])}
+    sweep = Path(__file__).resolve().parents[1] / "experiments" / "bbr_dash" / "e9_no_regression.toml"
+    done = subprocess.run([sys.executable, "-m", "rtcc", "sweep", str(sweep), "--backend", "ray",
+                           "-o", str(tmp_path / "out")], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 2, done.stderr
+    assert "pip install 'ray>=2.9'" in done.stderr and "internal error" not in done.stderr, done.stderr
+    assert not (tmp_path / "out").exists()

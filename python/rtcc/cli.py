@@ -17,6 +17,7 @@ from . import _core
 from ._core import ScenarioError
 from .atomic import OutputError, atomic_dir, atomic_file, check_dest
 from .progress import TerminalProgress
+from .ray_backend import RayMissing
 
 SPEC_HELP = "controller spec: NAME or NAME:KEY=VALUE[,KEY=VALUE...], e.g. fixed:rate=5Mbps"
 
@@ -549,7 +550,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ScenarioError, OutputError, UsageError) as e:
+    except (ScenarioError, OutputError, UsageError, RayMissing) as e:
         message = str(e)
     except OSError as e:
         message = _os_message(e)

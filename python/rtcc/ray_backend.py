@@ -19,6 +19,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+class RayMissing(RuntimeError):
+    """``backend="ray"`` without Ray installed: what to install, not a bug in rtcc."""
+
+
 def input_files(data: dict, base_dir: str) -> dict[tuple, tuple[str, str]]:
     """The input files a scenario dict names: {location in the dict: (path, suffix)}, the path
     being the file the core reads and the suffix what follows ``#`` in the name (an OpenNetLab
@@ -90,7 +94,8 @@ def execute(tasks: list[tuple], address: str | None,
     try:
         import ray
     except ImportError:
-        raise RuntimeError("--backend ray needs Ray: pip install 'ray>=2.9'") from None
+        raise RayMissing("--backend ray needs Ray, which is not installed here: pip install 'ray>=2.9' "
+                         "(or run without --backend ray: the local backend gives the same results)") from None
     shipped = [ship(t) for t in tasks]  # a missing input file fails here, before anything runs
     started = not ray.is_initialized()
     if started:

@@ -580,7 +580,20 @@ params = { rate = "5Mbps" }
             "feedback = { interval = \"20ms\", rate_reports = \"0ms\" }",
         ));
         assert_eq!(e.field, "flows[0].feedback.rate_reports");
-        assert!(e.message.contains("longer than 0ms"), "{e}");
+        assert!(e.message.contains("at least 1ms"), "{e}");
+        // Below the floor: "1ns" used to hang a run (interval) or grow memory until the core
+        // aborted (rate reports).
+        let e = error_of(&with("feedback = { interval = \"1ns\" }"));
+        assert_eq!(e.field, "flows[0].feedback.interval");
+        assert!(e.message.contains("at least 1ms"), "{e}");
+        let e = error_of(&with(
+            "feedback = { interval = \"20ms\", rate_reports = \"999us\" }",
+        ));
+        assert_eq!(e.field, "flows[0].feedback.rate_reports");
+        assert!(parse(&with(
+            "feedback = { interval = \"1ms\", rate_reports = \"1ms\" }"
+        ))
+        .is_ok());
         let e = error_of(&with(
             "feedback = { interval = \"20ms\", rate_reports = \"often\" }",
         ));

@@ -134,6 +134,9 @@ pub struct FrameAction {
     pub resolution: Option<Resolution>,
 }
 
+/// The shortest feedback or rate-report interval a policy may ask for.
+pub const MIN_FEEDBACK_INTERVAL: Duration = Duration(1_000_000);
+
 /// How often the receiver should send feedback for this controller.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -161,12 +164,16 @@ impl FeedbackPolicy {
         if self.interval.is_none() && !self.per_frame {
             return Err(("", "set an interval, per_frame = true, or both"));
         }
-        let zero = |d: Option<Duration>| d.is_some_and(|d| d.0 == 0);
-        if zero(self.interval) {
-            return Err(("interval", "must be longer than 0ms"));
+        // Judgment call: at least 1 ms. Real feedback comes every 10–250 ms (transport-wide
+        // feedback 50–250 ms, RFC 8888 about once per frame); shorter intervals only flood the
+        // reverse path, and "1ns" made a 5 s run take minutes (a report per nanosecond of
+        // simulated time) or grow memory until the core aborted.
+        let too_short = |d: Option<Duration>| d.is_some_and(|d| d < MIN_FEEDBACK_INTERVAL);
+        if too_short(self.interval) {
+            return Err(("interval", "must be at least 1ms"));
         }
-        if zero(self.rate_reports) {
-            return Err(("rate_reports", "must be longer than 0ms"));
+        if too_short(self.rate_reports) {
+            return Err(("rate_reports", "must be at least 1ms"));
         }
         Ok(())
     }
