@@ -181,9 +181,13 @@ fn on_a_lossy_link_frames_are_undecodable_until_a_keyframe_arrives() {
         "the receiver asked for keyframes: {}",
         f.keyframes
     );
+    // A request and its keyframe take about an RTT plus a frame; a request within 300 ms of
+    // the last one served waits for the next (libwebrtc's limit, served as it serves them), and
+    // a keyframe (about 25 packets at 1 % loss) is itself lost about one time in five, so the
+    // longest break in 30 s spans a few rounds: 31 frames with the limit, under 30 without.
     assert!(
-        longest < 30,
-        "a request and a keyframe take ~RTT plus a frame: {longest}"
+        longest < 45,
+        "a request and a keyframe take ~RTT plus a frame, a few times over: {longest}"
     );
     assert!(f.frames_displayed < f.frames_delivered);
     assert!(f.frame_latency_ms.p95.unwrap() > f.frame_delay_ms.p95.unwrap());

@@ -154,6 +154,12 @@ pub trait Endpoint: Send {
     fn malformed(&self) -> u64 {
         0
     }
+    /// Datagrams and messages that parsed but were refused: another stream's SSRC, a sequence
+    /// number or frame id implausibly far ahead, a keyframe request sooner than the sender
+    /// serves them.
+    fn discarded(&self) -> u64 {
+        0
+    }
 }
 
 /// Loss recovery and liveness of a video flow, each switchable (all on by default, as in every

@@ -76,8 +76,20 @@ fn call(ends: &mut [Box<dyn Endpoint>; 2], until: Time, drop: impl FnMut(&[u8]) 
 fn call_marking(
     ends: &mut [Box<dyn Endpoint>; 2],
     until: Time,
+    drop: impl FnMut(&[u8]) -> bool,
+    mark: impl FnMut(&[u8]) -> bool,
+) -> Log {
+    call_injecting(ends, until, drop, mark, |_, _| Vec::new())
+}
+
+/// [`call_marking`] with a third party: `inject(now, log)` returns datagrams (end index, bytes)
+/// handed to those ends at `now`, from nowhere on the wire (a buggy or hostile peer).
+fn call_injecting(
+    ends: &mut [Box<dyn Endpoint>; 2],
+    until: Time,
     mut drop: impl FnMut(&[u8]) -> bool,
     mut mark: impl FnMut(&[u8]) -> bool,
+    mut inject: impl FnMut(Time, &Log) -> Vec<(usize, Vec<u8>)>,
 ) -> Log {
     let mut log = Log::default();
     let mut wire: Vec<(Time, usize, Vec<u8>, u32, Ecn)> = Vec::new();
@@ -90,6 +102,10 @@ fn call_marking(
             let (_, to, bytes, size, ecn) = wire.remove(0);
             ends[to].handle_datagram_with_ecn(now, &bytes, size, ecn);
             log.delivered[to].push((now, bytes, size));
+        }
+        for (to, bytes) in inject(now, &log) {
+            let size = bytes.len() as u32 + 28;
+            ends[to].handle_datagram(now, &bytes, size);
         }
         for (side, end) in ends.iter_mut().enumerate() {
             if end.poll_timeout().is_some_and(|t| t <= now) {
@@ -727,4 +743,259 @@ fn rate_reports_reach_the_controller_with_the_senders_sequence_numbers() {
             "report {k}: packet {seq}"
         );
     }
+}
+
+// --- a buggy or hostile third party ---------------------------------------------------------------
+
+/// A gcc sender and its receiver, which names the flow's streams as every scenario flow does.
+/// The media range stops gcc at 2 Mbit/s (about 200 packets a second): a forged jump of 30 000
+/// numbers stays ahead of the real stream for the whole call.
+fn gcc_pair() -> [Box<dyn Endpoint>; 2] {
+    let params: cc::Params = toml::from_str("").unwrap();
+    let ctx = ControllerContext {
+        now: Time::ZERO,
+        fps: 30.0,
+        max_payload: Bytes(1200),
+        media: crate::video::range::MediaRange {
+            max_bitrate: Some(Rate::from_mbps(2.0)),
+            ..Default::default()
+        },
+        capacity: None,
+        coupling: None,
+    };
+    let gcc = cc::create("gcc", &params, &ctx).unwrap();
+    let ssrcs = Ssrcs::for_flow(0);
+    [
+        Box::new(video_sender_with(gcc, Recovery::default())),
+        Box::new(
+            VideoRecvEndpoint::new(Time::ZERO, ssrcs.media, policy(false), Recovery::default())
+                .with_streams(ssrcs),
+        ),
+    ]
+}
+
+const ATTACK_AT: Time = Time(10_000_000_000);
+const CALL_END: Time = Time(30_000_000_000);
+
+/// What a call under attack is judged by: the sender's target at the end, frames shown,
+/// arrivals acknowledged to the sender by transport-wide feedback in the last 5 s, keyframes
+/// and retransmissions sent, what each end discarded.
+#[derive(Debug, PartialEq)]
+struct Outcome {
+    target_bps: f64,
+    displayed: usize,
+    late_feedback: usize,
+    keyframes: usize,
+    retransmissions: usize,
+    discarded: [u64; 2],
+}
+
+fn outcome(ends: &[Box<dyn Endpoint>; 2], log: &Log) -> Outcome {
+    let mut state = Vec::new();
+    ends[0].state(&mut state);
+    let late_feedback = log.delivered[0]
+        .iter()
+        .filter(|(t, ..)| t.0 >= CALL_END.0 - 5_000_000_000)
+        .flat_map(|(_, b, _)| rtcp::parse_compound(b).unwrap_or_default())
+        .map(|p| match p {
+            RtcpPacket::TransportCc(fb) => fb.receive_times.iter().flatten().count(),
+            _ => 0,
+        })
+        .sum();
+    let media: Vec<RtpHeader> = log.sent[0].iter().map(|(_, b)| rtp(b)).collect();
+    Outcome {
+        target_bps: state.iter().find(|(n, _)| *n == "target_bps").unwrap().1,
+        displayed: displayed(log),
+        late_feedback,
+        keyframes: media
+            .iter()
+            .filter(|h| h.frame.is_some_and(|d| d.keyframe && d.index == 0))
+            .filter(|h| h.payload_type == PT_MEDIA)
+            .count(),
+        retransmissions: media.iter().filter(|h| h.payload_type == PT_RTX).count(),
+        discarded: [ends[0].discarded(), ends[1].discarded()],
+    }
+}
+
+/// A 30 s gcc call with `attack(now, log)` injecting datagrams from 10 s on.
+fn attacked_call(mut attack: impl FnMut(Time, &Log) -> Vec<(usize, Vec<u8>)>) -> Outcome {
+    let mut ends = gcc_pair();
+    let log = call_injecting(
+        &mut ends,
+        CALL_END,
+        |_| false,
+        |_| false,
+        |now, log| {
+            if now < ATTACK_AT {
+                Vec::new()
+            } else {
+                attack(now, log)
+            }
+        },
+    );
+    outcome(&ends, &log)
+}
+
+/// The newest media packet the sender sent.
+fn newest_media(log: &Log) -> RtpHeader {
+    log.sent[0]
+        .iter()
+        .rev()
+        .map(|(_, b)| rtp(b))
+        .find(|h| h.payload_type == PT_MEDIA)
+        .expect("the sender has sent media")
+}
+
+/// Once, at the attack's start: `forge(newest media header)` to the receiver.
+fn once_to_receiver(
+    mut forge: impl FnMut(RtpHeader) -> RtpHeader,
+) -> impl FnMut(Time, &Log) -> Vec<(usize, Vec<u8>)> {
+    let mut done = false;
+    move |_, log| {
+        if std::mem::replace(&mut done, true) {
+            return Vec::new();
+        }
+        let mut b = Vec::new();
+        forge(newest_media(log)).encode(&mut b);
+        b.resize(1200, 0);
+        vec![(1, b)]
+    }
+}
+
+/// The call's outcome is the clean call's within the tolerances: the target within
+/// 10 %, frames shown within 5 %, and feedback still reaching the sender at the end.
+fn assert_unharmed(attacked: &Outcome, what: &str) {
+    let clean = attacked_call(|_, _| Vec::new());
+    assert!(
+        (attacked.target_bps / clean.target_bps - 1.0).abs() <= 0.10,
+        "{what}: target {:.0} against {:.0} without it",
+        attacked.target_bps,
+        clean.target_bps
+    );
+    assert!(
+        (attacked.displayed as f64 / clean.displayed as f64 - 1.0).abs() <= 0.05,
+        "{what}: {} frames shown against {} without it",
+        attacked.displayed,
+        clean.displayed
+    );
+    assert!(
+        attacked.late_feedback >= clean.late_feedback * 9 / 10,
+        "{what}: {} arrivals acknowledged to the sender in the last 5 s, {} without it",
+        attacked.late_feedback,
+        clean.late_feedback
+    );
+}
+
+#[test]
+fn one_packet_far_ahead_in_transport_sequence_does_not_stop_the_feedback() {
+    let o = attacked_call(once_to_receiver(|h| RtpHeader {
+        transport_seq: h.transport_seq.map(|s| s.wrapping_add(30_000)),
+        payload_type: PT_PADDING,
+        ssrc: Ssrcs::for_flow(0).rtx,
+        frame: None,
+        ..h
+    }));
+    assert_eq!(o.discarded[1], 1, "the forged packet is refused: {o:?}");
+    assert_unharmed(&o, "a transport-wide number 30 000 ahead");
+}
+
+#[test]
+fn one_packet_far_ahead_in_frame_id_or_sequence_abandons_nothing() {
+    for (what, jump_seq, jump_frame) in [("frame id", 0, 30_000), ("sequence number", 30_000, 0)] {
+        let o = attacked_call(once_to_receiver(|h| {
+            let d = h.frame.unwrap();
+            RtpHeader {
+                sequence: h.sequence.wrapping_add(1 + jump_seq),
+                transport_seq: h.transport_seq.map(|s| s.wrapping_add(1)),
+                // A whole keyframe on its own: the worst a single packet can be.
+                frame: Some(FrameDescriptor {
+                    frame_id: d.frame_id.wrapping_add(1 + jump_frame),
+                    index: 0,
+                    count: 1,
+                    keyframe: true,
+                    reference_delta: 0,
+                }),
+                ..h
+            }
+        }));
+        assert_eq!(
+            o.discarded[1], 1,
+            "{what}: the forged packet is refused: {o:?}"
+        );
+        assert_unharmed(&o, what);
+    }
+}
+
+#[test]
+fn a_burst_of_keyframe_requests_costs_one_keyframe_per_300_ms() {
+    let ssrcs = Ssrcs::for_flow(0);
+    let mut sent = 0;
+    let o = attacked_call(|_, _| {
+        if sent == 200 {
+            return Vec::new();
+        }
+        sent += 1;
+        let mut b = Vec::new();
+        RtcpPacket::Pli(rtcp::Pli {
+            sender_ssrc: 1,
+            media_ssrc: ssrcs.media,
+        })
+        .encode(&mut b)
+        .unwrap();
+        vec![(0, b)]
+    });
+    // 200 requests delivered one per loop step, all within 1 s: at most 4 served.
+    assert!(
+        o.keyframes <= 1 + 4,
+        "the first frame and at most four served requests: {o:?}"
+    );
+    assert!(o.discarded[0] >= 196, "{o:?}");
+    assert_unharmed(&o, "200 PLIs");
+}
+
+#[test]
+fn a_flood_of_junk_and_other_streams_changes_nothing() {
+    use rand_core::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+    let mut sent = 0u64;
+    let o = attacked_call(|_, _| {
+        // 10^5 datagrams, 50 per loop step, to both ends.
+        if sent >= 100_000 {
+            return Vec::new();
+        }
+        (0..50)
+            .map(|i| {
+                sent += 1;
+                let mut b = Vec::new();
+                if i % 2 == 0 {
+                    // Another stream's RTP, every number at random.
+                    RtpHeader {
+                        payload_type: PT_MEDIA,
+                        sequence: rng.next_u32() as u16,
+                        timestamp: rng.next_u32(),
+                        ssrc: rng.next_u32() | 0x8000_0000,
+                        transport_seq: Some(rng.next_u32() as u16),
+                        frame: Some(FrameDescriptor {
+                            frame_id: rng.next_u32() as u16,
+                            index: 0,
+                            count: 1,
+                            keyframe: true,
+                            reference_delta: 0,
+                        }),
+                        ..RtpHeader::default()
+                    }
+                    .encode(&mut b);
+                } else {
+                    b.resize(1 + (rng.next_u32() % 200) as usize, 0);
+                    rng.fill_bytes(&mut b);
+                }
+                ((i / 2) % 2, b)
+            })
+            .collect()
+    });
+    assert!(
+        o.discarded[1] >= 20_000,
+        "the other streams are refused: {o:?}"
+    );
+    assert_unharmed(&o, "10^5 junk datagrams");
 }

@@ -21,9 +21,20 @@
 //! Recovered packets (RTX, FEC) complete frames but are not reported in transport-wide feedback
 //! under their original number (the retransmission has its own transport-wide number; an FEC
 //! recovery has none), as in libwebrtc.
+//!
+//! **What it refuses** (a buggy or hostile peer must not break the flow with one packet):
+//! datagrams of another stream (SSRCs other than the flow's, once [`VideoRecvEndpoint::with_streams`]
+//! names them, as every scenario flow does), and a packet whose transport-wide sequence number,
+//! media sequence number or frame id lands implausibly far ahead of the newest one
+//! ([`JumpGuard`]: [`TRANSPORT_SEQ_WINDOW`], [`MEDIA_SEQ_WINDOW`] and [`FRAME_ID_WINDOW`]).
+//! Accepting such a packet would report every number in between as lost and every later packet
+//! as already reported (the sender would never get another acknowledgement), or give up every
+//! frame in between. A real jump (a long loss run) is accepted from the packet after it. Both
+//! are counted in [`Endpoint::discarded`].
 
 use super::frame_acks::{FrameAckConfig, FrameAcker};
 use super::rate_reports::RateReporter;
+use super::video_send::Ssrcs;
 use super::{rtp_time, unwrap_near, Endpoint, EndpointEvent, Recovery, Transmit};
 use super::{PT_FEC, PT_MEDIA, PT_RTX};
 use crate::cc::FeedbackPolicy;
@@ -39,6 +50,7 @@ use crate::wire::rtcp::{
     ReceiverReport, ReportBlock, RtcpPacket, TransportCcFeedback,
 };
 use crate::wire::rtp::{is_rtcp, RtpHeader};
+use crate::wire::seq::JumpGuard;
 use crate::wire::SeqUnwrapper;
 use std::collections::VecDeque;
 
@@ -50,6 +62,14 @@ const FEC_WINDOW: usize = 96;
 const MAX_STATUSES_PER_MESSAGE: usize = 4096;
 /// The receiver's own SSRC (it sends no media).
 const RECEIVER_SSRC: u32 = 1;
+/// A transport-wide sequence number more than this far ahead of the newest is held back
+/// ([`JumpGuard`]): about 1 s of packets lost in a row at 100 Mbit/s, 48 s at 2 Mbit/s; a quarter
+/// of the 16-bit space, so that a jump is never confused with a wrap. Judgment call.
+pub const TRANSPORT_SEQ_WINDOW: u64 = 1 << 13;
+/// The same for media sequence numbers.
+pub const MEDIA_SEQ_WINDOW: u64 = 1 << 13;
+/// ... and for frame ids: 1,024 frames, 34 s at 30 frame/s. Judgment call.
+pub const FRAME_ID_WINDOW: u64 = 1 << 10;
 
 pub struct VideoRecvEndpoint {
     policy: FeedbackPolicy,
@@ -86,6 +106,12 @@ pub struct VideoRecvEndpoint {
     /// feedback).
     ecn: bool,
     nack_scratch: Vec<u64>,
+    /// The flow's streams, when named: RTP of any other SSRC is refused.
+    streams: Option<Ssrcs>,
+    foreign: u64,
+    transport_guard: JumpGuard,
+    seq_guard: JumpGuard,
+    frame_guard: JumpGuard,
 }
 
 impl VideoRecvEndpoint {
@@ -136,7 +162,50 @@ impl VideoRecvEndpoint {
             malformed: 0,
             ecn: false,
             nack_scratch: Vec::new(),
+            streams: None,
+            foreign: 0,
+            transport_guard: JumpGuard::new(TRANSPORT_SEQ_WINDOW),
+            seq_guard: JumpGuard::new(MEDIA_SEQ_WINDOW),
+            frame_guard: JumpGuard::new(FRAME_ID_WINDOW),
         }
+    }
+
+    /// Accept RTP of these streams only (media, RTX with padding, FEC).
+    pub fn with_streams(mut self, streams: Ssrcs) -> VideoRecvEndpoint {
+        self.streams = Some(streams);
+        self
+    }
+
+    /// Whether a packet with header `h` belongs to the flow and continues its numbers
+    /// plausibly (module documentation).
+    fn accepts(&mut self, h: &RtpHeader) -> bool {
+        if let Some(s) = self.streams {
+            if ![s.media, s.rtx, s.fec].contains(&h.ssrc) {
+                self.foreign += 1;
+                return false;
+            }
+        }
+        if let Some(ts) = h.transport_seq {
+            let seq = self.transport_seq.peek(ts);
+            if !self.transport_guard.admit(self.transport_seq.last(), seq) {
+                return false;
+            }
+        }
+        let near =
+            |newest: Option<u64>, v: u64, bits| newest.map_or(v, |n| unwrap_near(n, v, bits));
+        if h.payload_type == PT_MEDIA {
+            let seq = near(self.newest_seq, h.sequence as u64, 16);
+            if !self.seq_guard.admit(self.newest_seq, seq) {
+                return false;
+            }
+        }
+        if let Some(d) = h.frame {
+            let frame = near(self.newest_frame, d.frame_id as u64, 16);
+            if !self.frame_guard.admit(self.newest_frame, frame) {
+                return false;
+            }
+        }
+        true
     }
 
     /// Acknowledge frames as `config` says (default: when complete). Only with a policy that
@@ -198,18 +267,19 @@ impl VideoRecvEndpoint {
     }
 
     fn on_rtp(&mut self, now: Time, datagram: &[u8], size: u32, ecn: Ecn) {
-        let parsed = RtpHeader::parse(datagram);
-        if let Some(r) = &mut self.rate_reports {
-            let transport_seq = parsed.as_ref().ok().and_then(|(h, _)| h.transport_seq);
-            r.on_datagram(now, size, transport_seq);
-        }
-        let (h, len) = match parsed {
+        let (h, len) = match RtpHeader::parse(datagram) {
             Ok(v) => v,
             Err(_) => {
                 self.malformed += 1;
                 return;
             }
         };
+        if !self.accepts(&h) {
+            return;
+        }
+        if let Some(r) = &mut self.rate_reports {
+            r.on_datagram(now, size, h.transport_seq);
+        }
         if let Some(ts) = h.transport_seq {
             let seq = self.transport_seq.unwrap(ts);
             self.arrivals.on_packet_with_ecn(now, seq, ecn);
@@ -483,6 +553,13 @@ impl Endpoint for VideoRecvEndpoint {
 
     fn malformed(&self) -> u64 {
         self.malformed
+    }
+
+    fn discarded(&self) -> u64 {
+        self.foreign
+            + self.transport_guard.rejected()
+            + self.seq_guard.rejected()
+            + self.frame_guard.rejected()
     }
 }
 

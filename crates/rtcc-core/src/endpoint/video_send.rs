@@ -24,7 +24,10 @@
 //! What comes back (RTCP compound datagrams): transport-wide feedback (into the controller),
 //! frame acknowledgements, late ones of lost frames included (for frame-level controllers), rate
 //! reports (into the controller's `on_rate_report`), generic NACK (retransmissions), PLI (the
-//! next frame is a keyframe) and receiver reports (counted only).
+//! next frame is a keyframe) and receiver reports (counted only). NACKs and PLIs about another
+//! SSRC than the flow's media stream are ignored, and a PLI within
+//! [`MIN_KEYFRAME_REQUEST_INTERVAL`] of the last one served, as in libwebrtc; both are counted
+//! in [`Endpoint::discarded`].
 
 use super::{
     rtp_timestamp, unwrap_near, EncodedFrameInfo, Endpoint, EndpointEvent, Recovery, Transmit,
@@ -43,6 +46,11 @@ use std::collections::VecDeque;
 pub const HISTORY_MIN_AGE: Duration = Duration(1_000_000_000);
 /// libwebrtc `kMinPacketDurationRtt`: ... and at least this many SRTTs.
 pub const HISTORY_RTTS: u64 = 3;
+
+/// libwebrtc `EncoderRtcpFeedback`'s `kMinKeyframeSendIntervalMs`: a keyframe request (PLI)
+/// sooner than this after the last one served is ignored, so that a burst of requests (a
+/// receiver's, or forged ones) costs one keyframe, not one each.
+pub const MIN_KEYFRAME_REQUEST_INTERVAL: Duration = Duration(300_000_000);
 
 /// SSRCs of a flow's streams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,6 +116,10 @@ pub struct VideoSendEndpoint {
     fec_next_id: u64,
     events: VecDeque<EndpointEvent>,
     malformed: u64,
+    /// NACKs and PLIs refused (another SSRC, too soon).
+    discarded: u64,
+    /// When the last keyframe request was served.
+    last_keyframe_request: Option<Time>,
     /// libwebrtc's retransmission rate limit.
     budget: RetransmissionBudget,
     /// The codepoint of every RTP packet: ECT(0) with RTP over ECN (RFC 6679), else Not-ECT.
@@ -156,6 +168,8 @@ impl VideoSendEndpoint {
             fec_next_id: 0,
             events: VecDeque::new(),
             malformed: 0,
+            discarded: 0,
+            last_keyframe_request: None,
             budget: RetransmissionBudget::default(),
             ecn: Ecn::NotEct,
             ecn_report: Vec::new(),
@@ -315,8 +329,21 @@ impl VideoSendEndpoint {
                     };
                     self.sender.on_rate_report(now, &report);
                 }
-                RtcpPacket::Nack(n) => self.on_nack(now, &n.lost),
-                RtcpPacket::Pli(_) => self.sender.request_keyframe(),
+                RtcpPacket::Nack(n) if n.media_ssrc == self.ssrcs.media => {
+                    self.on_nack(now, &n.lost)
+                }
+                RtcpPacket::Pli(p) if p.media_ssrc == self.ssrcs.media => {
+                    let too_soon = self
+                        .last_keyframe_request
+                        .is_some_and(|t| now.saturating_since(t) < MIN_KEYFRAME_REQUEST_INTERVAL);
+                    if too_soon {
+                        self.discarded += 1;
+                    } else {
+                        self.last_keyframe_request = Some(now);
+                        self.sender.request_keyframe();
+                    }
+                }
+                RtcpPacket::Nack(_) | RtcpPacket::Pli(_) => self.discarded += 1,
                 _ => {}
             }
         }
@@ -556,6 +583,10 @@ impl Endpoint for VideoSendEndpoint {
 
     fn malformed(&self) -> u64 {
         self.malformed
+    }
+
+    fn discarded(&self) -> u64 {
+        self.discarded
     }
 }
 

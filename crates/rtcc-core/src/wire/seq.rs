@@ -45,6 +45,61 @@ impl SeqUnwrapper {
     }
 }
 
+/// How far past a held value the next one may land and still confirm the jump.
+pub const JUMP_CONFIRM_SPAN: u64 = 64;
+
+/// Keeps a single corrupt or forged packet from moving an unwrapped counter (a transport-wide
+/// sequence number, an RTP sequence number, a frame id) implausibly far ahead.
+///
+/// A value more than `window` ahead of the newest accepted one is held back, not accepted. The
+/// jump is real if the next value seen continues from it (lands within [`JUMP_CONFIRM_SPAN`]
+/// at or after it), as the packets after a long loss run do: that next value is accepted (the
+/// held packet itself stays discarded; a repair mechanism sees it as lost). Anything else
+/// forgets the held value. One stray packet 30 000 numbers ahead therefore changes nothing,
+/// where accepting it would declare 30 000 packets lost and put every later packet behind the
+/// newest number. Values behind the newest are always accepted (reordering, retransmissions).
+/// libwebrtc bounds the same state by size instead (`PacketArrivalTimeMap` keeps 2^15
+/// arrivals, `NackRequester` forgets packets 10 000 numbers old); a window in numbers is our
+/// judgment, with the sizes named where a guard is used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JumpGuard {
+    window: u64,
+    held: Option<u64>,
+    rejected: u64,
+}
+
+impl JumpGuard {
+    pub const fn new(window: u64) -> JumpGuard {
+        JumpGuard {
+            window,
+            held: None,
+            rejected: 0,
+        }
+    }
+
+    /// Whether to accept `value`, given the newest value accepted so far (`None`: nothing yet).
+    pub fn admit(&mut self, newest: Option<u64>, value: u64) -> bool {
+        let held = self.held.take();
+        let Some(newest) = newest else {
+            return true;
+        };
+        if value <= newest.saturating_add(self.window) {
+            return true;
+        }
+        if held.is_some_and(|h| (h..=h.saturating_add(JUMP_CONFIRM_SPAN)).contains(&value)) {
+            return true;
+        }
+        self.held = Some(value);
+        self.rejected += 1;
+        false
+    }
+
+    /// Values not accepted so far.
+    pub fn rejected(&self) -> u64 {
+        self.rejected
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,5 +140,31 @@ mod tests {
         for v in 0u64..300_000 {
             assert_eq!(u.unwrap(v as u16), v);
         }
+    }
+
+    #[test]
+    fn a_single_far_jump_is_held_back_and_a_continued_one_accepted() {
+        let mut g = JumpGuard::new(1000);
+        assert!(g.admit(None, 5), "the first value starts the counter");
+        assert!(g.admit(Some(5), 900), "within the window");
+        assert!(
+            !g.admit(Some(900), 30_900),
+            "30 000 ahead: held back, not accepted"
+        );
+        assert!(
+            g.admit(Some(900), 901),
+            "the real stream goes on and the held value is forgotten"
+        );
+        assert!(!g.admit(Some(901), 30_900), "held again");
+        assert!(
+            !g.admit(Some(901), 50_000),
+            "not a continuation of the held value"
+        );
+        assert!(
+            g.admit(Some(901), 50_001),
+            "a continuation of the last held value: a real jump (a long loss run)"
+        );
+        assert!(g.admit(Some(50_001), 3), "late values are always accepted");
+        assert_eq!(g.rejected(), 3);
     }
 }

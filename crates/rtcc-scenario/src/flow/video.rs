@@ -337,6 +337,7 @@ impl VideoFlow {
             self.feedback,
             self.recovery,
         )
+        .with_streams(ssrcs)
         .with_frame_acks(self.frame_ack);
         recv.set_ecn(self.ecn);
         Ok([Box::new(send), Box::new(recv)])
