@@ -39,10 +39,18 @@
 //! `overhead` below the 64 bytes of IPv4, UDP and RTP headers (0 by default), the last packet of
 //! a frame with a few bytes left over, or a parity packet protecting only such packets.
 //!
-//! **Addresses.** The sender sends to `--to`. The receiver answers the source of the first
-//! datagram that parses as RTP of its flow (one of the flow's SSRCs); RTCP due before then is
-//! dropped and counted. Neither end filters by source: everything that arrives goes to the
-//! endpoint, whose parsers count what is malformed and never panic.
+//! **Addresses: each end talks to one peer.** The sender sends to `--to` and hands its endpoint
+//! only what comes from there. The receiver pins its peer: the address `--peer` names (a host,
+//! or a host and port), else the source of the first datagram that parses as RTP of its flow
+//! (one of the flow's SSRCs), and from then on hands its endpoint only what comes from that
+//! address; RTCP due before then is dropped and counted. Everything else is counted
+//! (`foreign_datagrams`) and dropped unread, so a third party can neither steer the flow nor
+//! redirect its feedback once the call has started. Plain RTP authenticates nothing: without
+//! `--peer`, a forged packet that arrives before the real sender's first one takes the
+//! receiver (the summary's `peer` shows who it answered). The endpoints themselves refuse
+//! another stream's packets and implausible jumps of any single packet
+//! ([`rtcc_core::endpoint::VideoRecvEndpoint`]), and serve keyframe requests at most every
+//! 300 ms, as libwebrtc does ([`rtcc_core::endpoint::video_send`]).
 //!
 //! **Time.** Each end's clock starts at zero as the end starts; its summary has that instant of
 //! `CLOCK_MONOTONIC` (`clock_origin_ns`), which processes on one host share,
@@ -148,6 +156,9 @@ pub struct Options {
     pub flow: u32,
     /// Where to send: the receiver for a sender; `None` for a receiver (it learns its peer).
     pub peer: Option<SocketAddr>,
+    /// A receiver's peer before it is learned: the first flow datagram from this host (and
+    /// port, if not 0) pins it. `None`: from anywhere.
+    pub expect_peer: Option<SocketAddr>,
     /// Stop this long after the clock's zero.
     pub duration: Duration,
     /// The sender's pauses, resumptions and stop, in time order ([`sender_schedule`]).
@@ -337,6 +348,7 @@ struct Driver {
     endpoint: Box<dyn Endpoint>,
     socket: UdpSocket,
     peer: Option<SocketAddr>,
+    expect_peer: Option<SocketAddr>,
     clock: Clock,
     handle: Arc<Handle>,
     logs: Logs,
@@ -471,25 +483,36 @@ impl Driver {
             let size = received_size(len);
             self.handle.received.fetch_add(1, Ordering::Relaxed);
             self.stats.received_bytes += size as u64;
-            if self.role == Role::Recv {
-                if let Some(h) = flow_rtp(datagram, &self.ssrcs) {
-                    self.peer.get_or_insert(from);
-                    self.stats.arrivals += 1;
-                    self.stats.arrival_bytes += size as u64;
-                    if let Some(out) = &mut self.logs.arrivals {
-                        let seq = h
-                            .transport_seq
-                            .map_or(-1, |s| self.arrival_seq.unwrap(s) as i64);
-                        writeln!(out, "{seq},{size},{}", now.0)?;
-                    }
-                }
+            let rtp = match self.role {
+                Role::Recv => flow_rtp(datagram, &self.ssrcs),
+                Role::Send => None,
+            };
+            if self.peer.is_none() && rtp.is_some() && self.expected(from) {
+                self.peer = Some(from);
             }
             if self.peer != Some(from) {
                 self.handle.foreign.fetch_add(1, Ordering::Relaxed);
+                continue; // not the peer's: unread
+            }
+            if let Some(h) = rtp {
+                self.stats.arrivals += 1;
+                self.stats.arrival_bytes += size as u64;
+                if let Some(out) = &mut self.logs.arrivals {
+                    let seq = h
+                        .transport_seq
+                        .map_or(-1, |s| self.arrival_seq.unwrap(s) as i64);
+                    writeln!(out, "{seq},{size},{}", now.0)?;
+                }
             }
             self.endpoint.handle_datagram(now, datagram, size);
         }
         Ok(())
+    }
+
+    /// Whether a receiver may pin `from` as its peer (`--peer`).
+    fn expected(&self, from: SocketAddr) -> bool {
+        self.expect_peer
+            .is_none_or(|e| e.ip() == from.ip() && (e.port() == 0 || e.port() == from.port()))
     }
 }
 
@@ -551,6 +574,7 @@ pub fn run(endpoint: Box<dyn Endpoint>, socket: UdpSocket, opts: Options) -> io:
         endpoint,
         socket,
         peer: opts.peer,
+        expect_peer: opts.expect_peer,
         clock: opts.clock,
         handle: opts.handle.clone(),
         logs: Logs::create(opts.role, opts.log_dir.as_deref())?,
@@ -658,6 +682,7 @@ pub fn run(endpoint: Box<dyn Endpoint>, socket: UdpSocket, opts: Options) -> io:
         json!(handle.foreign.load(Ordering::Relaxed)),
     );
     add("malformed", json!(endpoint.malformed()));
+    add("discarded", json!(endpoint.discarded()));
     add("recv_errors", json!(s.recv_errors));
     add("lateness", lateness.json());
     match opts.role {
@@ -753,6 +778,11 @@ pub struct RecvArgs {
     /// Address to listen on.
     #[arg(long, value_name = "ADDR:PORT")]
     listen: String,
+    /// Answer only this sender: a host (any port) or HOST:PORT. Without it the receiver answers
+    /// the first datagram of its flow, from wherever it comes; plain RTP cannot tell a forged
+    /// one.
+    #[arg(long, value_name = "HOST[:PORT]")]
+    peer: Option<String>,
 }
 
 /// The clock whose zero is `origin_ns` of CLOCK_MONOTONIC (now if none), once that instant has
@@ -793,6 +823,18 @@ fn resolve(text: &str, option: &str) -> Result<SocketAddr, String> {
         .map_err(|e| format!("{option} {text:?}: {e} (expected HOST:PORT)"))?
         .next()
         .ok_or_else(|| format!("{option} {text:?}: resolves to no address"))
+}
+
+/// `--peer`: HOST:PORT, or a HOST alone (any port: port 0).
+fn parse_peer(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(ip) = text.trim_matches(['[', ']']).parse::<std::net::IpAddr>() {
+        return Ok(SocketAddr::new(ip, 0));
+    }
+    if let Ok(addr) = resolve(text, "--peer") {
+        return Ok(addr);
+    }
+    resolve(&format!("{text}:0"), "--peer")
+        .map_err(|_| format!("--peer {text:?}: not an address (expected HOST or HOST:PORT)"))
 }
 
 fn parse_duration(text: Option<&str>, default: Duration) -> Result<Duration, String> {
@@ -845,6 +887,7 @@ fn prepare_send(args: &SendArgs) -> Result<Prepared, String> {
             role: Role::Send,
             flow: a.flow as u32,
             peer: Some(to),
+            expect_peer: None,
             duration,
             schedule: sender_schedule(&f),
             log_dir: a.log_dir.clone(),
@@ -862,6 +905,7 @@ fn prepare_recv(args: &RecvArgs) -> Result<Prepared, String> {
     let listen = resolve(&args.listen, "--listen")?;
     let duration = parse_duration(a.duration.as_deref(), sc.duration)?;
     let socket = bind(listen, "--listen")?;
+    let expect_peer = args.peer.as_deref().map(parse_peer).transpose()?;
     Ok(Prepared {
         endpoint: receiver,
         socket,
@@ -869,6 +913,7 @@ fn prepare_recv(args: &RecvArgs) -> Result<Prepared, String> {
             role: Role::Recv,
             flow: a.flow as u32,
             peer: None,
+            expect_peer,
             duration,
             schedule: Vec::new(),
             log_dir: a.log_dir.clone(),

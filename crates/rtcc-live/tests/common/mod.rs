@@ -64,6 +64,28 @@ pub fn start(
     send_for: Duration,
     recv_for: Duration,
 ) -> Running {
+    start_with(
+        scenario,
+        controller,
+        logs,
+        send_for,
+        recv_for,
+        false,
+        |_| {},
+    )
+}
+
+/// [`start`], the receiver told its sender's address (`--peer`) if `pin`, and `before_send`
+/// run with the receiver's address once the receiver's loop runs and before the sender starts.
+pub fn start_with(
+    scenario: &str,
+    controller: Option<&str>,
+    logs: &Path,
+    send_for: Duration,
+    recv_for: Duration,
+    pin: bool,
+    before_send: impl FnOnce(SocketAddr),
+) -> Running {
     let sc = Scenario::from_toml_str(scenario, Path::new("."), "test", None).unwrap();
     let (f, [sender, receiver]) = live_flow(&sc, 0, controller).unwrap();
     let clock = Clock::new();
@@ -75,6 +97,7 @@ pub fn start(
         role,
         flow: 0,
         peer,
+        expect_peer: (pin && role == Role::Recv).then_some(sender_addr),
         duration,
         schedule,
         log_dir: Some(logs.join(dir)),
@@ -93,6 +116,7 @@ pub fn start(
     let (sender_handle, receiver_handle) =
         (send_options.handle.clone(), recv_options.handle.clone());
     let recv_loop = std::thread::spawn(move || run(receiver, recv_socket, recv_options));
+    before_send(receiver_addr);
     let send_loop = std::thread::spawn(move || run(sender, send_socket, send_options));
     Running {
         clock,
