@@ -149,6 +149,8 @@ def cmd_sweep(args) -> int:
 
 
 SEED_MAX = 2**64 - 1
+# rtcc rmcat --seeds N runs seeds 1..N of every case and controller: 1,000 is already days of runs.
+RMCAT_MAX_SEEDS = 1000
 
 
 def _seed(text: str) -> int:
@@ -261,8 +263,9 @@ def cmd_rmcat(args) -> int:
         specs = [ControllerSpec.parse(c) for c in args.controller]
         for spec in specs:
             spec.check()
-    if args.seeds is not None and args.seeds < 1:
-        raise UsageError(f"--seeds: expected a positive number of seeds, got {args.seeds}")
+    if args.seeds is not None and not 1 <= args.seeds <= RMCAT_MAX_SEEDS:
+        raise UsageError(f"--seeds: expected a number of seeds from 1 to {RMCAT_MAX_SEEDS} (each runs every case "
+                         f"with every controller), got {args.seeds}")
     seeds = args.seeds if args.seeds is not None else (1 if args.quick else 3)
     engine = _engine(args)
     check_dest(args.output, args.force)
@@ -543,11 +546,38 @@ def _live(argv: list[str]) -> int:
     return code
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where the program is, so that everything a Ctrl-C cleans up
+    (temporary output folders, worker processes, the core's run, which checks for signals once
+    per simulated second) is cleaned up too; the exit status is 128 + the signal's number."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _terminate(signum, _frame):
+    raise Terminated(signum)
+
+
+def _catch_termination() -> None:
+    """SIGTERM and SIGHUP end the command as Ctrl-C does (Python's default dies on the spot)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) is signal.SIG_DFL:
+            signal.signal(sig, _terminate)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in LIVE_COMMANDS:
         return _live(argv)
     args = build_parser().parse_args(argv)
+    _catch_termination()
     try:
         return args.func(args)
     except (ScenarioError, OutputError, UsageError, RayMissing) as e:
@@ -556,17 +586,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = _os_message(e)
     except RecursionError:
         message = "the input is nested too deeply to process"
-    except KeyboardInterrupt:
-        print("\nrtcc: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        import signal
+
+        signum = getattr(e, "signum", signal.SIGINT)
+        print(f"\nrtcc: {'interrupted' if signum == signal.SIGINT else 'terminated'} "
+              f"({signal.Signals(signum).name})", file=sys.stderr)
+        return 128 + signum
     except Exception as e:  # a bug in rtcc: one line, the traceback only when asked for
         if args.debug:
             raise
         print(f"rtcc: internal error: {type(e).__name__}: {e} (a bug in rtcc; --debug shows the traceback)",
               file=sys.stderr)
         return 70  # EX_SOFTWARE
-    print(f"rtcc: error: {message}", file=sys.stderr)
+    print(f"rtcc: error: {_printable(message)}", file=sys.stderr)
     return 2
+
+
+def _printable(message: str) -> str:
+    """``message`` with control characters escaped (``\\n``, ``\\x1b``): a file name holding a
+    newline or a terminal escape sequence cannot forge a second line or repaint the terminal."""
+    import unicodedata
+
+    return "".join(ch.encode("unicode_escape").decode("ascii") if unicodedata.category(ch).startswith("C") else ch
+                   for ch in message)
 
 
 if __name__ == "__main__":

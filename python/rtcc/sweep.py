@@ -438,6 +438,14 @@ class Sweep:
         report = show if show else (progress if callable(progress) else None)
         try:
             outputs, died = execute(tasks, jobs, report, backend, address)
+        except KeyboardInterrupt as e:
+            # Interrupted: the runs that finished go with the exception, for run_sweep to keep.
+            finished = {key: o[1] for key, o in zip(keys, getattr(e, "outputs", None) or [])
+                        if o is not None and not o[0]}
+            if done or finished:
+                e.partial = SweepResult(self, cells, done | finished)
+                e.total = len(cells) * len(self.seeds)
+            raise
         finally:
             if show:
                 show.close()
@@ -569,12 +577,16 @@ def _execute(tasks: list[tuple], jobs: int,
     if progress:
         progress(0, total)
     if jobs == 1 or total <= 1:
-        for i, task in enumerate(tasks):
-            outputs[i] = _run_task(task)
-            if progress:
-                progress(i + 1, total)
-            if outputs[i][0]:
-                break
+        try:
+            for i, task in enumerate(tasks):
+                outputs[i] = _run_task(task)
+                if progress:
+                    progress(i + 1, total)
+                if outputs[i][0]:
+                    break
+        except KeyboardInterrupt as e:
+            e.outputs = outputs  # what finished before Ctrl-C, SIGTERM or SIGHUP, for the sweep to keep
+            raise
         return outputs, None
     # "spawn": forking a process that holds polars' (or the core's) threads can deadlock.
     pool = ProcessPoolExecutor(max_workers=min(jobs, total), mp_context=multiprocessing.get_context("spawn"),
@@ -603,8 +615,10 @@ def _execute(tasks: list[tuple], jobs: int,
                 pending = set()
             if progress:
                 progress(done, total)
-    except BaseException:
+    except BaseException as e:
         _stop(pool)
+        if isinstance(e, KeyboardInterrupt):
+            e.outputs = outputs  # what finished before Ctrl-C, SIGTERM or SIGHUP, for the sweep to keep
         raise
     if died is not None or any(o is None or o[0] for o in outputs):
         _stop(pool)
@@ -849,7 +863,7 @@ def run_sweep(sweep: Sweep, out_dir: str | os.PathLike, jobs: int | None = None,
     into such a folder, running only what is missing.
     """
     done = finished_runs(sweep, out_dir) if resume else {}
-    stopped = None
+    stopped = interrupted = None
     # Resuming replaces the stopped sweep's folder (what it had that is still valid is carried over).
     with atomic_dir(out_dir, force=force or resume) as tmp:
         for label, seed in done:  # the reused runs keep their folders (logs, plots)
@@ -859,11 +873,24 @@ def run_sweep(sweep: Sweep, out_dir: str | os.PathLike, jobs: int | None = None,
                                allow_large=allow_large, done=done, backend=backend, address=address)
         except SweepIncomplete as e:
             stopped, result = e, e.partial
-        result.write(tmp)
+        except KeyboardInterrupt as e:
+            if getattr(e, "partial", None) is None:
+                raise  # nothing finished: nothing to keep
+            # Ctrl-C, SIGTERM or SIGHUP: keep what finished, then end as interrupted.
+            interrupted, stopped, result = e, "interrupted", e.partial
+            stopped_total = e.total
         if stopped:
+            total = stopped_total if interrupted else stopped.total
+            result.write(tmp)
             (tmp / INCOMPLETE).write_text(
-                f"{stopped}\n{len(result.summaries)} of {stopped.total} runs finished; "
+                f"{stopped}\n{len(result.summaries)} of {total} runs finished; "
                 f"`rtcc sweep {sweep.source or 'FILE'} -o {out_dir} --resume` runs the rest.\n", encoding="utf-8")
+        else:
+            result.write(tmp)
+    if interrupted:
+        print(f"rtcc: the {len(result.summaries)} of {stopped_total} runs that finished are in {out_dir} "
+              "(INCOMPLETE.txt); --resume runs the rest", file=sys.stderr)
+        raise interrupted
     if stopped:
         raise ScenarioError(f"{stopped}; the {len(result.summaries)} of {stopped.total} runs that finished are in "
                             f"{out_dir} (INCOMPLETE.txt); --resume runs the rest") from None

@@ -214,14 +214,19 @@ fn run<'py>(
         if callback_error.is_some() {
             return;
         }
+        // A Python signal handler raised (KeyboardInterrupt, or the CLI's SIGTERM and SIGHUP
+        // handlers), or the callback did: the run ends at once, not at its end.
         if let Err(e) = py.check_signals() {
             callback_error = Some(e);
+            rtcc_sim::sim::interrupt();
         } else if let Some(cb) = &progress {
             if let Err(e) = cb.call1((fraction,)) {
                 callback_error = Some(e);
+                rtcc_sim::sim::interrupt();
             }
         }
     };
+    rtcc_sim::sim::clear_interrupt();
     pycontroller::take_error(); // none should be left from an earlier run
     let mut writer = packets_to
         .map(|p| rtcc_sim::tables::PacketLogWriter::create(Path::new(p)))
@@ -238,11 +243,12 @@ fn run<'py>(
         rtcc_sim::run::run_streaming_with_registry(&sc, seed, &mut report, &registry, &mut sink)
     } else {
         rtcc_sim::run_with_registry(&sc, seed, &mut report, &registry)
-    }
-    .map_err(ScenarioError::new_err)?;
+    };
+    rtcc_sim::sim::clear_interrupt();
     if let Some(e) = pycontroller::take_error().or(callback_error) {
         return Err(e);
     }
+    let result = result.map_err(ScenarioError::new_err)?;
     if let Some(e) = sink_error {
         return Err(PyOSError::new_err(e));
     }

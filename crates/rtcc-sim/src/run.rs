@@ -54,6 +54,9 @@ pub fn run_streaming_with_registry(
     run_inner(scenario, seed, progress, registry, Some(sink))
 }
 
+/// The error of a run ended by [`crate::sim::interrupt`].
+pub const INTERRUPTED: &str = "interrupted before the end of the run";
+
 fn run_inner(
     scenario: &Scenario,
     seed: Option<u64>,
@@ -72,10 +75,14 @@ fn run_inner(
         state,
         events,
         links,
+        interrupted,
     } = match sink {
         Some(sink) => sim.run_streaming(progress, sink),
         None => sim.run(progress),
     };
+    if interrupted {
+        return Err(INTERRUPTED.to_string());
+    }
     let mut summary = summarize(&sc, &mut flows, streamed);
     if sc.is_multi_hop() {
         summary.hops = Some(hop_summaries(&sc, links));

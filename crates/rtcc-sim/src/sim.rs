@@ -40,6 +40,7 @@ pub use rtcc_scenario::outcome::{capacity_fn, FlowLogs, LinkCounters, StateLog};
 pub use rtcc_scenario::seeds::derive_seed;
 use rtcc_scenario::Scenario;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// A datagram in the network.
@@ -272,6 +273,25 @@ pub struct SimOutput {
     pub events: u64,
     /// Per link, index `2 · hop + direction` (0 forward, 1 reverse).
     pub links: Vec<LinkCounters>,
+    /// The run ended early, at an [`interrupt`] request.
+    pub interrupted: bool,
+}
+
+/// Set by [`interrupt`]; read at every progress report.
+static INTERRUPT: AtomicBool = AtomicBool::new(false);
+
+/// Ask every simulation running in this process to end at its next progress report (once per
+/// simulated second, a few milliseconds of wall time in most runs): what a progress callback
+/// or a signal handler calls when the user asks to stop. Such a run's output is marked
+/// `interrupted` (and [`crate::run::run`] returns an error instead of a summary). The request
+/// stays until [`clear_interrupt`].
+pub fn interrupt() {
+    INTERRUPT.store(true, Ordering::Relaxed);
+}
+
+/// Withdraw an [`interrupt`] request; whether there was one.
+pub fn clear_interrupt() -> bool {
+    INTERRUPT.swap(false, Ordering::Relaxed)
 }
 
 pub struct Simulation {
@@ -446,6 +466,7 @@ impl Simulation {
     ) -> SimOutput {
         self.streaming = sink.is_some();
         self.push(Time::from_millis(1000), Event::Progress);
+        let mut interrupted = false;
         while let Some(Entry {
             time,
             event,
@@ -484,6 +505,10 @@ impl Simulation {
                 }
                 Event::Progress => {
                     progress((time.as_secs_f64() / self.end.as_secs_f64()).min(1.0));
+                    if INTERRUPT.load(Ordering::Relaxed) {
+                        interrupted = true;
+                        break;
+                    }
                     self.push(time + Duration::from_millis(1000), Event::Progress);
                 }
             }
@@ -511,7 +536,9 @@ impl Simulation {
                 None => f.logs.packets = std::mem::take(&mut log.records),
             }
         }
-        progress(1.0);
+        if !interrupted {
+            progress(1.0);
+        }
         for (li, c) in self.counters.iter_mut().enumerate() {
             c.queued_at_end_packets = self.links[li].held_packets() as u64;
         }
@@ -531,6 +558,7 @@ impl Simulation {
             state: self.state,
             events: self.events,
             links: self.counters,
+            interrupted,
         }
     }
 

@@ -1,0 +1,77 @@
+"""Stopping: Ctrl-C, SIGTERM and SIGHUP end a run within a second (the core checks for them once
+per simulated second), clean up, and exit with 128 + the signal's number; an interrupted sweep
+keeps the runs that finished, for --resume."""
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from rtcc.sweep import Sweep, finished_runs
+
+# About 20 million packets, over 8 s of wall time: long enough to interrupt.
+LONG = textwrap.dedent(
+    """
+    duration = "12000s"
+    [path.forward]
+    capacity = "25Mbps"
+    delay = "20ms"
+    queue = "50ms"
+    [[flows]]
+    controller = "fixed"
+    params = { rate = "20Mbps" }
+    """
+)
+
+
+def leftovers(folder):
+    return sorted(p.name for p in folder.iterdir() if ".tmp-" in p.name or ".old-" in p.name)
+
+
+def start(argv, cwd):
+    return subprocess.Popen([sys.executable, "-m", "rtcc", *argv], cwd=cwd, stderr=subprocess.PIPE, text=True)
+
+
+def stop(proc, sig, after_s):
+    """Send ``sig`` ``after_s`` seconds after the start; (exit status, seconds it took to exit, stderr)."""
+    time.sleep(after_s)
+    assert proc.poll() is None, f"ended before the signal: {proc.stderr.read()}"
+    proc.send_signal(sig)
+    sent = time.monotonic()
+    _, err = proc.communicate(timeout=30)
+    return proc.returncode, time.monotonic() - sent, err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_long_run_stops_within_a_second_of_a_signal_and_leaves_nothing(tmp_path, sig):
+    (tmp_path / "long.toml").write_text(LONG)
+    proc = start(["run", "long.toml", "-o", "out", "--no-plots"], tmp_path)
+    code, took, err = stop(proc, sig, 3.0)
+    assert code == 128 + sig, err
+    assert took < 1.0, f"exited {took:.2f} s after {sig.name}"
+    assert signal.Signals(sig).name in err, err
+    assert not (tmp_path / "out").exists()
+    assert leftovers(tmp_path) == []
+
+
+def test_an_interrupted_sweep_keeps_its_finished_runs_for_resume(tmp_path):
+    text = ('[sweep]\nseeds = [1]\n[sweep.grid]\nduration = ["2s", "12000s"]\n[scenario]\n'
+            + LONG.replace('duration = "12000s"\n', "").replace("[path.", "[scenario.path.")
+            .replace("[[flows]]", "[[scenario.flows]]"))
+    path = tmp_path / "sw.toml"
+    path.write_text(text)
+    proc = start(["sweep", "sw.toml", "-o", "out", "-j", "2"], tmp_path)
+    code, took, err = stop(proc, signal.SIGTERM, 4.0)
+    assert code == 128 + signal.SIGTERM, err
+    assert took < 2.0, f"exited {took:.2f} s after SIGTERM (the workers are stopped first)"
+    assert "1 of 2 runs that finished" in err, err
+    out = tmp_path / "out"
+    assert "interrupted" in (out / "INCOMPLETE.txt").read_text()
+    assert leftovers(tmp_path) == []
+    # --resume would run only the long cell: the 2 s one is kept.
+    done = finished_runs(Sweep.from_file(path), out)
+    assert list(done) == [("duration=2s", 1)], done
+    assert json.loads(done[("duration=2s", 1)])["flows"][0]["frames_displayed"] > 0
