@@ -559,3 +559,16 @@ def test_a_mahimahi_log_of_a_two_hop_path_is_refused_before_the_run(tmp_path, ca
     err = error_of(capsys, ["run", scenario, "-o", tmp_path / "run", "--mahimahi-log"])
     assert "--mahimahi-log" in err and "2 hops" in err
     assert not (tmp_path / "run").exists()
+
+
+def test_errors_escape_control_characters_in_names(tmp_path, capsys):
+    """A file name holding a newline and a terminal escape sequence cannot forge a second `rtcc:`
+    line or repaint the terminal: the error shows it escaped."""
+    err = error_of(capsys, ["run", str(tmp_path / "a\nrtcc: all good\x1b[2J.toml"), "-o", tmp_path / "o"])
+    assert err.count("\n") == 1 and "\\n" in err and "\\x1b" in err and "\x1b" not in err, err
+
+
+def test_rmcat_refuses_a_seed_count_it_could_never_run(tmp_path, capsys):
+    err = error_of(capsys, ["rmcat", "--seeds", "1000000000000", "-o", tmp_path / "o"])
+    assert "--seeds" in err and "from 1 to 1000" in err, err
+    assert not (tmp_path / "o").exists()

@@ -484,15 +484,21 @@ fn bad(message: String) -> ControllerError {
     }
 }
 
+/// The largest priority a flow may have. RFC 8699 sets no bound; shares are computed as
+/// `S_CR · P(i) / S_P`, which overflows to nothing for priorities near `f64::MAX` (two flows of
+/// priority 1e308 both fell to the minimum rate). A million to one is more than any use of
+/// priorities needs. Judgment call.
+pub const MAX_PRIORITY: f64 = 1e6;
+
 fn build(
     params: &Params,
     ctx: &ControllerContext,
     registry: &Registry,
 ) -> Result<Box<dyn Controller>, ControllerError> {
     let config: CoupledConfig = super::parse_config("coupled", params)?;
-    if !(config.priority.is_finite() && config.priority > 0.0) {
+    if !(config.priority > 0.0 && config.priority <= MAX_PRIORITY) {
         return Err(bad(format!(
-            "priority must be a positive number, got {}",
+            "priority must be a positive number no larger than {MAX_PRIORITY:e}, got {}",
             config.priority
         )));
     }
@@ -690,6 +696,8 @@ mod tests {
         assert!(e.contains("priority must be a positive number"), "{e}");
         let e = build_err("inner = \"gcc\"\npriority = -1.0", &c);
         assert!(e.contains("priority"), "{e}");
+        let e = build_err("inner = \"gcc\"\npriority = 1e308", &c);
+        assert!(e.contains("no larger than 1e6"), "{e}");
         let e = build_err("inner = \"nosuch\"", &c);
         assert!(
             e.contains("inner") && e.contains("valid controllers"),
