@@ -172,9 +172,26 @@ fn signals_reach_the_command_and_the_shell_cleans_up() {
     require_live!();
     for (sig, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
         let before = net_state();
-        // The command handles the signal; the child it waits for gets it too (the group's).
-        let child = start(&["--", "sh", "-c", "trap 'exit 7' INT TERM; sleep 30 & wait"]);
+        // The command handles the signal; the child it waits for gets it too (the group's). It
+        // says when its handler is in place: a signal before that would end it with 128 + sig.
+        let ready =
+            std::env::temp_dir().join(format!("rtcc-emu-ready-{}-{sig}", std::process::id()));
+        let _ = std::fs::remove_file(&ready);
+        let script = format!(
+            "trap 'exit 7' INT TERM; touch '{}'; sleep 30 & wait",
+            ready.display()
+        );
+        let child = start(&["--", "sh", "-c", &script]);
         wait_until_up(&child);
+        let t0 = Instant::now();
+        while !ready.exists() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "the command never started"
+            );
+            sleep(Duration::from_millis(20));
+        }
+        let _ = std::fs::remove_file(&ready);
         // SAFETY: kill has no memory-safety preconditions.
         unsafe { libc::kill(child.id() as i32, sig) };
         let out = child.wait_with_output().unwrap();

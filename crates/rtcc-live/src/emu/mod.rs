@@ -335,8 +335,11 @@ pub fn run(cfg: EmuConfig) -> Result<i32, EmuError> {
     };
     let mut dirs = [direction(UP)?, direction(DOWN)?];
 
-    let ns = Namespace::create().map_err(EmuError::Setup)?;
+    // Signals are caught before the namespace exists, so that one arriving while it is being set
+    // up ends the shell through its clean-up (it used to kill the process between the two,
+    // leaving the namespace to the next start's sweep of stale ones).
     signals::install();
+    let ns = Namespace::create().map_err(EmuError::Setup)?;
     // `wall` keeps real time for the shell's own bookkeeping; `clock` is the links' time, which
     // starts `start_delay` later (and reads zero until then).
     let wall = Clock::new();
