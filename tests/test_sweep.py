@@ -552,7 +552,8 @@ def test_a_worker_killed_mid_run_is_named_and_the_finished_runs_are_kept(tmp_pat
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal is Linux's")
 def test_a_sweep_killed_outright_leaves_debris_the_next_sweep_removes(tmp_path, capsys):
-    long = BASE.replace('duration = "2s"', 'duration = "3000s"')
+    # 60 Mbit/s for 3000 s: about 15 million packets, seconds of work, so the sweep is running when killed.
+    long = BASE.replace('duration = "2s"', 'duration = "3000s"').replace('"4Mbps"', '"60Mbps"')
     sweep = tmp_path / "long.toml"
     sweep.write_text('[sweep]\nseeds = [1]\n' + long)
     out = tmp_path / "out"
