@@ -178,6 +178,9 @@ pub struct Recovery {
     pub playout_delay: Duration,
     /// How long the receiver waits before its first NACK for a missing packet.
     pub nack_delay: Duration,
+    /// The sender serves a keyframe request (PLI) at most this often (libwebrtc
+    /// `EncoderRtcpFeedback`'s `kMinKeyframeSendIntervalMs`, 300 ms).
+    pub keyframe_request_interval: Duration,
 }
 
 impl Default for Recovery {
@@ -189,6 +192,7 @@ impl Default for Recovery {
             rto: true,
             playout_delay: Duration::ZERO,
             nack_delay: Duration::ZERO,
+            keyframe_request_interval: video_send::MIN_KEYFRAME_REQUEST_INTERVAL,
         }
     }
 }

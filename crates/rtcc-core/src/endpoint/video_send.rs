@@ -25,9 +25,9 @@
 //! frame acknowledgements, late ones of lost frames included (for frame-level controllers), rate
 //! reports (into the controller's `on_rate_report`), generic NACK (retransmissions), PLI (the
 //! next frame is a keyframe) and receiver reports (counted only). NACKs and PLIs about another
-//! SSRC than the flow's media stream are ignored, and a PLI within
-//! [`MIN_KEYFRAME_REQUEST_INTERVAL`] of the last one served, as in libwebrtc; both are counted
-//! in [`Endpoint::discarded`].
+//! SSRC than the flow's media stream are ignored, and a PLI within the flow's
+//! `keyframe_request_interval` ([`MIN_KEYFRAME_REQUEST_INTERVAL`], 300 ms, by default) of the
+//! last one served, as in libwebrtc; both are counted in [`Endpoint::discarded`].
 
 use super::{
     rtp_timestamp, unwrap_near, EncodedFrameInfo, Endpoint, EndpointEvent, Recovery, Transmit,
@@ -333,9 +333,9 @@ impl VideoSendEndpoint {
                     self.on_nack(now, &n.lost)
                 }
                 RtcpPacket::Pli(p) if p.media_ssrc == self.ssrcs.media => {
-                    let too_soon = self
-                        .last_keyframe_request
-                        .is_some_and(|t| now.saturating_since(t) < MIN_KEYFRAME_REQUEST_INTERVAL);
+                    let too_soon = self.last_keyframe_request.is_some_and(|t| {
+                        now.saturating_since(t) < self.recovery.keyframe_request_interval
+                    });
                     if too_soon {
                         self.discarded += 1;
                     } else {

@@ -87,6 +87,8 @@ pub struct RecoverySpec {
     pub playout_delay: Option<Duration>,
     /// Delay before the receiver's first NACK for a missing packet (default 0ms).
     pub nack_delay: Option<Duration>,
+    /// The sender serves a keyframe request at most this often (default 300ms, libwebrtc's).
+    pub keyframe_request_interval: Option<Duration>,
 }
 
 /// A video receiver's frame acknowledgements as written in a scenario; every field is optional.
@@ -261,6 +263,9 @@ impl VideoSpec {
             rto: r.rto.unwrap_or(defaults.rto),
             playout_delay: r.playout_delay.unwrap_or(defaults.playout_delay),
             nack_delay: r.nack_delay.unwrap_or(defaults.nack_delay),
+            keyframe_request_interval: r
+                .keyframe_request_interval
+                .unwrap_or(defaults.keyframe_request_interval),
         })
     }
 }
