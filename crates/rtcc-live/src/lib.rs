@@ -5,6 +5,7 @@
 //!   every queue discipline and capacity model the simulator has).
 //! - [`transport`]: `rtcc send` / `rtcc recv`, one flow of a scenario as RTP and RTCP over
 //!   UDP, its ends the simulator's own endpoints driven by a real-time loop.
+//! - [`srtp`]: SRTP and SRTCP (RFC 3711) for the transport, keyed from a file or the environment.
 //! - [`assemble`]: a live run's logs as a run of the simulator's shape, summarised by the same code.
 //! - [`cli`]: the command line shared by the `rtcc-live` binary and the Python front's
 //!   `rtcc emu`.
@@ -17,4 +18,5 @@ pub mod cli;
 pub mod clock;
 pub mod emu;
 pub mod signals;
+pub mod srtp;
 pub mod transport;

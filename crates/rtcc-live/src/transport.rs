@@ -78,8 +78,10 @@ use crate::clock::{self, Clock};
 use crate::emu::log::AtomicWriter;
 use crate::emu::Lateness;
 use crate::signals;
+use crate::srtp::{Keying, Profile, Srtp};
 use clap::Args;
 use rtcc_core::cc::{self, CapacityView};
+use rtcc_core::endpoint::video_recv::RECEIVER_SSRC;
 use rtcc_core::endpoint::video_send::Ssrcs;
 use rtcc_core::endpoint::{EncodedFrameInfo, Endpoint, EndpointEvent, Transmit};
 use rtcc_core::media::jitter_buffer::FrameEvent;
@@ -159,6 +161,8 @@ pub struct Options {
     /// A receiver's peer before it is learned: the first flow datagram from this host (and
     /// port, if not 0) pins it. `None`: from anywhere.
     pub expect_peer: Option<SocketAddr>,
+    /// SRTP and SRTCP with this key ([`crate::srtp`]); `None`: plain RTP.
+    pub srtp: Option<Keying>,
     /// Stop this long after the clock's zero.
     pub duration: Duration,
     /// The sender's pauses, resumptions and stop, in time order ([`sender_schedule`]).
@@ -175,7 +179,12 @@ pub struct Options {
 /// size implies (`t.size − 28`). Returns false, leaving `buf` as it is, when its headers alone
 /// are longer than that.
 pub fn pad_to_modelled_size(buf: &mut Vec<u8>, t: &Transmit) -> bool {
-    let payload = t.size.saturating_sub(IP_UDP_OVERHEAD) as usize;
+    pad_to_modelled_size_less(buf, t, 0)
+}
+
+/// [`pad_to_modelled_size`] leaving room for `reserve` bytes (an SRTP tag) on the wire.
+fn pad_to_modelled_size_less(buf: &mut Vec<u8>, t: &Transmit, reserve: usize) -> bool {
+    let payload = (t.size.saturating_sub(IP_UDP_OVERHEAD) as usize).saturating_sub(reserve);
     if buf.len() > payload {
         return false;
     }
@@ -329,6 +338,8 @@ struct Stats {
     unsent_no_peer: u64,
     received_bytes: u64,
     recv_errors: u64,
+    /// Datagrams refused by SRTP (too short, an unexpected SSRC, not authentic, a replay).
+    unauthenticated: u64,
     arrivals: u64,
     arrival_bytes: u64,
     frames_encoded: u64,
@@ -349,6 +360,7 @@ struct Driver {
     socket: UdpSocket,
     peer: Option<SocketAddr>,
     expect_peer: Option<SocketAddr>,
+    srtp: Option<Srtp>,
     clock: Clock,
     handle: Arc<Handle>,
     logs: Logs,
@@ -358,6 +370,8 @@ struct Driver {
     arrival_seq: SeqUnwrapper,
     tx: Vec<u8>,
     rx: Vec<u8>,
+    /// An SRTP datagram: sealed before it is sent, opened after it is read.
+    crypt: Vec<u8>,
     /// The controller's signals, as last sampled.
     signals: Vec<(&'static str, f64)>,
 }
@@ -373,15 +387,29 @@ impl Driver {
             if let Some(d) = deadline {
                 self.lateness.add(now.saturating_since(d));
             }
-            if !pad_to_modelled_size(&mut self.tx, &t) {
+            let rtcp = is_rtcp(&self.tx);
+            // An SRTP packet's tag is part of its modelled size (crate::srtp, "Sizes").
+            let tag = match (&self.srtp, rtcp) {
+                (Some(s), false) => s.profile().rtp_overhead(),
+                _ => 0,
+            };
+            if !pad_to_modelled_size_less(&mut self.tx, &t, tag) {
                 self.stats.over_modelled_size += 1;
             }
-            let size = received_size(self.tx.len());
+            let wire: &[u8] = match &mut self.srtp {
+                Some(s) => {
+                    s.protect(&self.tx, rtcp, &mut self.crypt)
+                        .map_err(io::Error::other)?;
+                    &self.crypt
+                }
+                None => &self.tx,
+            };
+            let size = received_size(wire.len());
             self.stats.transmits += 1;
             self.stats.transmit_bytes += size as u64;
             match self.peer {
                 None => self.stats.unsent_no_peer += 1,
-                Some(peer) => match self.socket.send_to(&self.tx, peer) {
+                Some(peer) => match self.socket.send_to(wire, peer) {
                     Ok(_) => {
                         self.stats.sent += 1;
                         self.stats.sent_bytes += size as u64;
@@ -479,10 +507,21 @@ impl Driver {
                 }
             };
             let now = self.clock.now();
-            let datagram = &self.rx[..len];
             let size = received_size(len);
             self.handle.received.fetch_add(1, Ordering::Relaxed);
             self.stats.received_bytes += size as u64;
+            let datagram: &[u8] = match &mut self.srtp {
+                None => &self.rx[..len],
+                Some(s) => {
+                    let raw = &self.rx[..len];
+                    if s.unprotect(raw, is_rtcp(raw), &mut self.crypt).is_err() {
+                        self.stats.unauthenticated += 1;
+                        self.handle.foreign.fetch_add(1, Ordering::Relaxed);
+                        continue; // not from the peer, as far as anyone can tell: unread
+                    }
+                    &self.crypt
+                }
+            };
             let rtp = match self.role {
                 Role::Recv => flow_rtp(datagram, &self.ssrcs),
                 Role::Send => None,
@@ -575,6 +614,23 @@ pub fn run(endpoint: Box<dyn Endpoint>, socket: UdpSocket, opts: Options) -> io:
         socket,
         peer: opts.peer,
         expect_peer: opts.expect_peer,
+        srtp: match &opts.srtp {
+            None => None,
+            // Each end authenticates what its peer sends: the receiver's RTCP, the flow's RTP.
+            Some(k) => Some(
+                Srtp::new(
+                    k,
+                    match opts.role {
+                        Role::Send => vec![RECEIVER_SSRC],
+                        Role::Recv => {
+                            let s = Ssrcs::for_flow(opts.flow);
+                            vec![s.media, s.rtx, s.fec]
+                        }
+                    },
+                )
+                .map_err(io::Error::other)?,
+            ),
+        },
         clock: opts.clock,
         handle: opts.handle.clone(),
         logs: Logs::create(opts.role, opts.log_dir.as_deref())?,
@@ -583,6 +639,7 @@ pub fn run(endpoint: Box<dyn Endpoint>, socket: UdpSocket, opts: Options) -> io:
         arrival_seq: SeqUnwrapper::new(),
         tx: Vec::with_capacity(MAX_DATAGRAM),
         rx: vec![0; MAX_DATAGRAM],
+        crypt: Vec::with_capacity(MAX_DATAGRAM),
         signals: Vec::new(),
     };
     clock::precise_timers();
@@ -683,6 +740,8 @@ pub fn run(endpoint: Box<dyn Endpoint>, socket: UdpSocket, opts: Options) -> io:
     );
     add("malformed", json!(endpoint.malformed()));
     add("discarded", json!(endpoint.discarded()));
+    add("srtp", json!(opts.srtp.as_ref().map(|k| k.profile.name())));
+    add("unauthenticated", json!(s.unauthenticated));
     add("recv_errors", json!(s.recv_errors));
     add("lateness", lateness.json());
     match opts.role {
@@ -752,6 +811,25 @@ pub struct FlowArgs {
     /// Print nothing unless something fails.
     #[arg(long, short)]
     quiet: bool,
+    /// Encrypt and authenticate with SRTP and SRTCP (RFC 3711), keyed from this file: the base64
+    /// of master key and salt (30 bytes for the default profile: `head -c 30 /dev/urandom |
+    /// base64`). Default: the RTCC_SRTP_KEY environment variable, else plain RTP. Give both
+    /// ends the same key.
+    #[arg(long, value_name = "FILE")]
+    srtp_key_file: Option<PathBuf>,
+    /// The SRTP protection profile: AES_CM_128_HMAC_SHA1_80 (default) or AEAD_AES_128_GCM.
+    #[arg(long, value_name = "NAME", default_value = "AES_CM_128_HMAC_SHA1_80")]
+    srtp_profile: String,
+}
+
+impl FlowArgs {
+    /// The SRTP key, if one is given.
+    fn srtp(&self) -> Result<Option<Keying>, String> {
+        Keying::load(
+            self.srtp_key_file.as_deref(),
+            Profile::parse(&self.srtp_profile)?,
+        )
+    }
 }
 
 /// `rtcc-live send`: run a scenario flow's sender to a receiver.
@@ -888,6 +966,7 @@ fn prepare_send(args: &SendArgs) -> Result<Prepared, String> {
             flow: a.flow as u32,
             peer: Some(to),
             expect_peer: None,
+            srtp: a.srtp()?,
             duration,
             schedule: sender_schedule(&f),
             log_dir: a.log_dir.clone(),
@@ -914,6 +993,7 @@ fn prepare_recv(args: &RecvArgs) -> Result<Prepared, String> {
             flow: a.flow as u32,
             peer: None,
             expect_peer,
+            srtp: a.srtp()?,
             duration,
             schedule: Vec::new(),
             log_dir: a.log_dir.clone(),
@@ -939,6 +1019,12 @@ fn run_prepared(p: Prepared, quiet: bool) -> Result<i32, String> {
                 .and_then(Value::as_str)
                 .unwrap_or("?"),
             p.options.duration.as_secs_f64()
+        );
+    }
+    if p.options.srtp.is_none() && !quiet {
+        eprintln!(
+            "rtcc {role}: warning: plain RTP: anyone on the path can read this flow and forge its \
+             packets; use --srtp-key-file (or RTCC_SRTP_KEY) outside `rtcc emu` and tests"
         );
     }
     signals::install();

@@ -13,12 +13,15 @@
 //! The flood keeps at most [`WINDOW`] datagrams unread per target (watching the loop's
 //! `Handle`), so the kernel never drops one and the counts are exact on any machine.
 //!
-//! A second test forges the flow's first packet before the real sender starts (a peer hijack):
-//! a receiver told its peer (`--peer`) answers the real sender.
+//! The same flood against two ends speaking SRTP (no `--peer`): each end authenticates what it
+//! reads and drops the rest, counted `unauthenticated`.
+//!
+//! A last test forges the flow's first packet before the real sender starts (a peer hijack): a
+//! receiver told its peer (`--peer`), or one that speaks SRTP, answers the real sender.
 
 mod common;
 
-use common::{csv, start, start_with, TempDir};
+use common::{csv, start_with, TempDir};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 use rtcc_core::endpoint::video_send::Ssrcs;
@@ -28,6 +31,7 @@ use rtcc_core::wire::rtcp::{
 };
 use rtcc_core::wire::rtp::{abs_send_time, FrameDescriptor, RtpHeader};
 use rtcc_core::{Duration, Time};
+use rtcc_live::srtp::{Keying, Profile};
 use rtcc_live::transport::Handle;
 use std::net::{SocketAddr, UdpSocket};
 
@@ -290,15 +294,28 @@ struct Run {
     resident_growth: u64,
 }
 
+/// A key both ends share (bytes 0..30).
+fn key() -> Keying {
+    Keying::from_base64(
+        "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwd",
+        Profile::AesCm128HmacSha1_80,
+        "test",
+    )
+    .unwrap()
+}
+
 /// The flow for 6 s, flooded from 1 s on if `flood` (summaries, frames shown, log bytes).
-fn run_flow(tag: &str, flood: bool) -> Run {
+fn run_flow(tag: &str, flood: bool, srtp: Option<Keying>) -> Run {
     let dir = TempDir::new(tag);
-    let running = start(
+    let running = start_with(
         SCENARIO,
         None,
         &dir.0,
         Duration::from_secs_f64(6.0),
         Duration::from_secs_f64(6.3),
+        false,
+        srtp,
+        |_| {},
     );
     std::thread::sleep(std::time::Duration::from_secs(1));
     let resident_before = resident();
@@ -334,8 +351,8 @@ fn run_flow(tag: &str, flood: bool) -> Run {
                     std::thread::yield_now();
                 }
                 templates.hostile(&mut rng, &mut datagram);
+                t.sent += 1; // first: the loop may read it before send_to returns
                 flooder.send_to(&datagram, t.addr).unwrap();
-                t.sent += 1;
             }
         }
         while targets.iter().any(|t| t.unread() > 0) && started.elapsed().as_secs() < 60 {
@@ -366,10 +383,36 @@ fn run_flow(tag: &str, flood: bool) -> Run {
     }
 }
 
+/// The tests measure this process's resident memory: one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn a_flood_from_a_third_party_leaves_the_flow_as_it_was() {
-    let clean = run_flow("clean", false);
-    let flooded = run_flow("flooded", true);
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let clean = run_flow("clean", false, None);
+    let flooded = run_flow("flooded", true, None);
+    assert_unharmed(&clean, &flooded);
+}
+
+#[test]
+fn a_flood_against_srtp_ends_is_refused_and_leaves_the_flow_as_it_was() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let clean = run_flow("clean-srtp", false, Some(key()));
+    let flooded = run_flow("flooded-srtp", true, Some(key()));
+    for (end, s) in [("sender", &flooded.send), ("receiver", &flooded.recv)] {
+        assert_eq!(s["srtp"], "AES_CM_128_HMAC_SHA1_80");
+        let refused = s["unauthenticated"].as_u64().unwrap();
+        assert!(
+            refused >= PER_TARGET,
+            "{end}: {refused} refused by SRTP of {PER_TARGET} sent"
+        );
+    }
+    assert_unharmed(&clean, &flooded);
+}
+
+/// The flooded run against the clean one: every flood datagram read and dropped, the flow the
+/// same within the tolerances.
+fn assert_unharmed(clean: &Run, flooded: &Run) {
     for (end, s) in [("sender", &flooded.send), ("receiver", &flooded.recv)] {
         let foreign = s["foreign_datagrams"].as_u64().unwrap();
         assert!(
@@ -394,8 +437,8 @@ fn a_flood_from_a_third_party_leaves_the_flow_as_it_was() {
         "shown {} (clean {}), sent {:.0} (clean {:.0}) bytes, logs {} (clean {}) bytes, resident +{} (clean +{}) bytes",
         flooded.shown,
         clean.shown,
-        bytes(&flooded),
-        bytes(&clean),
+        bytes(flooded),
+        bytes(clean),
         flooded.logs,
         clean.logs,
         flooded.resident_growth,
@@ -408,10 +451,10 @@ fn a_flood_from_a_third_party_leaves_the_flow_as_it_was() {
         clean.shown
     );
     assert!(
-        (bytes(&flooded) / bytes(&clean) - 1.0).abs() <= 0.10,
+        (bytes(flooded) / bytes(clean) - 1.0).abs() <= 0.10,
         "{:.0} bytes sent against {:.0} without the flood",
-        bytes(&flooded),
-        bytes(&clean)
+        bytes(flooded),
+        bytes(clean)
     );
     assert!(
         flooded.logs < clean.logs + 1_000_000,
@@ -424,10 +467,20 @@ fn a_flood_from_a_third_party_leaves_the_flow_as_it_was() {
         "resident memory grew by {} bytes during the flood",
         flooded.resident_growth
     );
+    assert_eq!(
+        clean.recv["arrivals"], clean.send["packets"],
+        "loopback loses nothing (and SRTP refuses none of the flow's own packets)"
+    );
 }
 
 #[test]
-fn a_forged_first_packet_does_not_take_a_receiver_told_its_peer() {
+fn a_forged_first_packet_does_not_take_a_receiver_told_its_peer_or_speaking_srtp() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    hijack(true, None);
+    hijack(false, Some(key()));
+}
+
+fn hijack(pin: bool, srtp: Option<Keying>) {
     let dir = TempDir::new("hijack");
     let spoofer = UdpSocket::bind("127.0.0.1:0").unwrap();
     let running = start_with(
@@ -436,7 +489,8 @@ fn a_forged_first_packet_does_not_take_a_receiver_told_its_peer() {
         &dir.0,
         Duration::from_secs_f64(3.0),
         Duration::from_secs_f64(3.3),
-        true,
+        pin,
+        srtp,
         |receiver| {
             // The flow's own first packet, from another port, before the sender starts.
             let templates = Templates::new();

@@ -61,7 +61,7 @@ const FEC_WINDOW: usize = 96;
 /// Largest number of statuses in one transport-wide feedback message.
 const MAX_STATUSES_PER_MESSAGE: usize = 4096;
 /// The receiver's own SSRC (it sends no media).
-const RECEIVER_SSRC: u32 = 1;
+pub const RECEIVER_SSRC: u32 = 1;
 /// A transport-wide sequence number more than this far ahead of the newest is held back
 /// ([`JumpGuard`]): about 1 s of packets lost in a row at 100 Mbit/s, 48 s at 2 Mbit/s; a quarter
 /// of the 16-bit space, so that a jump is never confused with a wrap. Judgment call.

@@ -6,6 +6,7 @@
 
 use rtcc_core::Duration;
 use rtcc_live::clock::Clock;
+use rtcc_live::srtp::Keying;
 use rtcc_live::transport::{live_flow, run, sender_schedule, Handle, Options, Role};
 use rtcc_sim::Scenario;
 use serde_json::Value;
@@ -71,12 +72,15 @@ pub fn start(
         send_for,
         recv_for,
         false,
+        None,
         |_| {},
     )
 }
 
-/// [`start`], the receiver told its sender's address (`--peer`) if `pin`, and `before_send`
-/// run with the receiver's address once the receiver's loop runs and before the sender starts.
+/// [`start`], the receiver told its sender's address (`--peer`) if `pin`, both ends speaking
+/// SRTP with `srtp` if given, and `before_send` run with the receiver's address once the
+/// receiver's loop runs and before the sender starts.
+#[allow(clippy::too_many_arguments)]
 pub fn start_with(
     scenario: &str,
     controller: Option<&str>,
@@ -84,6 +88,7 @@ pub fn start_with(
     send_for: Duration,
     recv_for: Duration,
     pin: bool,
+    srtp: Option<Keying>,
     before_send: impl FnOnce(SocketAddr),
 ) -> Running {
     let sc = Scenario::from_toml_str(scenario, Path::new("."), "test", None).unwrap();
@@ -98,6 +103,7 @@ pub fn start_with(
         flow: 0,
         peer,
         expect_peer: (pin && role == Role::Recv).then_some(sender_addr),
+        srtp: srtp.clone(),
         duration,
         schedule,
         log_dir: Some(logs.join(dir)),
