@@ -75,3 +75,38 @@ def test_an_interrupted_sweep_keeps_its_finished_runs_for_resume(tmp_path):
     done = finished_runs(Sweep.from_file(path), out)
     assert list(done) == [("duration=2s", 1)], done
     assert json.loads(done[("duration=2s", 1)])["flows"][0]["frames_displayed"] > 0
+
+
+def test_resume_after_kill_9_reruns_only_the_unfinished_runs(tmp_path, monkeypatch, capsys):
+    """A sweep killed outright keeps nothing in its output, but each run it finished was written
+    into its temporary folder as it finished: --resume takes those and runs only the rest."""
+    import rtcc.sweep
+    from rtcc.cli import main
+
+    text = ('[sweep]\nseeds = [1]\n[sweep.grid]\nduration = ["2s", "12000s"]\n[scenario]\n'
+            + LONG.replace('duration = "12000s"\n', "").replace("[path.", "[scenario.path.")
+            .replace("[[flows]]", "[[scenario.flows]]"))
+    path = tmp_path / "sw.toml"
+    path.write_text(text)
+    proc = start(["sweep", "sw.toml", "-o", "out", "-j", "1"], tmp_path)
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob(".out.tmp-*/runs/duration=2s/seed1/summary.json")):
+        assert time.monotonic() < deadline and proc.poll() is None, "the short run never finished"
+        time.sleep(0.05)
+    proc.kill()  # kill -9, in the long run
+    proc.wait()
+    assert not (tmp_path / "out").exists() and leftovers(tmp_path), "nothing written, debris left"
+    ran = []
+
+    def stopped(tasks, *args):  # record what would run, and stop there (the long run is not needed)
+        ran.extend((t[0]["duration"], t[2]) for t in tasks)
+        return [(True, "stopped by the test")] * len(tasks), None
+
+    monkeypatch.setattr(rtcc.sweep, "_execute", stopped)
+    monkeypatch.chdir(tmp_path)
+    assert main(["sweep", "sw.toml", "-o", "out", "--resume", "-j", "1"]) == 2
+    assert ran == [("12000s", 1)], f"only the unfinished run: {ran}"
+    assert "1 of 2 runs that finished" in capsys.readouterr().err
+    done = finished_runs(Sweep.from_file(path), tmp_path / "out")
+    assert list(done) == [("duration=2s", 1)]
+    assert leftovers(tmp_path) == [], "the killed sweep's folder and the rescue are gone"

@@ -136,7 +136,10 @@ def cmd_sweep(args) -> int:
         return 0
     if args.output is None:
         raise UsageError("-o/--output is required (or use --dry-run)")
-    resume = args.resume and (Path(args.output) / INCOMPLETE).is_file()
+    from .sweep import has_killed_runs
+
+    # A sweep that stopped early (INCOMPLETE.txt), or one killed outright that left finished runs.
+    resume = args.resume and ((Path(args.output) / INCOMPLETE).is_file() or has_killed_runs(args.output))
     if args.resume and not resume and Path(args.output).exists():
         raise UsageError(f"--resume: {args.output} is not a sweep that stopped early (no {INCOMPLETE})")
     if not resume:

@@ -59,7 +59,7 @@ from typing import Any, Callable
 import polars as pl
 
 from ._core import ScenarioError
-from .atomic import atomic_dir
+from .atomic import _alive, atomic_dir
 from .progress import RunsProgress
 from .scenario import Scenario, _check_seed, read_bounded
 
@@ -401,7 +401,7 @@ class Sweep:
     def run(self, jobs: int | None = None, progress: bool | Callable[[int, int], None] = False,
             logs_dir: str | os.PathLike | None = None, allow_large: bool = False,
             done: dict[tuple[str, int], str] | None = None, backend: str = "local",
-            address: str | None = None) -> "SweepResult":
+            address: str | None = None, journal: str | os.PathLike | None = None) -> "SweepResult":
         """Run every cell with every seed and return the SweepResult.
 
         ``jobs``: worker processes (default: the number of CPUs; 1 runs in this process). Workers
@@ -415,6 +415,9 @@ class Sweep:
 
         A run that fails, or a worker process that dies, stops the sweep with a
         :class:`SweepIncomplete` error that names the cell and carries the runs that finished.
+
+        ``journal``: a folder where each run's ``<label>/seed<k>/summary.json`` and ``scenario.json``
+        are written as soon as it finishes (what ``--resume`` finds after a kill -9).
 
         ``backend="ray"`` runs each run as a Ray task on the cluster at ``address`` (a local Ray
         instance without one), shipping the input files with the tasks and a kept run folder back
@@ -436,8 +439,13 @@ class Sweep:
                  for label, seed in keys]
         show = RunsProgress(self.name, len(tasks)) if progress is True else None
         report = show if show else (progress if callable(progress) else None)
+        def record(i: int, output: tuple) -> None:
+            if journal is not None and not output[0]:
+                label, seed = keys[i]
+                _write_run_files(Path(journal) / label / f"seed{seed}", output[1], scenarios[label], seed)
+
         try:
-            outputs, died = execute(tasks, jobs, report, backend, address)
+            outputs, died = execute(tasks, jobs, report, backend, address, on_result=record)
         except KeyboardInterrupt as e:
             # Interrupted: the runs that finished go with the exception, for run_sweep to keep.
             finished = {key: o[1] for key, o in zip(keys, getattr(e, "outputs", None) or [])
@@ -503,19 +511,21 @@ def parallel_map(fn: Callable, items, jobs: int | None = None) -> list:
 
 
 def execute(tasks: list[tuple], jobs: int | None = None, progress: Callable[[int, int], None] | None = None,
-            backend: str = "local", address: str | None = None) -> tuple[list, list[int] | None]:
+            backend: str = "local", address: str | None = None,
+            on_result: Callable[[int, tuple], None] | None = None) -> tuple[list, list[int] | None]:
     """Run tasks (see :func:`_run_task`) on the engine of sweeps, comparisons and the demo: a
     spawned process pool of ``jobs`` workers (default: one per CPU; 1 runs in this process), or
     Ray (``backend="ray"``, the cluster at ``address``). The outputs come back in task order,
     ``(failed, summary.json text or error)`` each, None for a run that did not finish (the first
     failed run stops the rest), with the indices of the tasks running when a worker died (or
-    None); the same on either engine."""
+    None); the same on either engine. ``on_result(index, output)`` is called in this process as
+    each run comes back (the local engine only: Ray's results come back at the end)."""
     check_engine(backend, jobs)
     if backend == "ray":
         from .ray_backend import execute as execute_on_ray
 
         return execute_on_ray(tasks, address, progress)
-    return _execute(tasks, jobs or default_jobs(), progress)
+    return _execute(tasks, jobs or default_jobs(), progress, on_result)
 
 
 def _run_task(task: tuple) -> tuple[bool, str]:
@@ -568,8 +578,8 @@ def _quiet_worker(parent: int) -> None:
         os._exit(1)
 
 
-def _execute(tasks: list[tuple], jobs: int,
-             progress: Callable[[int, int], None] | None) -> tuple[list, list[int] | None]:
+def _execute(tasks: list[tuple], jobs: int, progress: Callable[[int, int], None] | None,
+             on_result: Callable[[int, tuple], None] | None = None) -> tuple[list, list[int] | None]:
     """Run the tasks, in order when jobs == 1, else in a spawned process pool. Returns the outputs
     in task order (None for a task that did not finish: the sweep stops at the first failed run)
     and, if a worker process died, the indices of the tasks that were running then (else None)."""
@@ -580,6 +590,8 @@ def _execute(tasks: list[tuple], jobs: int,
         try:
             for i, task in enumerate(tasks):
                 outputs[i] = _run_task(task)
+                if on_result:
+                    on_result(i, outputs[i])
                 if progress:
                     progress(i + 1, total)
                 if outputs[i][0]:
@@ -605,6 +617,8 @@ def _execute(tasks: list[tuple], jobs: int,
                 except BrokenProcessPool:
                     broken = True
                     continue
+                if on_result:
+                    on_result(index[future], outputs[index[future]])
                 done += 1
                 if outputs[index[future]][0]:
                     pending = set()  # a failed run: stop (the others are cancelled below)
@@ -793,14 +807,7 @@ class SweepResult:
 
         write_page(folder / "index.html", f"rtcc sweep: {self.sweep.name}", self.html())
         for (label, seed), text in self.summaries.items():
-            run = folder / "runs" / label / f"seed{seed}"
-            if not (run / "summary.json").exists():
-                run.mkdir(parents=True, exist_ok=True)
-                with open(run / "summary.json", "w", encoding="utf-8", newline="") as f:
-                    f.write(text)
-                scenario = self.scenarios[label].to_dict() | {"seed": seed}
-                (run / "scenario.json").write_text(json.dumps(scenario, sort_keys=True, indent=2, default=str) + "\n",
-                                                   encoding="utf-8")
+            _write_run_files(folder / "runs" / label / f"seed{seed}", text, self.scenarios[label], seed)
 
     def save(self, out_dir: str | os.PathLike, force: bool = False) -> Path:
         """Write the sweep folder ``out_dir`` atomically; an existing non-empty one needs ``force``."""
@@ -817,6 +824,62 @@ def _mean_std(values: list[float], digits: int) -> str:
 
 
 INCOMPLETE = "INCOMPLETE.txt"
+
+
+def _write_run_files(run: Path, summary: str, scenario: Scenario, seed: int) -> None:
+    """A finished run's ``summary.json`` and ``scenario.json`` (the scenario it ran, with its seed),
+    unless the run's folder already has them (a kept run folder)."""
+    if (run / "summary.json").exists():
+        return
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "scenario.json").write_text(
+        json.dumps(scenario.to_dict() | {"seed": seed}, sort_keys=True, indent=2, default=str) + "\n", encoding="utf-8")
+    with open(run / "summary.json", "w", encoding="utf-8", newline="") as f:  # last: a run is complete with it
+        f.write(summary)
+
+
+def _killed_folders(out_dir: str | os.PathLike) -> list[Path]:
+    """The temporary folders of sweeps into ``out_dir`` whose process is gone (killed outright)."""
+    dest = Path(out_dir)
+    parent = dest.absolute().parent
+    pattern = re.compile(rf"^\.{re.escape(dest.name)}\.tmp-(\d+)-")
+    if not parent.is_dir():
+        return []
+    return sorted(p for p in parent.iterdir()
+                  if p.is_dir() and (m := pattern.match(p.name)) and not _alive(int(m.group(1))))
+
+
+def has_killed_runs(out_dir: str | os.PathLike) -> bool:
+    """Whether a sweep into ``out_dir`` was killed outright and left finished runs behind."""
+    return any((p / "runs").is_dir() for p in _killed_folders(out_dir))
+
+
+def _same_run(run: Path, scenario: Scenario, seed: int) -> str | None:
+    """The summary.json text of ``run`` if it ran exactly ``scenario`` with ``seed``."""
+    try:
+        ran = json.loads((run / "scenario.json").read_text(encoding="utf-8"))
+        summary = (run / "summary.json").read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return None
+    return summary if _canonical(ran) == _canonical(json.loads(_canonical(scenario.to_dict() | {"seed": seed}))) else None
+
+
+def rescue_killed_runs(sweep: Sweep, out_dir: str | os.PathLike, holding: Path) -> dict[tuple[str, int], Path]:
+    """Move the runs that finished inside the temporary folders of killed sweeps into ``out_dir``
+    (each written as it finished) to ``holding/runs``, before those folders are removed; the moved
+    run folders by (label, seed). Only runs of exactly this sweep's scenarios are taken."""
+    rescued = {}
+    for folder in _killed_folders(out_dir):
+        for label, _, scenario in sweep.cells():
+            for seed in sweep.seeds:
+                run = folder / "runs" / label / f"seed{seed}"
+                if (label, seed) in rescued or _same_run(run, scenario, seed) is None:
+                    continue
+                target = holding / "runs" / label / f"seed{seed}"
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(str(run), target)
+                rescued[(label, seed)] = target
+    return rescued
 
 
 def _canonical(data: dict) -> str:
@@ -842,13 +905,8 @@ def finished_runs(sweep: Sweep, out_dir: str | os.PathLike) -> dict[tuple[str, i
     found = {}
     for label, _, scenario in sweep.cells():
         for seed in sweep.seeds:
-            run = folder / "runs" / label / f"seed{seed}"
-            try:
-                ran = json.loads((run / "scenario.json").read_text(encoding="utf-8"))
-                summary = (run / "summary.json").read_text(encoding="utf-8")
-            except (OSError, ValueError):
-                continue
-            if _canonical(ran) == _canonical(json.loads(_canonical(scenario.to_dict() | {"seed": seed}))):
+            summary = _same_run(folder / "runs" / label / f"seed{seed}", scenario, seed)
+            if summary is not None:
                 found[(label, seed)] = summary
     return found
 
@@ -864,29 +922,43 @@ def run_sweep(sweep: Sweep, out_dir: str | os.PathLike, jobs: int | None = None,
     """
     done = finished_runs(sweep, out_dir) if resume else {}
     stopped = interrupted = None
+    # A sweep killed outright (kill -9) left the runs it finished in its temporary folder, each
+    # written as it finished: resuming takes them (moved aside first: entering atomic_dir removes
+    # that folder). The holding folder is named as this process's temporary sibling, so a resume
+    # killed in turn leaves it for the next resume.
+    holding = Path(out_dir).absolute().parent / f".{Path(out_dir).name}.tmp-{os.getpid()}-rescued"
+    rescued = rescue_killed_runs(sweep, out_dir, holding) if resume else {}
+    rescued = {key: run for key, run in rescued.items() if key not in done}
     # Resuming replaces the stopped sweep's folder (what it had that is still valid is carried over).
-    with atomic_dir(out_dir, force=force or resume) as tmp:
-        for label, seed in done:  # the reused runs keep their folders (logs, plots)
-            shutil.copytree(Path(out_dir) / "runs" / label / f"seed{seed}", tmp / "runs" / label / f"seed{seed}")
-        try:
-            result = sweep.run(jobs=jobs, progress=progress, logs_dir=tmp / "runs" if keep_logs else None,
-                               allow_large=allow_large, done=done, backend=backend, address=address)
-        except SweepIncomplete as e:
-            stopped, result = e, e.partial
-        except KeyboardInterrupt as e:
-            if getattr(e, "partial", None) is None:
-                raise  # nothing finished: nothing to keep
-            # Ctrl-C, SIGTERM or SIGHUP: keep what finished, then end as interrupted.
-            interrupted, stopped, result = e, "interrupted", e.partial
-            stopped_total = e.total
-        if stopped:
-            total = stopped_total if interrupted else stopped.total
-            result.write(tmp)
-            (tmp / INCOMPLETE).write_text(
-                f"{stopped}\n{len(result.summaries)} of {total} runs finished; "
-                f"`rtcc sweep {sweep.source or 'FILE'} -o {out_dir} --resume` runs the rest.\n", encoding="utf-8")
-        else:
-            result.write(tmp)
+    try:
+        with atomic_dir(out_dir, force=force or resume) as tmp:
+            for label, seed in done:  # the reused runs keep their folders (logs, plots)
+                shutil.copytree(Path(out_dir) / "runs" / label / f"seed{seed}", tmp / "runs" / label / f"seed{seed}")
+            for (label, seed), run in rescued.items():
+                shutil.copytree(run, tmp / "runs" / label / f"seed{seed}")
+                done[(label, seed)] = (run / "summary.json").read_text(encoding="utf-8")
+            try:
+                result = sweep.run(jobs=jobs, progress=progress, logs_dir=tmp / "runs" if keep_logs else None,
+                                   allow_large=allow_large, done=done, backend=backend, address=address,
+                                   journal=tmp / "runs")
+            except SweepIncomplete as e:
+                stopped, result = e, e.partial
+            except KeyboardInterrupt as e:
+                if getattr(e, "partial", None) is None:
+                    raise  # nothing finished: nothing to keep
+                # Ctrl-C, SIGTERM or SIGHUP: keep what finished, then end as interrupted.
+                interrupted, stopped, result = e, "interrupted", e.partial
+                stopped_total = e.total
+            if stopped:
+                total = stopped_total if interrupted else stopped.total
+                result.write(tmp)
+                (tmp / INCOMPLETE).write_text(
+                    f"{stopped}\n{len(result.summaries)} of {total} runs finished; "
+                    f"`rtcc sweep {sweep.source or 'FILE'} -o {out_dir} --resume` runs the rest.\n", encoding="utf-8")
+            else:
+                result.write(tmp)
+    finally:
+        shutil.rmtree(holding, ignore_errors=True)
     if interrupted:
         print(f"rtcc: the {len(result.summaries)} of {stopped_total} runs that finished are in {out_dir} "
               "(INCOMPLETE.txt); --resume runs the rest", file=sys.stderr)
