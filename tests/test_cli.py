@@ -620,3 +620,19 @@ def test_frame_delay_and_freezes_are_what_the_docs_define(tmp_path):
     for q in ("p50", "p95", "p99"):
         assert f["frame_delay_ms"][q] == pytest.approx(want[q], rel=1e-9), q
     assert f["freezes"] == want["freezes"] and f["freeze_time_s"] == pytest.approx(want["freeze_time_s"], abs=1e-9)
+
+
+def test_an_error_inside_the_temporary_output_names_the_output(tmp_path, scenario, capsys, monkeypatch):
+    """A disk error while the run folder is written names the path the user asked for, not the
+    hidden temporary sibling it is written into."""
+    from pathlib import Path
+
+    import rtcc.result
+
+    def full_disk(result, folder, **kwargs):
+        raise OSError(28, "No space left on device", str(Path(folder) / "plots" / "rates.png"))
+
+    monkeypatch.setattr(rtcc.result, "write_run", full_disk)
+    err = error_of(capsys, ["run", scenario, "-o", tmp_path / "out"])
+    assert f"{tmp_path / 'out' / 'plots' / 'rates.png'}: No space left on device" in err, err
+    assert ".tmp-" not in err, err

@@ -608,9 +608,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _printable(message: str) -> str:
     """``message`` with control characters escaped (``\\n``, ``\\x1b``): a file name holding a
-    newline or a terminal escape sequence cannot forge a second line or repaint the terminal."""
+    newline or a terminal escape sequence cannot forge a second line or repaint the terminal. A path
+    inside an output's temporary sibling (``.out.tmp-<pid>-<random>/x``) is named as the output's
+    (``out/x``): the user never asked for the temporary folder, and it is gone by then."""
+    import re
     import unicodedata
 
+    message = re.sub(r"(^|/)\.([^/\s]+)\.tmp-\d+-[^/\s]+", r"\1\2", message)
     return "".join(ch.encode("unicode_escape").decode("ascii") if unicodedata.category(ch).startswith("C") else ch
                    for ch in message)
 
