@@ -110,3 +110,59 @@ def test_resume_after_kill_9_reruns_only_the_unfinished_runs(tmp_path, monkeypat
     done = finished_runs(Sweep.from_file(path), tmp_path / "out")
     assert list(done) == [("duration=2s", 1)]
     assert leftovers(tmp_path) == [], "the killed sweep's folder and the rescue are gone"
+
+
+def test_a_reproduction_killed_outright_resumes_from_what_it_finished(tmp_path, monkeypatch, capsys):
+    """rtcc reproduce keeps each result as it finishes (here C3G's quick test set, run by
+    Context.map); after kill -9, --resume runs only the rest and writes the whole report."""
+    import rtcc.sweep
+    from rtcc.cli import main
+
+    proc = start(["reproduce", "c3g", "--quick", "-o", "out", "-j", "1"], tmp_path)
+    deadline = time.monotonic() + 60
+    while len(cached := list(tmp_path.glob(".out.tmp-*/cache/map/*.json"))) < 3:
+        assert time.monotonic() < deadline and proc.poll() is None, "no result was kept"
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait()
+    kept = len(list(tmp_path.glob(".out.tmp-*/cache/map/*.json")))
+    assert not (tmp_path / "out").exists()
+    ran, real = [], rtcc.sweep.parallel_map
+
+    def counting(fn, items, *args, **kwargs):
+        items = list(items)
+        ran.append(len(items))
+        return real(fn, items, *args, **kwargs)
+
+    monkeypatch.setattr(rtcc.sweep, "parallel_map", counting)
+    monkeypatch.chdir(tmp_path)
+    assert "no interrupted reproduction of c3g (full set)" in error_of(capsys, ["reproduce", "c3g", "-o", "out", "--resume"])
+    assert main(["reproduce", "c3g", "--quick", "-o", "out", "--resume", "-j", "1"]) == 0
+    err = capsys.readouterr().err
+    assert f"{kept} of " in err and "kept from the interrupted reproduction" in err, err
+    assert (tmp_path / "out" / "checks.csv").is_file()
+    total = ran[0] + kept
+    assert ran[0] < total, (ran, kept)
+    assert leftovers(tmp_path) == [], "the killed reproduction's folder and the moved cache are gone"
+
+
+def error_of(capsys, argv) -> str:
+    from rtcc.cli import main
+
+    assert main([str(a) for a in argv]) == 2
+    return capsys.readouterr().err
+
+
+def test_an_interrupted_reproduction_keeps_its_results_beside_the_output(tmp_path):
+    from rtcc.reproduce import can_resume
+
+    proc = start(["reproduce", "c3g", "--quick", "-o", "out", "-j", "1"], tmp_path)
+    deadline = time.monotonic() + 60
+    while len(list(tmp_path.glob(".out.tmp-*/cache/map/*.json"))) < 2:
+        assert time.monotonic() < deadline and proc.poll() is None, "no result was kept"
+        time.sleep(0.05)
+    code, took, err = stop(proc, signal.SIGTERM, 0)
+    assert code == 128 + signal.SIGTERM and took < 1.0, (code, took, err)
+    assert "--resume" in err, err
+    assert [p.name.rsplit("-", 1)[1] for p in tmp_path.iterdir() if ".tmp-" in p.name] == ["interrupted"]
+    assert can_resume("c3g", tmp_path / "out", quick=True) and not can_resume("c3g", tmp_path / "out")

@@ -195,8 +195,16 @@ def cmd_reproduce(args) -> int:
         raise UsageError(f"--jobs: expected a positive integer, got {args.jobs}")
     if args.traces is not None and not Path(args.traces).is_dir():
         raise UsageError(f"--traces: {args.traces} is not a folder")
-    check_dest(args.output, args.force)  # before the runs
-    run(args.paper, args.output, quick=args.quick, force=args.force, jobs=args.jobs, traces=args.traces)
+    from .reproduce import can_resume
+
+    resume = args.resume and can_resume(args.paper, args.output, args.quick)
+    if args.resume and not resume:
+        raise UsageError(f"--resume: no interrupted reproduction of {args.paper} ({'quick' if args.quick else 'full'} "
+                         f"set) into {args.output} to resume")
+    if not resume:
+        check_dest(args.output, args.force)  # before the runs
+    run(args.paper, args.output, quick=args.quick, force=args.force, jobs=args.jobs, traces=args.traces,
+        resume=resume)
     print(f"wrote {args.output} (index.html, checks.csv, checks.json)")
     return 0
 
@@ -485,6 +493,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--traces", metavar="DIR", help="folder holding the mahimahi cellular traces (vidaptive; default: "
                    "../shared/traces/mahimahi next to the source checkout)")
     p.add_argument("--force", action="store_true", help="replace DIR if it exists")
+    p.add_argument("--resume", action="store_true",
+                   help="reuse the runs an interrupted or killed reproduction into DIR finished (same paper and set)")
     p.set_defaults(func=cmd_reproduce)
 
     p = sub.add_parser("rmcat", help="the RMCAT suite: RFC 8867's test cases, judged by explicit rules, "

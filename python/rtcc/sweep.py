@@ -51,7 +51,7 @@ import signal
 import statistics
 import sys
 from rtcc import _toml as tomllib
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, Callable
@@ -497,17 +497,35 @@ def default_jobs() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def parallel_map(fn: Callable, items, jobs: int | None = None) -> list:
+def parallel_map(fn: Callable, items, jobs: int | None = None,
+                 on_result: Callable[[int, Any], None] | None = None) -> list:
     """``[fn(x) for x in items]`` in ``jobs`` spawned worker processes (default one per CPU; in
     this process with one job or one item), workers quiet on Ctrl-C and dying with this process
-    as a sweep's do. ``fn`` must be a module-level function of an importable module."""
+    as a sweep's do, and stopped at once if this process is interrupted. ``fn`` must be a
+    module-level function of an importable module. ``on_result(index, result)`` is called as
+    each result comes back."""
     items = list(items)
     jobs = jobs or default_jobs()
+    out: list = [None] * len(items)
     if jobs <= 1 or len(items) <= 1:
-        return [fn(x) for x in items]
-    with ProcessPoolExecutor(max_workers=min(jobs, len(items)), mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_quiet_worker, initargs=(os.getpid(),)) as pool:
-        return list(pool.map(fn, items))
+        for i, x in enumerate(items):
+            out[i] = fn(x)
+            if on_result:
+                on_result(i, out[i])
+        return out
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(items)), mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_quiet_worker, initargs=(os.getpid(),))
+    try:
+        index = {pool.submit(fn, x): i for i, x in enumerate(items)}
+        for future in as_completed(index):
+            out[index[future]] = future.result()
+            if on_result:
+                on_result(index[future], out[index[future]])
+    except BaseException:
+        _stop(pool)
+        raise
+    pool.shutdown()
+    return out
 
 
 def execute(tasks: list[tuple], jobs: int | None = None, progress: Callable[[int, int], None] | None = None,

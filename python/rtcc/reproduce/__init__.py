@@ -29,6 +29,7 @@ import json
 import math
 import os
 import pkgutil
+import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -123,6 +124,10 @@ class Context:
     figures: list[tuple[str, str]] = field(default_factory=list)  # (path relative to folder, caption)
     notes: list[str] = field(default_factory=list)
     data: list[tuple[str, str]] = field(default_factory=list)  # (path relative to folder, what it is)
+    # What finished is written here as it finishes (sweep runs, map items), for --resume.
+    cache: Path | None = None
+    # The cache of an earlier interrupted or killed reproduction of the same paper (--resume).
+    reuse: Path | None = None
 
     # -- progress -------------------------------------------------------------------------------
 
@@ -179,9 +184,23 @@ class Context:
     def run_sweep(self, sweep, name: str, what: str):
         """Run a Sweep on ``jobs`` workers, keep its tables in ``data/<name>`` (as ``rtcc sweep``
         writes them, without run logs) and return its SweepResult."""
+        from ..sweep import _same_run
+
         cells = sweep.cell_count() * len(sweep.seeds)
         self.log(f"{what}: {sweep.cell_count()} cells x {len(sweep.seeds)} seeds = {cells} runs")
-        result = sweep.run(jobs=self.jobs, progress=True)
+        journal = self.cache / "sweeps" / name if self.cache else None
+        done = {}
+        if self.reuse is not None and journal is not None:
+            for label, _, scenario in sweep.cells():
+                for seed in sweep.seeds:
+                    run = self.reuse / "sweeps" / name / label / f"seed{seed}"
+                    summary = _same_run(run, scenario, seed)
+                    if summary is not None:
+                        done[(label, seed)] = summary
+                        shutil.copytree(run, journal / label / f"seed{seed}")
+            if done:
+                self.log(f"{what}: {len(done)} runs kept from the interrupted reproduction")
+        result = sweep.run(jobs=self.jobs, progress=True, done=done, journal=journal)
         folder = self.path(f"data/{name}/index.html").parent
         result.write(folder)
         self.keep(f"data/{name}/index.html", f"{what}: the sweep's tables (results.csv: one row per run and flow)")
@@ -189,10 +208,52 @@ class Context:
 
     def map(self, fn: Callable, items: Iterable) -> list:
         """``[fn(x) for x in items]`` in ``jobs`` spawned worker processes (in this process with
-        one job). ``fn`` must be a module-level function of an importable module."""
+        one job). ``fn`` must be a module-level function of an importable module.
+
+        Each result that JSON carries exactly (``json.loads(json.dumps(r)) == r``) is written to the
+        cache as it comes back, under a hash of ``fn``'s name and the item, and an interrupted
+        reproduction's ``--resume`` takes it from there instead of running it again."""
         from ..sweep import parallel_map
 
-        return parallel_map(fn, items, self.jobs)
+        items = list(items)
+        keys = [_item_key(fn, x) for x in items]
+        results: dict[int, object] = {}
+        if self.reuse is not None:
+            for i, key in enumerate(keys):
+                cached = self.reuse / "map" / f"{key}.json"
+                if cached.is_file():
+                    results[i] = json.loads(cached.read_text(encoding="utf-8"))
+                    self._store(key, results[i])
+            if results:
+                self.log(f"{len(results)} of {len(items)} {fn.__name__} results kept from the interrupted reproduction")
+        todo = [i for i in range(len(items)) if i not in results]
+        parallel_map(fn, [items[i] for i in todo], self.jobs,
+                     on_result=lambda k, r: results.__setitem__(todo[k], r) or self._store(keys[todo[k]], r))
+        return [results[i] for i in range(len(items))]
+
+    def _store(self, key: str, result) -> None:
+        """Keep a map result in the cache, if JSON carries it exactly."""
+        if self.cache is None:
+            return
+        try:
+            text = json.dumps(result, sort_keys=True, allow_nan=True)
+        except (TypeError, ValueError):
+            return
+        if json.loads(text) != result:
+            return  # tuples, non-string keys: not kept (a resumed report must be the same report)
+        path = self.cache / "map" / f"{key}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part = path.with_suffix(".part")
+        part.write_text(text, encoding="utf-8")
+        part.replace(path)
+
+
+def _item_key(fn: Callable, item) -> str:
+    """A map item's name in the cache: a hash of the function's name and the item."""
+    import hashlib
+
+    text = json.dumps([fn.__module__, fn.__qualname__, item], sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def _number(value) -> float | None:
@@ -293,29 +354,83 @@ def text_summary(checks: list[Check]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _left_behind(out_dir: str | os.PathLike) -> list[Path]:
+    """The caches that interrupted or killed reproductions into ``out_dir`` left (their temporary
+    folders, whose process is gone)."""
+    from ..sweep import _killed_folders
+
+    return [p / "cache" for p in _killed_folders(out_dir) if (p / "cache" / "PAPER").is_file()]
+
+
+def _resumable(paper: str, out_dir: str | os.PathLike, quick: bool) -> list[Path]:
+    """The caches of interrupted or killed reproductions of ``paper`` (the same set) into ``out_dir``."""
+    want = (paper, "quick" if quick else "full")
+    return [c for c in _left_behind(out_dir)
+            if ((c / "PAPER").read_text(encoding="utf-8").strip(),
+                (c / "SET").read_text(encoding="utf-8").strip() if (c / "SET").is_file() else "") == want]
+
+
+def can_resume(paper: str, out_dir: str | os.PathLike, quick: bool = False) -> bool:
+    """Whether an interrupted or killed reproduction of ``paper`` into ``out_dir`` left runs to reuse."""
+    return bool(_resumable(paper, out_dir, quick))
+
+
 def run(paper: str, out_dir: str | os.PathLike, quick: bool = False, force: bool = False, jobs: int | None = None,
-        traces: str | os.PathLike | None = None, out: TextIO | None = None) -> list[Check]:
+        traces: str | os.PathLike | None = None, out: TextIO | None = None, resume: bool = False) -> list[Check]:
     """Reproduce ``paper`` into the report folder ``out_dir`` (written atomically; an existing
-    non-empty one needs ``force``); print the checks to ``out`` and return them."""
+    non-empty one needs ``force``); print the checks to ``out`` and return them.
+
+    Each run of a sweep and each result of ``Context.map`` is kept as it finishes; Ctrl-C, SIGTERM
+    or SIGHUP leaves them beside ``out_dir`` (as does kill -9, in the temporary folder), and
+    ``resume`` reuses the ones that ran exactly the same scenarios instead of running them again.
+    Without ``resume`` the next reproduction into ``out_dir`` removes them."""
     from .. import __version__
 
     module = load(paper)
-    check_dest(out_dir, force)  # before the runs
+    if not resume:
+        check_dest(out_dir, force)  # before the runs
     if jobs is not None and jobs < 1:
         raise ValueError(f"jobs: expected a positive integer, got {jobs}")
     out = sys.stdout if out is None else out
     start = time.monotonic()
-    with atomic_dir(out_dir, force=force) as tmp:
-        ctx = Context(paper, tmp, quick=quick, jobs=jobs, traces=Path(traces) if traces is not None else None)
-        module.reproduce(ctx)
-        from ..sweep import default_jobs
+    # An earlier reproduction's cache, moved aside before atomic_dir removes the folder it is in;
+    # named as this process's temporary sibling, so that if this one is killed too, the next
+    # --resume finds it.
+    reuse = None
+    if resume:
+        caches = _resumable(paper, out_dir, quick)
+        if caches:
+            reuse = Path(out_dir).absolute().parent / f".{Path(out_dir).name}.tmp-{os.getpid()}-resumed"
+            shutil.move(str(caches[-1]), reuse)
+    try:
+        with atomic_dir(out_dir, force=force or resume) as tmp:
+            ctx = Context(paper, tmp, quick=quick, jobs=jobs, traces=Path(traces) if traces is not None else None,
+                          cache=tmp / "cache", reuse=reuse)
+            ctx.cache.mkdir()
+            (ctx.cache / "PAPER").write_text(paper + "\n", encoding="utf-8")
+            (ctx.cache / "SET").write_text(("quick" if quick else "full") + "\n", encoding="utf-8")
+            try:
+                module.reproduce(ctx)
+            except KeyboardInterrupt:
+                # Keep what finished, beside the output, for --resume (the temporary folder goes).
+                kept = Path(out_dir).absolute().parent / f".{Path(out_dir).name}.tmp-{os.getpid()}-interrupted"
+                (kept / "cache").parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(str(ctx.cache), kept / "cache")
+                print(f"rtcc reproduce {paper}: the runs that finished are kept for "
+                      f"`rtcc reproduce {paper} -o {out_dir} --resume`", file=sys.stderr)
+                raise
+            shutil.rmtree(ctx.cache)
+            from ..sweep import default_jobs
 
-        used = jobs or default_jobs()
-        meta = {"paper": paper, "title": module.TITLE, "docs": module.DOCS, "set": "quick" if quick else "full",
-                "rtcc_version": __version__, "elapsed_s": round(time.monotonic() - start, 1), "jobs": used,
-                "plan": module.plan(quick), "notes": ctx.notes}
-        write_checks(tmp, ctx, meta)
-        write_index(tmp, ctx, module, meta)
+            used = jobs or default_jobs()
+            meta = {"paper": paper, "title": module.TITLE, "docs": module.DOCS, "set": "quick" if quick else "full",
+                    "rtcc_version": __version__, "elapsed_s": round(time.monotonic() - start, 1), "jobs": used,
+                    "plan": module.plan(quick), "notes": ctx.notes}
+            write_checks(tmp, ctx, meta)
+            write_index(tmp, ctx, module, meta)
+    finally:
+        if reuse is not None:
+            shutil.rmtree(reuse, ignore_errors=True)
     print(f"\n{module.SHORT} ({'quick' if quick else 'full'} set, {meta['elapsed_s']:.0f} s)\n", file=out)
     print(text_summary(ctx.checks), end="", file=out)
     for note in ctx.notes:
