@@ -32,6 +32,7 @@
 //! with the size the datagram had on the wire. SRTCP adds its index and tag (14 or 20 bytes) to
 //! feedback, which the simulator does not model.
 
+use rtcc_core::endpoint::video_send::Ssrcs;
 use rtcc_core::wire::SeqUnwrapper;
 use std::path::Path;
 use webrtc_srtp::context::Context;
@@ -135,6 +136,29 @@ impl Keying {
             key: bytes[..key_len].to_vec(),
             salt: bytes[key_len..].to_vec(),
         })
+    }
+
+    /// Flow `flow`'s SSRCs, derived from the key: SHA-256 of a label, the key, the salt and the
+    /// flow's index, its first four bytes as the base (`Ssrcs` convention: media = base, RTX =
+    /// base | 1, FEC = base | 2). Both ends know them without signalling; a third party without
+    /// the key cannot predict them (RFC 3550 §8 wants SSRCs random; rtcc has no signalling to
+    /// announce random ones, so they are keyed: judgment call). Plain RTP keeps the scenario's.
+    pub fn ssrcs(&self, flow: u32) -> Ssrcs {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::new()
+            .chain_update(b"rtcc ssrc")
+            .chain_update(&self.key)
+            .chain_update(&self.salt)
+            .chain_update(flow.to_be_bytes())
+            .finalize();
+        // The low two bits carry the stream; 0 and 1 (the receiver's own SSRC) are never a
+        // stream's.
+        let base = (u32::from_be_bytes(digest[..4].try_into().unwrap()) & !3).max(4);
+        Ssrcs {
+            media: base,
+            rtx: base | 1,
+            fec: base | 2,
+        }
     }
 
     /// The key of `--srtp-key-file FILE`, else of [`KEY_ENV`], else none (plain RTP).
@@ -467,6 +491,24 @@ mod tests {
             assert!(receiver.unprotect(&junk, false, &mut plain).is_err());
             assert!(sender.unprotect(&junk, true, &mut plain).is_err());
         }
+    }
+
+    #[test]
+    fn ssrcs_come_from_the_key_and_the_flow() {
+        let k = pair_keying();
+        let other = Keying::from_base64(
+            "AQECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwd",
+            Profile::AesCm128HmacSha1_80,
+            "test",
+        )
+        .unwrap();
+        assert_eq!(k.ssrcs(0), k.ssrcs(0), "both ends derive the same");
+        assert_ne!(k.ssrcs(0).media, k.ssrcs(1).media, "flows differ");
+        assert_ne!(k.ssrcs(0).media, other.ssrcs(0).media, "keys differ");
+        assert_ne!(k.ssrcs(0), Ssrcs::for_flow(0), "not the scenario's");
+        let s = k.ssrcs(3);
+        assert_eq!((s.rtx, s.fec), (s.media | 1, s.media | 2));
+        assert!(s.media >= 4 && s.media & 3 == 0);
     }
 
     #[test]

@@ -66,7 +66,7 @@
 //! |---|---|---|
 //! | send | `packets.csv` | `flow,seq,kind,size,frame,send_ns`: every datagram the endpoint sent (seq: transport-wide; kind: `PacketKind` as a number, as in the simulator's packet log; frame −1: none; size: bytes on the wire as sent) |
 //! | send | `frames.csv` | `flow,frame,capture_ns,size,target_bps,packets,keyframe,psnr_db,height` (psnr_db empty and height 0 for encoder models without them) |
-//! | send | `state.csv` | `time_ns,name,value`: the controller's signals every 50 ms |
+//! | send | `state.csv` | `time_ns,name,value`: the controller's signals every 50 ms, and every 10 s the loop's lateness over those 10 s (`loop_lateness_p99_us`, `loop_lateness_max_us`) |
 //! | send | `send.json` | the summary: counts, `clock_origin_ns`, the controller's signals at the start and the end, and `lateness` (how late each datagram sent on a deadline left after it: p50, p99, p99.9 in µs, upper edges of 1 µs bins, and the max) |
 //! | recv | `arrivals.csv` | `seq,size,recv_ns`: every RTP datagram of the flow that parsed (seq: transport-wide, −1: none) |
 //! | recv | `frames.csv` | `flow,frame,event,time_ns,size,recovered`: the jitter buffer's `complete`, `displayed`, `undecodable`, `abandoned` (time of the latter two: when the receiver gave up) |
@@ -102,6 +102,9 @@ use std::sync::Arc;
 pub const MAX_WAIT: Duration = Duration(5_000_000);
 /// The controller's signals are sampled this often.
 pub const STATE_INTERVAL: Duration = Duration(50_000_000);
+/// The sender's timing precision over each such window goes to its state log too
+/// (`loop_lateness_p99_us`, `loop_lateness_max_us`), so that a long run shows whether it drifts.
+pub const LATENESS_WINDOW: Duration = Duration(10_000_000_000);
 /// Datagrams read per loop iteration at most, so that a flood cannot starve the timers.
 const READ_BATCH: usize = 256;
 /// Socket buffers asked for (the kernel caps them at `net.core.{r,w}mem_max`).
@@ -198,6 +201,12 @@ pub fn received_size(len: usize) -> u32 {
     len as u32 + IP_UDP_OVERHEAD
 }
 
+/// Flow `flow`'s SSRCs: derived from the SRTP key if there is one ([`Keying::ssrcs`]), else the
+/// scenario's deterministic ones.
+fn flow_ssrcs(flow: u32, srtp: Option<&Keying>) -> Ssrcs {
+    srtp.map_or(Ssrcs::for_flow(flow), |k| k.ssrcs(flow))
+}
+
 /// The RTP header of a datagram of flow `ssrcs` (any of its streams), if it is one.
 fn flow_rtp(datagram: &[u8], ssrcs: &Ssrcs) -> Option<RtpHeader> {
     if is_rtcp(datagram) {
@@ -216,11 +225,13 @@ pub use rtcc_scenario::controller::parse_spec as parse_controller_spec;
 /// Flow `index` of `sc` as a live run builds it, and its `[sender, receiver]` endpoints.
 /// `controller` (a spec) replaces the flow's controller, its parameters and its feedback policy
 /// (the new controller's, as in a scenario that names it without a `feedback` table); the
-/// scenario's `clock_offset` is dropped.
+/// scenario's `clock_offset` is dropped. `srtp`: the key the flow's SSRCs are derived from
+/// ([`Keying::ssrcs`]); without one, the scenario's deterministic SSRCs.
 pub fn live_flow(
     sc: &Scenario,
     index: usize,
     controller: Option<&str>,
+    srtp: Option<&Keying>,
 ) -> Result<(FlowConfig, [Box<dyn Endpoint>; 2]), String> {
     sc.single_hop("the live transport")?;
     let registry = cc::registry();
@@ -256,7 +267,8 @@ pub fn live_flow(
     }
     f.clock_offset = Duration::ZERO;
     let capacity: Arc<dyn CapacityView> = Arc::new(sc.controller_capacity(&f));
-    let ends = sc.flow_endpoints(index, &f, &capacity, registry, None)?;
+    let ssrcs = srtp.map(|k| k.ssrcs(index as u32));
+    let ends = sc.flow_endpoints(index, &f, &capacity, registry, None, ssrcs)?;
     Ok((f, ends))
 }
 
@@ -366,6 +378,9 @@ struct Driver {
     logs: Logs,
     stats: Stats,
     lateness: Lateness,
+    /// Lateness since `window_start` ([`LATENESS_WINDOW`]).
+    window: Lateness,
+    window_start: Time,
     /// Transport-wide sequence numbers of arrivals, unwrapped.
     arrival_seq: SeqUnwrapper,
     tx: Vec<u8>,
@@ -386,6 +401,7 @@ impl Driver {
             };
             if let Some(d) = deadline {
                 self.lateness.add(now.saturating_since(d));
+                self.window.add(now.saturating_since(d));
             }
             let rtcp = is_rtcp(&self.tx);
             // An SRTP packet's tag is part of its modelled size (crate::srtp, "Sizes").
@@ -482,13 +498,22 @@ impl Driver {
         Ok(())
     }
 
-    /// The controller's signals now.
+    /// The controller's signals now, and the loop's lateness when a window is over.
     fn sample_state(&mut self, now: Time) -> io::Result<()> {
         self.signals.clear();
         self.endpoint.state(&mut self.signals);
         if let Some(out) = &mut self.logs.state {
             for (name, value) in &self.signals {
                 writeln!(out, "{},{name},{value}", now.0)?;
+            }
+            if now.saturating_since(self.window_start) >= LATENESS_WINDOW {
+                if let Some(p99) = self.window.quantile_us(0.99) {
+                    let max = self.window.max_us();
+                    writeln!(out, "{},loop_lateness_p99_us,{p99}", now.0)?;
+                    writeln!(out, "{},loop_lateness_max_us,{max}", now.0)?;
+                }
+                self.window.clear();
+                self.window_start = now;
             }
         }
         Ok(())
@@ -609,7 +634,7 @@ pub fn run(endpoint: Box<dyn Endpoint>, socket: UdpSocket, opts: Options) -> io:
     let mut d = Driver {
         role: opts.role,
         flow: opts.flow,
-        ssrcs: Ssrcs::for_flow(opts.flow),
+        ssrcs: flow_ssrcs(opts.flow, opts.srtp.as_ref()),
         endpoint,
         socket,
         peer: opts.peer,
@@ -623,7 +648,7 @@ pub fn run(endpoint: Box<dyn Endpoint>, socket: UdpSocket, opts: Options) -> io:
                     match opts.role {
                         Role::Send => vec![RECEIVER_SSRC],
                         Role::Recv => {
-                            let s = Ssrcs::for_flow(opts.flow);
+                            let s = flow_ssrcs(opts.flow, Some(k));
                             vec![s.media, s.rtx, s.fec]
                         }
                     },
@@ -636,6 +661,8 @@ pub fn run(endpoint: Box<dyn Endpoint>, socket: UdpSocket, opts: Options) -> io:
         logs: Logs::create(opts.role, opts.log_dir.as_deref())?,
         stats: Stats::default(),
         lateness: Lateness::default(),
+        window: Lateness::default(),
+        window_start: Time::ZERO,
         arrival_seq: SeqUnwrapper::new(),
         tx: Vec::with_capacity(MAX_DATAGRAM),
         rx: vec![0; MAX_DATAGRAM],
@@ -949,7 +976,8 @@ struct Prepared {
 fn prepare_send(args: &SendArgs) -> Result<Prepared, String> {
     let a = &args.flow;
     let sc = Scenario::from_file(&a.scenario).map_err(|e| e.to_string())?;
-    let (f, [sender, _]) = live_flow(&sc, a.flow, a.controller.as_deref())?;
+    let srtp = a.srtp()?;
+    let (f, [sender, _]) = live_flow(&sc, a.flow, a.controller.as_deref(), srtp.as_ref())?;
     let to = resolve(&args.to, "--to")?;
     let local = match &args.bind {
         Some(b) => resolve(b, "--bind")?,
@@ -980,7 +1008,8 @@ fn prepare_send(args: &SendArgs) -> Result<Prepared, String> {
 fn prepare_recv(args: &RecvArgs) -> Result<Prepared, String> {
     let a = &args.flow;
     let sc = Scenario::from_file(&a.scenario).map_err(|e| e.to_string())?;
-    let (f, [_, receiver]) = live_flow(&sc, a.flow, a.controller.as_deref())?;
+    let srtp = a.srtp()?;
+    let (f, [_, receiver]) = live_flow(&sc, a.flow, a.controller.as_deref(), srtp.as_ref())?;
     let listen = resolve(&args.listen, "--listen")?;
     let duration = parse_duration(a.duration.as_deref(), sc.duration)?;
     let socket = bind(listen, "--listen")?;
@@ -1210,7 +1239,7 @@ mod tests {
                  controller = \"fixed\"\nparams = {{ rate = \"1Mbps\" }}\n{feedback}\n"
             );
             let sc = Scenario::from_toml_str(&text, Path::new("."), "test", None).unwrap();
-            let (_, [_, mut receiver]) = live_flow(&sc, 0, None).unwrap();
+            let (_, [_, mut receiver]) = live_flow(&sc, 0, None, None).unwrap();
             let (mut windows, mut buf) = (Vec::new(), Vec::new());
             while let Some(t) = receiver
                 .poll_timeout()

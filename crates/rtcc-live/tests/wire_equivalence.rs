@@ -57,8 +57,8 @@ fn events(ep: &mut dyn Endpoint) -> Vec<EndpointEvent> {
 #[test]
 fn padded_datagrams_over_udp_give_the_receiver_what_the_simulator_gives_it() {
     let sc = Scenario::from_toml_str(SCENARIO, Path::new("."), "equivalence", None).unwrap();
-    let (_, [mut sender, mut simulated]) = live_flow(&sc, 0, None).unwrap();
-    let (_, [_, mut live]) = live_flow(&sc, 0, None).unwrap();
+    let (_, [mut sender, mut simulated]) = live_flow(&sc, 0, None, None).unwrap();
+    let (_, [_, mut live]) = live_flow(&sc, 0, None, None).unwrap();
     let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
     let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
     rx.set_read_timeout(Some(std::time::Duration::from_secs(5)))

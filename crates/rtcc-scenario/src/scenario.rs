@@ -382,7 +382,8 @@ impl Scenario {
     /// here, so a flow is the same object in both. `f` is `self.flows[i]` or an adjusted copy of
     /// it (the live transport's); of `self` only the seed is read. `coupling` is the run's flow
     /// groups (RFC 8699, shared by every flow of one run); `None` where flows cannot share them,
-    /// and a coupled flow is then refused.
+    /// and a coupled flow is then refused. `ssrcs`: a video flow's SSRCs (`None`: the flow's
+    /// deterministic ones, `Ssrcs::for_flow(i)`).
     pub fn flow_endpoints(
         &self,
         i: usize,
@@ -390,6 +391,7 @@ impl Scenario {
         capacity: &Arc<dyn CapacityView>,
         registry: &Registry,
         coupling: Option<&cc::coupled::CouplingGroups>,
+        ssrcs: Option<rtcc_core::endpoint::video_send::Ssrcs>,
     ) -> Result<[Box<dyn Endpoint>; 2], String> {
         f.endpoints(&Building {
             seed: self.seed,
@@ -397,6 +399,7 @@ impl Scenario {
             capacity,
             registry,
             coupling,
+            ssrcs,
         })
     }
 }

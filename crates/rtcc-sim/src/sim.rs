@@ -343,7 +343,7 @@ impl Simulation {
         for (i, f) in sc.flows.iter().enumerate() {
             let capacity: Arc<dyn CapacityView> = Arc::new(sc.controller_capacity(f));
             flows.push(FlowState {
-                ends: sc.flow_endpoints(i, f, &capacity, registry, Some(&coupling))?,
+                ends: sc.flow_endpoints(i, f, &capacity, registry, Some(&coupling), None)?,
                 logs: FlowLogs {
                     config: f.clone(),
                     packets: Vec::new(),

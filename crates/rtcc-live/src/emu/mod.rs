@@ -111,6 +111,18 @@ impl Lateness {
         self.max_ns = self.max_ns.max(late.0);
     }
 
+    /// The largest lateness added, in microseconds.
+    pub fn max_us(&self) -> f64 {
+        self.max_ns as f64 / 1e3
+    }
+
+    /// Forget everything added so far (keeping the bins' memory).
+    pub fn clear(&mut self) {
+        self.bins_us.fill(0);
+        self.count = 0;
+        self.max_ns = 0;
+    }
+
     /// The `q` quantile in microseconds (upper edge of its bin).
     pub fn quantile_us(&self, q: f64) -> Option<f64> {
         if self.count == 0 {

@@ -92,7 +92,7 @@ pub fn start_with(
     before_send: impl FnOnce(SocketAddr),
 ) -> Running {
     let sc = Scenario::from_toml_str(scenario, Path::new("."), "test", None).unwrap();
-    let (f, [sender, receiver]) = live_flow(&sc, 0, controller).unwrap();
+    let (f, [sender, receiver]) = live_flow(&sc, 0, controller, srtp.as_ref()).unwrap();
     let clock = Clock::new();
     let send_socket = UdpSocket::bind("127.0.0.1:0").unwrap();
     let recv_socket = UdpSocket::bind("127.0.0.1:0").unwrap();

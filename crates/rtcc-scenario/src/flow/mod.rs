@@ -228,6 +228,9 @@ pub struct Building<'a> {
     pub registry: &'a Registry,
     /// The run's flow groups (RFC 8699); `None` where flows cannot share them.
     pub coupling: Option<&'a cc::coupled::CouplingGroups>,
+    /// A video flow's SSRCs; `None`: `Ssrcs::for_flow(index)` (a live run with SRTP derives them
+    /// from its key).
+    pub ssrcs: Option<rtcc_core::endpoint::video_send::Ssrcs>,
 }
 
 impl Building<'_> {

@@ -305,7 +305,7 @@ impl VideoFlow {
         b: &Building,
     ) -> Result<[Box<dyn Endpoint>; 2], String> {
         let i = b.index;
-        let ssrcs = Ssrcs::for_flow(i as u32);
+        let ssrcs = b.ssrcs.unwrap_or(Ssrcs::for_flow(i as u32));
         let ctx = f.context(Some(b.capacity.clone()), b.coupling);
         // Seed stream 3 << 32 | i: the encoder's randomness is independent of the frame
         // source's (stream i) and of the links' (1 << 32, 2 << 32).
