@@ -27,6 +27,15 @@ LONG = textwrap.dedent(
 )
 
 
+def short_and_long_sweep(folder):
+    """A sweep file of two cells, LONG for 2 s (a fraction of a second of work) and for 12000 s."""
+    path = folder / "sw.toml"
+    path.write_text('[sweep]\nseeds = [1]\n[sweep.grid]\nduration = ["2s", "12000s"]\n[scenario]\n'
+                    + LONG.replace('duration = "12000s"\n', "").replace("[path.", "[scenario.path.")
+                    .replace("[[flows]]", "[[scenario.flows]]"))
+    return path
+
+
 def leftovers(folder):
     return sorted(p.name for p in folder.iterdir() if ".tmp-" in p.name or ".old-" in p.name)
 
@@ -58,11 +67,7 @@ def test_a_long_run_stops_within_a_second_of_a_signal_and_leaves_nothing(tmp_pat
 
 
 def test_an_interrupted_sweep_keeps_its_finished_runs_for_resume(tmp_path):
-    text = ('[sweep]\nseeds = [1]\n[sweep.grid]\nduration = ["2s", "12000s"]\n[scenario]\n'
-            + LONG.replace('duration = "12000s"\n', "").replace("[path.", "[scenario.path.")
-            .replace("[[flows]]", "[[scenario.flows]]"))
-    path = tmp_path / "sw.toml"
-    path.write_text(text)
+    path = short_and_long_sweep(tmp_path)
     proc = start(["sweep", "sw.toml", "-o", "out", "-j", "2"], tmp_path)
     code, took, err = stop(proc, signal.SIGTERM, 4.0)
     assert code == 128 + signal.SIGTERM, err
@@ -83,11 +88,7 @@ def test_resume_after_kill_9_reruns_only_the_unfinished_runs(tmp_path, monkeypat
     import rtcc.sweep
     from rtcc.cli import main
 
-    text = ('[sweep]\nseeds = [1]\n[sweep.grid]\nduration = ["2s", "12000s"]\n[scenario]\n'
-            + LONG.replace('duration = "12000s"\n', "").replace("[path.", "[scenario.path.")
-            .replace("[[flows]]", "[[scenario.flows]]"))
-    path = tmp_path / "sw.toml"
-    path.write_text(text)
+    path = short_and_long_sweep(tmp_path)
     proc = start(["sweep", "sw.toml", "-o", "out", "-j", "1"], tmp_path)
     deadline = time.monotonic() + 60
     while not list(tmp_path.glob(".out.tmp-*/runs/duration=2s/seed1/summary.json")):
