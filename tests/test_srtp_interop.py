@@ -7,10 +7,12 @@ import base64
 import json
 import os
 import select
+import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -79,12 +81,16 @@ def test_rtcc_and_libsrtp_open_what_the_other_seals(tmp_path, ours, theirs, key_
     relay.start()
     common = ["--scenario", "s.toml", "-q", "--srtp-key-file", "key", "--srtp-profile", ours]
     rtcc = [sys.executable, "-m", "rtcc"]
-    receiver = subprocess.Popen([*rtcc, "recv", *common, "--listen", f"127.0.0.1:{port}", "--log-dir", "recv"],
-                                cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    # The receiver runs until it is told to stop, once the relay has passed everything on (its own
+    # default, the scenario's 4 s from its start, could end before a loaded machine's sender does).
+    receiver = subprocess.Popen([*rtcc, "recv", *common, "--listen", f"127.0.0.1:{port}", "--log-dir", "recv",
+                                 "--duration", "60s"], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
     try:
         sender = subprocess.run([*rtcc, "send", *common, "--to", f"127.0.0.1:{relay.sock.getsockname()[1]}",
                                  "--log-dir", "send"], cwd=tmp_path, stderr=subprocess.PIPE, text=True, timeout=60)
         assert sender.returncode == 0, sender.stderr
+        time.sleep(0.5)
+        receiver.send_signal(signal.SIGINT)  # it writes its logs and ends
         _, err = receiver.communicate(timeout=30)
         assert receiver.returncode == 0, err
     finally:
@@ -97,7 +103,10 @@ def test_rtcc_and_libsrtp_open_what_the_other_seals(tmp_path, ours, theirs, key_
     assert send["srtp"] == recv["srtp"] == ours
     assert c["rtp_refused"] == 0 and c["rtp"] == send["packets"], (c, send["packets"])
     assert c["rtcp_refused"] == 0 and c["rtcp"] > 20, c
-    assert recv["unauthenticated"] == 0 and recv["arrivals"] == c["rtp"], (recv, c)
+    # Every datagram the receiver read was libsrtp's and was accepted; UDP on loopback may still
+    # drop one in a burst when the socket buffer is full (net.core.rmem_max).
+    assert recv["unauthenticated"] == 0 and recv["arrivals"] == recv["datagrams_received"], recv
+    assert c["rtp"] - 10 <= recv["arrivals"] <= c["rtp"], (recv["arrivals"], c)
     # The last compounds may reach the relay after the sender has stopped.
     assert send["unauthenticated"] == 0 and c["rtcp"] - 2 <= send["datagrams_received"] <= c["rtcp"], (send, c)
     assert recv["frames_displayed"] >= 85, recv  # 90 frames in 3 s
