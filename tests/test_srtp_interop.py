@@ -25,6 +25,7 @@ capacity = "10Mbps"
 [[flows]]
 controller = "gcc"
 stop = "3s"
+max_bitrate = "3Mbps"  # about 300 packets a second: the Python relay keeps up without bursts
 """
 
 PROFILES = [("AES_CM_128_HMAC_SHA1_80", "SRTP_PROFILE_AES128_CM_SHA1_80", 30),
@@ -65,6 +66,19 @@ class Relay(threading.Thread):
             self.sock.sendto(sealed, self.sender if rtcp else self.receiver)
 
 
+def wait_until_bound(port: int, receiver: subprocess.Popen) -> None:
+    """Until the receiver listens on ``port`` (a sender started sooner loses its first packets)."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and receiver.poll() is None:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                return  # taken: the receiver is up
+        time.sleep(0.02)
+    raise AssertionError(f"the receiver never listened: {receiver.stderr.read() if receiver.poll() is not None else ''}")
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -86,6 +100,7 @@ def test_rtcc_and_libsrtp_open_what_the_other_seals(tmp_path, ours, theirs, key_
     receiver = subprocess.Popen([*rtcc, "recv", *common, "--listen", f"127.0.0.1:{port}", "--log-dir", "recv",
                                  "--duration", "60s"], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
     try:
+        wait_until_bound(port, receiver)
         sender = subprocess.run([*rtcc, "send", *common, "--to", f"127.0.0.1:{relay.sock.getsockname()[1]}",
                                  "--log-dir", "send"], cwd=tmp_path, stderr=subprocess.PIPE, text=True, timeout=60)
         assert sender.returncode == 0, sender.stderr
@@ -103,10 +118,7 @@ def test_rtcc_and_libsrtp_open_what_the_other_seals(tmp_path, ours, theirs, key_
     assert send["srtp"] == recv["srtp"] == ours
     assert c["rtp_refused"] == 0 and c["rtp"] == send["packets"], (c, send["packets"])
     assert c["rtcp_refused"] == 0 and c["rtcp"] > 20, c
-    # Every datagram the receiver read was libsrtp's and was accepted; UDP on loopback may still
-    # drop one in a burst when the socket buffer is full (net.core.rmem_max).
-    assert recv["unauthenticated"] == 0 and recv["arrivals"] == recv["datagrams_received"], recv
-    assert c["rtp"] - 10 <= recv["arrivals"] <= c["rtp"], (recv["arrivals"], c)
+    assert recv["unauthenticated"] == 0 and recv["arrivals"] == c["rtp"], (recv, c)
     # The last compounds may reach the relay after the sender has stopped.
     assert send["unauthenticated"] == 0 and c["rtcp"] - 2 <= send["datagrams_received"] <= c["rtcp"], (send, c)
-    assert recv["frames_displayed"] >= 85, recv  # 90 frames in 3 s
+    assert recv["frames_displayed"] >= 85, ({k: recv[k] for k in ("frames_complete", "frames_displayed", "frames_given_up", "duration_s")}, send["frames_encoded"], send["duration_s"])  # 90 frames in 3 s
