@@ -355,18 +355,42 @@ def _bench_commands(rounds: int = 7) -> list[tuple[str, float]]:
     return out
 
 
+def _bench_case(case: str) -> dict:
+    """One benchmark case in a fresh process, so that its peak memory is its own (an allocator
+    keeps what an earlier case freed) plus the interpreter's."""
+    import json
+    import subprocess
+
+    code = "import json, sys; from rtcc import _core; print(json.dumps(_core.bench(sys.argv[1])))"
+    done = subprocess.run([sys.executable, "-c", code, case], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"benchmark case {case} failed: {done.stderr.strip()}")
+    return json.loads(done.stdout)
+
+
+def _print_bench(r: dict) -> None:
+    peak = r.get("peak_rss_bytes")
+    memory = f"{peak / 2**20:>8.0f}" if peak else f"{'-':>8}"
+    print(f"{r['case']:<13} {r['flows']:>5} {r['packets']:>11} {r['sim_seconds']:>7.0f} {r['wall_seconds']:>8.2f} "
+          f"{r['packets_per_second']:>12,.0f} {r['speedup']:>9.1f}x {memory}", flush=True)
+
+
 def cmd_bench(args) -> int:
     if args.case == "command":
         for label, seconds in _bench_commands():
             print(f"{label:<36} {seconds:>6.3f} s wall (median of 7)")
         return 0
-    cases = ["single", "ten"] if args.case in ("all", "encoders") else [args.case]
+    if args.case == "scaling":
+        cases = list(_core.BENCH_SCALING_CASES)
+    elif args.case in ("all", "encoders"):
+        cases = ["single", "ten"]
+    else:
+        cases = [args.case]
     if args.case != "encoders":
-        print(f"{'case':<8} {'packets':>10} {'sim s':>8} {'wall s':>8} {'packets/s':>12} {'speed-up':>10}")
+        print(f"{'case':<13} {'flows':>5} {'packets':>11} {'sim s':>7} {'wall s':>8} {'packets/s':>12} "
+              f"{'speed-up':>10} {'peak MB':>8}")
         for case in cases:
-            r = _core.bench(case)
-            print(f"{r['case']:<8} {r['packets']:>10} {r['sim_seconds']:>8.1f} {r['wall_seconds']:>8.2f} "
-                  f"{r['packets_per_second']:>12,.0f} {r['speedup']:>9.1f}x", flush=True)
+            _print_bench(_bench_case(case))
     if args.case in ("all", "encoders"):
         try:
             from .video import bench as video_bench
@@ -519,11 +543,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("bench", help="simulator speed on standard scenarios")
-    p.add_argument("--case", choices=["single", "ten", "all", "command", "encoders"], default="all",
+    p.add_argument("--case", choices=["single", "ten", "all", "command", "encoders", "scaling",
+                                      *_core.BENCH_SCALING_CASES], default="all", metavar="CASE",
                    help="single: one 20 Mbit/s flow, 40 ms RTT, 60 s; ten: ten flows share 60 Mbit/s; "
                         "encoders: the real encoders' frames per second of one core at 360p and 720p (default, "
                         "all: the three); command: whole-process time of `rtcc --help` and `rtcc run --no-plots` "
-                        "of a 60 s one-flow Cubic run")
+                        "of a 60 s one-flow Cubic run; scaling: 1 to 1,000 flows, 20 Mbit/s to 1 Gbit/s, "
+                        "60 s and 3,600 s (each also alone: flows-N, rate-R, length-L, soak), with peak memory")
     p.set_defaults(func=cmd_bench)
 
     for name, text in LIVE_COMMANDS.items():

@@ -11,8 +11,8 @@ use crate::scenario::Scenario;
 use rtcc_core::dash::qoe::SegmentRecord;
 use rtcc_core::endpoint::Download;
 use rtcc_core::metrics::{
-    self, sqp_frame_delay, FlowLog, FlowSummary, FrameRecord, PacketRecord, PacketStats,
-    TotalSummary,
+    self, sqp_frame_delay, sqp_frame_delay::SentPacket, FlowLog, FlowSummary, FrameRecord,
+    PacketRecord, PacketStats, TotalSummary,
 };
 use rtcc_core::{Duration, Time};
 use serde::Serialize;
@@ -205,14 +205,6 @@ pub fn summarize(sc: &Scenario, flows: &mut [FlowLogs], streamed: bool) -> Summa
     let total_capacity = sc.forward_capacity();
     let cap = capacity_fn(&total_capacity);
     let end = Time(sc.duration.0);
-    // SQP's simulated video (Eq. 10) for every flow: a video flow's slots follow its own frame
-    // rate, any other flow's the first video flow's (60 fps, SQP's, when there is none), so
-    // video and non-video senders are turned into frames the same way.
-    let reference_fps = sc
-        .flows
-        .iter()
-        .find_map(|f| f.video())
-        .map_or(SQP_METRIC_FPS, |v| v.fps);
     // One flow at a time, so a kept run holds one flow's per-packet statistics beside its
     // records, and none once that flow is summarised.
     let mut flow_summaries: Vec<FlowSummary> = Vec::with_capacity(flows.len());
@@ -220,30 +212,27 @@ pub fn summarize(sc: &Scenario, flows: &mut [FlowLogs], streamed: bool) -> Summa
         if !streamed {
             f.stats = sc.packet_stats(&f.config);
             f.stats.add_all(&f.packets);
-            f.stats.sort_delays();
         }
         let data_capacity = sc.data_capacity(&f.config);
         let feedback_capacity = sc.feedback_capacity(&f.config);
         let log = flow_log(f, &capacity_fn(&feedback_capacity));
         let mut summary = metrics::summarize_flow(&log, end, &capacity_fn(&data_capacity));
-        let fps = f.config.video().map_or(reference_fps, |v| v.fps);
-        let logged = &f.stats.sqp_packets;
-        let sorted;
-        let sent = if logged.windows(2).any(|w| w[1].ingress < w[0].ingress) {
-            let mut s = logged.clone();
-            s.sort_by_key(|p| p.ingress);
-            sorted = s;
-            &sorted
+        // SQP's simulated video (Eq. 10), computed as the packets were counted. A log whose
+        // packets are not in ingress order (a live run's, where the emulator's enqueue times
+        // can cross the send order) is sorted and walked again; the simulator always logs in
+        // ingress order, so a streamed run never needs that.
+        let eq10 = f.stats.sqp.as_mut().expect("packet_stats computes Eq. 10");
+        summary.sqp_frame_delay = if !eq10.out_of_order() {
+            eq10.summary()
         } else {
-            logged
+            assert!(
+                !streamed,
+                "a streamed run's packets reach its statistics in ingress order"
+            );
+            let sent: Vec<SentPacket> = f.packets.iter().map(SentPacket::of).collect();
+            let interval = sc.sqp_frame_interval(&f.config);
+            sqp_frame_delay::summarize(&sent, f.config.start, f.config.stop, interval, end)
         };
-        summary.sqp_frame_delay = sqp_frame_delay::summarize(
-            sent,
-            f.config.start,
-            f.config.stop,
-            Duration::from_secs_f64(1.0 / fps),
-            end,
-        );
         if let FlowKind::Dash(dash) = &f.config.kind {
             let cfg = &dash.session;
             summary.dash = Some(rtcc_core::dash::qoe::summarize(

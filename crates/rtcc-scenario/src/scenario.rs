@@ -308,9 +308,24 @@ impl Scenario {
             self.flow_span(),
             Time(self.duration.0),
         )
-        .keeping_transits(flow.kind.audio_packet().is_some());
+        .keeping_transits(flow.kind.audio_packet().is_some())
+        .with_sqp_frames(self.sqp_frame_interval(flow), Time(self.duration.0));
         stats.set_propagation_between_links(self.propagation_between_links(flow));
         stats
+    }
+
+    /// The frame interval of SQP's simulated video (Eq. 10) over `flow`'s packets: a video
+    /// flow's slots follow its own frame rate, any other flow's the first video flow's (60 fps,
+    /// SQP's, when there is none), so video and non-video senders are turned into frames the
+    /// same way.
+    pub fn sqp_frame_interval(&self, flow: &FlowConfig) -> Duration {
+        let reference_fps = self
+            .flows
+            .iter()
+            .find_map(|f| f.video())
+            .map_or(crate::outcome::SQP_METRIC_FPS, |v| v.fps);
+        let fps = flow.video().map_or(reference_fps, |v| v.fps);
+        Duration::from_secs_f64(1.0 / fps)
     }
 
     /// From the first start to the last stop of the flows that cross hop `h` (`None` if none

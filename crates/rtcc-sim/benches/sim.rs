@@ -1,5 +1,6 @@
-//! `cargo bench`: the two standard simulator benchmarks (see `rtcc_sim::bench`), and the run
-//! folder's logs built and written as Parquet (`rtcc_sim::tables`) for the first of them.
+//! `cargo bench`: the two standard simulator benchmarks and the scaling cases (see
+//! `rtcc_sim::bench`; one case alone: `cargo bench -p rtcc-sim -- scaling/flows-1000`), and the
+//! run folder's logs built and written as Parquet (`rtcc_sim::tables`) for the first of them.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rtcc_sim::{bench, run, tables};
@@ -12,6 +13,18 @@ fn simulate(c: &mut Criterion) {
         let packets = run(&sc, None, &mut |_| {}).unwrap().delivered_packets();
         group.throughput(Throughput::Elements(packets as u64));
         group.bench_function(*case, |b| b.iter(|| run(&sc, None, &mut |_| {}).unwrap()));
+    }
+    group.finish();
+}
+
+/// Each scaling case as a whole run (its packet log streamed and dropped), in packets per second.
+fn scaling(c: &mut Criterion) {
+    let mut group = c.benchmark_group("scaling");
+    group.sample_size(10);
+    for case in bench::SCALING_CASES {
+        let packets = bench::run_case(case).unwrap().packets;
+        group.throughput(Throughput::Elements(packets as u64));
+        group.bench_function(*case, |b| b.iter(|| bench::run_case(case).unwrap()));
     }
     group.finish();
 }
@@ -37,5 +50,5 @@ fn write_logs(c: &mut Criterion) {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-criterion_group!(benches, simulate, write_logs);
+criterion_group!(benches, simulate, scaling, write_logs);
 criterion_main!(benches);

@@ -42,8 +42,8 @@ pub fn run_streaming(
 
 /// [`run_with_registry`] that hands the packet records to `sink` in chunks as the run goes
 /// instead of keeping them ([`Simulation::run_streaming`]): a large run then holds about
-/// 48 bytes per packet for its summary instead of the 88 of a record (plus, while the summary
-/// is computed, a flow's 12 bytes a packet for SQP's Eq. 10). The summary is the same.
+/// 8 bytes per packet for its summary (two exact delays) instead of the 88 of a record. The
+/// summary is the same.
 pub fn run_streaming_with_registry(
     scenario: &Scenario,
     seed: Option<u64>,

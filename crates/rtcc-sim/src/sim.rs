@@ -189,8 +189,9 @@ impl EventQueue {
 /// A flow's A→B records, in send order. A run that keeps its log ([`Simulation::run`]) keeps
 /// them all here and hands them over at the end (its caller counts them). A streaming run
 /// counts a record as soon as it and every record before it are settled (received or dropped),
-/// and hands the settled prefix to its sink once it holds [`STREAM_CHUNK`] records, so the run
-/// holds only a chunk plus the packets in flight. Both count the same records in the same
+/// and hands every flow's settled prefix to its sink once the flows hold [`STREAM_CHUNK`]
+/// settled records between them, so the run holds only a chunk plus the packets in flight
+/// however many flows it has. Both count the same records in the same
 /// order, so the summaries are identical.
 ///
 /// Log indices are `u32` and wrap; `records` is indexed by the wrapping difference from
@@ -214,8 +215,9 @@ impl PacketLog {
         &mut self.records[log.wrapping_sub(self.first) as usize]
     }
 
-    /// Streaming: count the newly settled records at the front; true when a chunk is full.
-    fn settle(&mut self, stats: &mut PacketStats) -> bool {
+    /// Streaming: count the newly settled records at the front; how many there were.
+    fn settle(&mut self, stats: &mut PacketStats) -> usize {
+        let before = self.settled;
         while let Some(r) = self.records.get(self.settled) {
             if !(r.dropped || r.recv.is_some()) {
                 break;
@@ -223,7 +225,7 @@ impl PacketLog {
             stats.add(r);
             self.settled += 1;
         }
-        self.settled >= STREAM_CHUNK
+        self.settled - before
     }
 
     /// Streaming: hand the settled records to `sink` and forget them.
@@ -240,7 +242,7 @@ impl PacketLog {
 /// Where a streaming run hands its packet records: one flow's, in send order, per call.
 pub type PacketSink<'a> = &'a mut dyn FnMut(&[PacketRecord]);
 
-/// Records a streaming run hands its sink at a time (per flow).
+/// Settled records (all flows together) a streaming run holds before it hands them to its sink.
 pub const STREAM_CHUNK: usize = 1 << 16;
 
 struct FlowState {
@@ -323,9 +325,10 @@ pub struct Simulation {
     state: StateLog,
     state_buf: Vec<(&'static str, f64)>,
     events: u64,
-    /// Packet records go to a sink in chunks ([`Simulation::run_streaming`]); a chunk is full.
+    /// Packet records go to a sink in chunks ([`Simulation::run_streaming`]); the settled
+    /// records not handed over yet.
     streaming: bool,
-    chunk_ready: bool,
+    settled_unflushed: usize,
 }
 
 impl Simulation {
@@ -415,7 +418,7 @@ impl Simulation {
             state_buf: Vec::new(),
             events: 0,
             streaming: false,
-            chunk_ready: false,
+            settled_unflushed: 0,
         };
         for i in 0..sim.flows.len() {
             let cfg = &sim.flows[i].logs.config;
@@ -451,9 +454,10 @@ impl Simulation {
         self.run_inner(progress, None)
     }
 
-    /// Run to the end, handing each flow's packet records to `sink` in chunks of
-    /// [`STREAM_CHUNK`] (and the rest at the end) instead of keeping them: a chunk holds one
-    /// flow's records in send order, and chunks of different flows interleave. The summary is
+    /// Run to the end, handing each flow's packet records to `sink` in chunks (about
+    /// [`STREAM_CHUNK`] records of all flows at a time, and the rest at the end) instead of
+    /// keeping them: a chunk holds one flow's records in send order, and chunks of different
+    /// flows interleave. The summary is
     /// the same as [`Simulation::run`]'s.
     pub fn run_streaming(self, progress: &mut dyn FnMut(f64), sink: PacketSink) -> SimOutput {
         self.run_inner(progress, Some(sink))
@@ -512,13 +516,11 @@ impl Simulation {
                     self.push(time + Duration::from_millis(1000), Event::Progress);
                 }
             }
-            if self.chunk_ready {
-                self.chunk_ready = false;
+            if self.settled_unflushed >= STREAM_CHUNK {
+                self.settled_unflushed = 0;
                 if let Some(sink) = sink.as_mut() {
                     for f in &mut self.flows {
-                        if f.packet_log.settled >= STREAM_CHUNK {
-                            f.packet_log.flush(*sink);
-                        }
+                        f.packet_log.flush(*sink);
                     }
                 }
             }
@@ -530,7 +532,6 @@ impl Simulation {
                 Some(sink) => {
                     f.logs.stats.add_all(&log.records[log.settled..]);
                     log.settled = log.records.len();
-                    f.logs.stats.sort_delays();
                     log.flush(*sink);
                 }
                 None => f.logs.packets = std::mem::take(&mut log.records),
@@ -740,9 +741,7 @@ impl Simulation {
             return;
         }
         let fl = &mut self.flows[i];
-        if fl.packet_log.settle(&mut fl.logs.stats) {
-            self.chunk_ready = true;
-        }
+        self.settled_unflushed += fl.packet_log.settle(&mut fl.logs.stats);
     }
 
     fn log_state(&mut self, i: usize, now: Time) {

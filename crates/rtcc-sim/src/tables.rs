@@ -19,7 +19,8 @@
 //! (`metrics::playout`) are computed here from the frame records, not by the caller.
 //!
 //! [`PacketLogWriter`] streams a packet log to Parquet chunk by chunk, as
-//! [`crate::run::run_streaming_with_registry`] hands the records over, one row group a chunk;
+//! [`crate::run::run_streaming_with_registry`] hands the records over, in row groups of
+//! [`crate::sim::STREAM_CHUNK`] rows (each flow's packets in send order, flows interleaved);
 //! [`write_logs`] writes a finished run's other three tables. Packet logs are written with
 //! zstd and without dictionaries (nanosecond times do not repeat: a dictionary only doubled the
 //! file); the other tables keep the writer's default dictionaries (the state log's signal names).
@@ -41,7 +42,7 @@ use rtcc_core::metrics::{self, PacketRecord};
 use rtcc_core::Time;
 
 use crate::run::RunResult;
-use crate::sim::StateLog;
+use crate::sim::{StateLog, STREAM_CHUNK};
 
 /// The names of the four logs, as their files are named in a run folder (`<name>.parquet`).
 pub const TABLES: [&str; 4] = ["packets", "frames", "state", "capacity"];
@@ -268,7 +269,7 @@ pub fn write_logs(folder: &Path, result: &RunResult, end: Time) -> Result<(), St
     Ok(())
 }
 
-/// Streams a packet log to a Parquet file, one row group per chunk of records.
+/// Streams a packet log to a Parquet file, in row groups of [`STREAM_CHUNK`] records.
 pub struct PacketLogWriter {
     writer: ArrowWriter<BufWriter<File>>,
     path: std::path::PathBuf,
@@ -276,7 +277,12 @@ pub struct PacketLogWriter {
 
 impl PacketLogWriter {
     pub fn create(path: &Path) -> Result<Self, String> {
-        let writer = ArrowWriter::try_new(create(path)?, packet_schema(), Some(properties(false)))
+        let properties = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(ZstdLevel::default()))
+            .set_dictionary_enabled(false)
+            .set_max_row_group_row_count(Some(STREAM_CHUNK))
+            .build();
+        let writer = ArrowWriter::try_new(create(path)?, packet_schema(), Some(properties))
             .map_err(|e| failed(path, e))?;
         Ok(Self {
             writer,
@@ -284,11 +290,10 @@ impl PacketLogWriter {
         })
     }
 
-    /// Append one chunk as a row group.
+    /// Append one chunk (a row group is written whenever [`STREAM_CHUNK`] rows are buffered).
     pub fn write(&mut self, chunk: &[PacketRecord]) -> Result<(), String> {
         self.writer
             .write(&packets(&[chunk]))
-            .and_then(|_| self.writer.flush())
             .map_err(|e| failed(&self.path, e))
     }
 

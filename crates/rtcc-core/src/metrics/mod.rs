@@ -163,13 +163,19 @@ impl Percentiles {
 /// Percentile of sorted values with linear interpolation between closest ranks (NumPy's default
 /// `linear` method): rank `h = (n - 1) p / 100`, value `x[⌊h⌋] + (h - ⌊h⌋)(x[⌊h⌋+1] - x[⌊h⌋])`.
 pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
-    if sorted.is_empty() {
+    percentile_at(sorted.len(), p, |i| sorted[i])
+}
+
+/// [`percentile`] of `n` sorted values read through `value(i)`.
+pub fn percentile_at(n: usize, p: f64, mut value: impl FnMut(usize) -> f64) -> Option<f64> {
+    if n == 0 {
         return None;
     }
-    let h = (sorted.len() - 1) as f64 * p / 100.0;
+    let h = (n - 1) as f64 * p / 100.0;
     let lo = h.floor() as usize;
-    let hi = (lo + 1).min(sorted.len() - 1);
-    Some(sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo]))
+    let hi = (lo + 1).min(n - 1);
+    let (x_lo, x_hi) = (value(lo), value(hi));
+    Some(x_lo + (h - lo as f64) * (x_hi - x_lo))
 }
 
 /// Frame delay of each frame, in frame order: capture to complete reception, each frame's own
@@ -503,8 +509,8 @@ pub fn summarize_flow(
         loss_rate: (counted > 0).then(|| stats.lost as f64 / counted as f64),
         packets_sent: stats.sent,
         packets_lost: stats.lost,
-        one_way_delay_ms: Percentiles::of_any(&stats.one_way_delay_ms),
-        queuing_delay_ms: Percentiles::of_any(&stats.queuing_delay_ms),
+        one_way_delay_ms: stats.one_way_delay.percentiles(),
+        queuing_delay_ms: stats.queuing_delay.percentiles(),
         retransmissions: stats.retransmissions,
         fec_packets: stats.fec_packets,
         frames_recovered: log.frames.iter().filter(|f| f.recovered).count(),

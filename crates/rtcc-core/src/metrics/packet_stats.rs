@@ -4,16 +4,16 @@
 //! computed from the whole log at the end. Instead the simulator hands every record here once its
 //! fate is known (received, dropped, or still in flight when the run ends), in the order the
 //! packets were sent, and may then write the record out or forget it. What stays is what the
-//! metrics cannot do without: counters, rate bins, and, for the exact percentiles and SQP's
-//! simulated video (Eq. 10), two delays and one (ingress, size, arrival) triple per packet:
-//! 48 bytes instead of 88.
+//! metrics cannot do without: counters, rate bins, SQP's simulated video (Eq. 10, computed as
+//! the packets come: [`Eq10`]), and, for the exact percentiles, two delays per packet as integer
+//! nanoseconds, delta-encoded ([`DelaySample`]): about 5 bytes a packet instead of 88.
 //!
 //! Fed the records in log order, every metric comes out bit for bit as it would from the whole
-//! log: the SQP triples keep that order, the delays are only ever used sorted, and every sum is
-//! over integers.
+//! log: Eq. 10 sees the packets in that order (the simulator logs them in ingress order), the
+//! delays are only ever used through their exact ranks, and every sum is over integers.
 
-use super::sqp_frame_delay::SentPacket;
-use super::{PacketRecord, JAIN_WINDOW, RATE_WINDOW};
+use super::sqp_frame_delay::{Eq10, SentPacket};
+use super::{percentile_at, PacketRecord, Percentiles, JAIN_WINDOW, RATE_WINDOW};
 use crate::packet::PacketKind;
 use crate::units::{Duration, Time};
 
@@ -40,10 +40,9 @@ pub struct PacketStats {
     pub retransmissions: usize,
     pub fec_packets: usize,
     /// Send → receive of every received packet, and enqueue → departure of every packet that
-    /// left the bottleneck, in milliseconds: in log order, or sorted after
-    /// [`PacketStats::sort_delays`] (the percentiles then need no copy).
-    pub one_way_delay_ms: Vec<f64>,
-    pub queuing_delay_ms: Vec<f64>,
+    /// left the bottleneck.
+    pub one_way_delay: DelaySample,
+    pub queuing_delay: DelaySample,
     /// Bytes received in each whole [`RATE_WINDOW`] of the flow's life.
     rate_bytes: Vec<u64>,
     /// Bytes received in each [`JAIN_WINDOW`] from time zero to the end of the run.
@@ -52,8 +51,9 @@ pub struct PacketStats {
     /// [`arrival_windows`] windows (the last one partial when the run is not a whole number of
     /// windows): the per-window rates of a run's facts (`rtcc_scenario::facts`).
     pub arrival_bytes: Vec<u64>,
-    /// Every packet as SQP's Eq. 10 sees it, in log order.
-    pub sqp_packets: Vec<SentPacket>,
+    /// SQP's simulated video over the flow's packets, when asked for
+    /// ([`PacketStats::with_sqp_frames`]).
+    pub sqp: Option<Eq10>,
     /// (receive, send) time of every received packet, in log order, when asked for
     /// ([`PacketStats::keeping_transits`]): what RFC 3550's interarrival jitter needs
     /// ([`super::audio`]). `None` for flows that do not report it.
@@ -85,14 +85,21 @@ impl PacketStats {
             departed_in_span: 0,
             retransmissions: 0,
             fec_packets: 0,
-            one_way_delay_ms: Vec::new(),
-            queuing_delay_ms: Vec::new(),
+            one_way_delay: DelaySample::default(),
+            queuing_delay: DelaySample::default(),
             rate_bytes: vec![0; windows(start, stop, RATE_WINDOW.0.max(1))],
             fairness_bytes: vec![0; windows(Time::ZERO, end, JAIN_WINDOW.0.max(1))],
             arrival_bytes: vec![0; arrival_windows(end)],
-            sqp_packets: Vec::new(),
+            sqp: None,
             transits: None,
         }
+    }
+
+    /// Compute SQP's simulated video (Eq. 10) with frames every `interval` over the flow's life
+    /// too, in a run of length `end`.
+    pub fn with_sqp_frames(mut self, interval: Duration, end: Time) -> PacketStats {
+        self.sqp = Some(Eq10::new(self.start, self.stop, interval, end));
+        self
     }
 
     /// Keep each received packet's (receive, send) times too (audio flows), if `keep`.
@@ -123,9 +130,8 @@ impl PacketStats {
     /// [`PacketStats::add`] each of `packets`, with room made for them first.
     pub fn add_all(&mut self, packets: &[PacketRecord]) {
         let n = packets.len();
-        self.one_way_delay_ms.reserve(n);
-        self.queuing_delay_ms.reserve(n);
-        self.sqp_packets.reserve(n);
+        self.one_way_delay.reserve(n);
+        self.queuing_delay.reserve(n);
         for p in packets {
             self.add(p);
         }
@@ -140,7 +146,7 @@ impl PacketStats {
         self.fec_packets += (p.kind == PacketKind::Fec) as usize;
         if let Some(d) = p.depart {
             let queued = d - (p.enqueue + self.propagation_between_links);
-            self.queuing_delay_ms.push(queued.as_millis_f64());
+            self.queuing_delay.push(queued);
             let size = p.size as u64;
             if d >= self.start && d < self.stop {
                 self.departed_in_life += size;
@@ -153,7 +159,7 @@ impl PacketStats {
             Some(r) => {
                 self.received_packets += 1;
                 self.received_bytes += p.size as u64;
-                self.one_way_delay_ms.push((r - p.send).as_millis_f64());
+                self.one_way_delay.push(r - p.send);
                 if let Some(t) = &mut self.transits {
                     t.push((r, p.send));
                 }
@@ -173,26 +179,17 @@ impl PacketStats {
             None if !p.dropped => self.in_flight_at_end += 1,
             None => {}
         }
-        self.sqp_packets.push(SentPacket {
-            ingress: p.enqueue,
-            size: p.size,
-            recv: p.recv,
-        });
+        if let Some(sqp) = &mut self.sqp {
+            sqp.push(&SentPacket::of(p));
+        }
     }
 
-    /// Sort the delay vectors (`total_cmp` order) once every packet has been added, so the
-    /// summary's percentiles read them in place instead of sorting a copy.
-    pub fn sort_delays(&mut self) {
-        self.one_way_delay_ms.sort_by(|a, b| a.total_cmp(b));
-        self.queuing_delay_ms.sort_by(|a, b| a.total_cmp(b));
-    }
-
-    /// Free the per-packet vectors (the delays and SQP's triples) once the flow is summarised;
+    /// Free the per-packet vectors (the delays, Eq. 10's state) once the flow is summarised;
     /// the counters and bins stay.
     pub fn release_per_packet(&mut self) {
-        self.one_way_delay_ms = Vec::new();
-        self.queuing_delay_ms = Vec::new();
-        self.sqp_packets = Vec::new();
+        self.one_way_delay = DelaySample::default();
+        self.queuing_delay = DelaySample::default();
+        self.sqp = None;
         if let Some(t) = &mut self.transits {
             *t = Vec::new();
         }
@@ -208,9 +205,174 @@ impl PacketStats {
     }
 }
 
+/// A sample of durations for exact percentiles in a few bytes a value: each value is stored as
+/// its difference from the one before (consecutive packets' delays are close: usually 2 or 3
+/// bytes), zigzag- and LEB128-encoded. A percentile's ranks are then found without sorting,
+/// by narrowing a range of nanoseconds: each pass over the sample counts its values in up to
+/// 2¹⁶ equal parts of the range (fewer for a small sample) and keeps the part that holds the
+/// rank, until the part is one nanosecond wide (two passes for a large sample whose delays span
+/// less than 4.3 s); the ranks of all three percentiles share the passes. The percentiles are those
+/// of the values in milliseconds (`ns / 10⁶` as `f64`, which keeps their order), bit for bit.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DelaySample {
+    encoded: Vec<u8>,
+    len: usize,
+    last: u64,
+    min: u64,
+    max: u64,
+}
+
+/// At most 2^SELECT_BITS parts a range is split into per pass.
+const SELECT_BITS: u32 = 16;
+
+impl DelaySample {
+    pub fn push(&mut self, d: Duration) {
+        let v = d.0;
+        let delta = v.wrapping_sub(self.last) as i64;
+        let mut zigzag = ((delta << 1) ^ (delta >> 63)) as u64;
+        while zigzag >= 0x80 {
+            self.encoded.push(zigzag as u8 | 0x80);
+            zigzag >>= 7;
+        }
+        self.encoded.push(zigzag as u8);
+        (self.min, self.max) = match self.len {
+            0 => (v, v),
+            _ => (self.min.min(v), self.max.max(v)),
+        };
+        self.last = v;
+        self.len += 1;
+    }
+
+    /// Room for about `n` more values.
+    pub fn reserve(&mut self, n: usize) {
+        self.encoded.reserve(3 * n);
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The values in nanoseconds, in the order they were pushed.
+    pub fn values(&self) -> impl Iterator<Item = u64> + '_ {
+        let mut bytes = self.encoded.iter();
+        let mut last = 0u64;
+        std::iter::from_fn(move || {
+            let (mut zigzag, mut shift) = (0u64, 0);
+            loop {
+                let b = *bytes.next()?;
+                zigzag |= ((b & 0x7f) as u64) << shift;
+                if b < 0x80 {
+                    break;
+                }
+                shift += 7;
+            }
+            let delta = ((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64);
+            last = last.wrapping_add(delta as u64);
+            Some(last)
+        })
+    }
+
+    /// The values of the given ranks (0-based, each `< len`) in sorted order, in nanoseconds;
+    /// every rank is narrowed in the same passes over the sample.
+    pub fn select(&self, ranks: &[usize]) -> Vec<u64> {
+        // Per rank: its answer is in [lo, lo + width), and it is `rank`-th among the values
+        // there.
+        let mut search: Vec<(u64, u64, usize)> = ranks
+            .iter()
+            .map(|&rank| {
+                assert!(rank < self.len, "rank {rank} of a sample of {}", self.len);
+                (self.min, (self.max - self.min).saturating_add(1), rank)
+            })
+            .collect();
+        // A range of `width` is split into parts of 2^shift, at most 2^bits of them: about as
+        // many parts as values (so a small sample does not clear a large table each pass), from
+        // 2^8 to 2^SELECT_BITS.
+        let bits = (usize::BITS - self.len.leading_zeros()).clamp(8, SELECT_BITS);
+        let shift = |width: u64| (64 - (width - 1).leading_zeros()).saturating_sub(bits);
+        let parts = 1usize << bits;
+        let mut counts = vec![0usize; parts * search.len()];
+        while search.iter().any(|&(_, width, _)| width > 1) {
+            counts.fill(0);
+            let shifts: Vec<u32> = search.iter().map(|&(_, w, _)| shift(w)).collect();
+            for v in self.values() {
+                for (j, &(lo, width, _)) in search.iter().enumerate() {
+                    if v.wrapping_sub(lo) < width {
+                        counts[j * parts + ((v - lo) >> shifts[j]) as usize] += 1;
+                    }
+                }
+            }
+            for (j, (lo, width, rank)) in search.iter_mut().enumerate() {
+                if *width == 1 {
+                    continue;
+                }
+                let part = 1u64 << shifts[j];
+                let mut i = 0;
+                while *rank >= counts[j * parts + i] {
+                    *rank -= counts[j * parts + i];
+                    i += 1;
+                }
+                *lo += i as u64 * part;
+                *width = part.min(*width - i as u64 * part);
+            }
+        }
+        search.into_iter().map(|(lo, ..)| lo).collect()
+    }
+
+    /// P50/P95/P99 in milliseconds.
+    pub fn percentiles(&self) -> Percentiles {
+        const PS: [f64; 3] = [50.0, 95.0, 99.0];
+        // The ranks each percentile interpolates between, found together.
+        let mut ranks = Vec::new();
+        for p in PS {
+            percentile_at(self.len, p, |i| {
+                ranks.push(i);
+                0.0
+            });
+        }
+        ranks.sort_unstable();
+        ranks.dedup();
+        let values = self.select(&ranks);
+        let at = |p| {
+            percentile_at(self.len, p, |i| {
+                let k = ranks.binary_search(&i).expect("a rank found above");
+                Duration(values[k]).as_millis_f64()
+            })
+        };
+        Percentiles {
+            p50: at(PS[0]),
+            p95: at(PS[1]),
+            p99: at(PS[2]),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The delta-encoded sample gives back what was pushed, and its percentiles are those
+        /// of the sorted values in milliseconds, bit for bit: clustered delays (many equal
+        /// values), spreads wider than one selection pass, and delays beyond 4.3 s.
+        #[test]
+        fn delay_percentiles_match_sorting_the_values(
+            values in proptest::collection::vec(
+                prop_oneof![0u64..50, 20_000_000u64..20_001_000, 0u64..10_000_000_000, Just(u64::MAX / 4)],
+                0..500,
+            )
+        ) {
+            let mut sample = DelaySample::default();
+            values.iter().for_each(|&v| sample.push(Duration(v)));
+            prop_assert_eq!(sample.values().collect::<Vec<_>>(), values.clone());
+            let mut ms: Vec<f64> = values.iter().map(|&v| Duration(v).as_millis_f64()).collect();
+            prop_assert_eq!(sample.percentiles(), Percentiles::of(&mut ms));
+        }
+    }
 
     fn received(at_ms: u64, size: u32) -> PacketRecord {
         let t = Time::from_millis(at_ms);

@@ -37,6 +37,17 @@ pub struct SentPacket {
     pub recv: Option<Time>,
 }
 
+impl SentPacket {
+    /// A logged packet as Eq. 10 sees it (its ingress is its first link's enqueue).
+    pub fn of(p: &super::PacketRecord) -> SentPacket {
+        SentPacket {
+            ingress: p.enqueue,
+            size: p.size,
+            recv: p.recv,
+        }
+    }
+}
+
 /// One simulated frame.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SimulatedFrame {
@@ -54,38 +65,307 @@ pub struct SimulatedFrame {
 /// The windows of Fig. 15b.
 pub const WINDOWS: [u32; 6] = [1, 2, 4, 8, 16, 32];
 
-/// Prefix sums over a flow's packets, shared by every window.
-struct Stream<'a> {
-    packets: &'a [SentPacket],
-    /// `cum[i]`: bytes of packets before `i`; `lost_before[i]`: packets before `i` that never
-    /// arrived.
-    cum: Vec<u64>,
-    lost_before: Vec<u32>,
+/// One packet as the frame walk needs it: the flow's bytes through it, the packets lost through
+/// it, and its arrival.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Carried {
+    cum_end: u64,
+    lost_through: u32,
+    recv: Option<Time>,
 }
 
-impl<'a> Stream<'a> {
-    fn new(packets: &'a [SentPacket]) -> Self {
-        let mut cum = Vec::with_capacity(packets.len() + 1);
-        let mut lost_before = Vec::with_capacity(packets.len() + 1);
-        let (mut bytes, mut lost) = (0u64, 0u32);
-        cum.push(bytes);
-        lost_before.push(lost);
-        for p in packets {
-            bytes += p.size as u64;
-            lost += p.recv.is_none() as u32;
-            cum.push(bytes);
-            lost_before.push(lost);
+/// A frame's completion time when it never completed (16 bytes a slot instead of 24).
+const NEVER: Time = Time(u64::MAX);
+
+/// One window `n`'s frames, computed slot by slot as soon as the packets they need are known.
+#[derive(Debug, Clone, PartialEq)]
+struct Window {
+    n: usize,
+    /// The next slot to size (`frames.len()`), and its size once computed (its completion may
+    /// still wait for packets).
+    sized: Option<f64>,
+    /// `p` of Eq. 10, and where the next frame's bytes begin in the flow's byte stream.
+    pending: f64,
+    begin: f64,
+    /// Packet indices carrying the current frame's first and last bytes (only move forward).
+    first: usize,
+    last: usize,
+    /// The current frame's last byte is in a packet not sent yet.
+    waiting: bool,
+    /// Per slot: Eq. 10's bytes and when the frame was complete ([`NEVER`] if it was not).
+    frames: Vec<(f64, Time)>,
+}
+
+/// Eq. 10 and the frame walk for every window of [`WINDOWS`] over a flow's packets, fed in
+/// bottleneck-ingress order as they become known ([`Eq10::push`]), in memory that does not grow
+/// with the run: it keeps the packets of the last `max n + 1` slots and one entry per slot,
+/// where a batch computation kept every packet (32 bytes each for SQP's triple, plus 12 for its
+/// prefix sums). The arithmetic is the batch computation's, step for step, so the result is
+/// the same to the bit whether a run streams its packets or keeps them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Eq10 {
+    start: Time,
+    interval: Duration,
+    end: Time,
+    /// Slots `start + k·I < stop`, and the boundaries a window reaches (`slots + max n`).
+    slots: usize,
+    last_boundary: usize,
+    /// Bytes sent before each slot boundary known so far (the first packet with ingress at or
+    /// after the boundary is not counted).
+    boundary_cum: Vec<u64>,
+    /// Packets from index `base` on; `count` pushed in all.
+    packets: std::collections::VecDeque<Carried>,
+    base: usize,
+    count: usize,
+    bytes: u64,
+    lost: u32,
+    last_ingress: Time,
+    /// Packets pushed since the windows last moved.
+    since_advance: usize,
+    /// A packet came with an ingress earlier than its predecessor's: the result would be
+    /// wrong (a batch caller sorts first; see [`Eq10::out_of_order`]).
+    out_of_order: bool,
+    finished: bool,
+    /// Every window has all its frames.
+    done: bool,
+    windows: Vec<Window>,
+}
+
+impl Eq10 {
+    /// Frames of `interval` for the slots `start + k·I < stop` of a run of length `end`.
+    pub fn new(start: Time, stop: Time, interval: Duration, end: Time) -> Eq10 {
+        let slots = if interval.0 == 0 || stop <= start {
+            0
+        } else {
+            (stop - start).0.div_ceil(interval.0) as usize
+        };
+        let max_n = *WINDOWS.iter().max().expect("windows") as usize;
+        Eq10 {
+            start,
+            interval,
+            end,
+            slots,
+            last_boundary: slots + max_n,
+            boundary_cum: Vec::new(),
+            packets: Default::default(),
+            base: 0,
+            count: 0,
+            bytes: 0,
+            lost: 0,
+            last_ingress: Time::ZERO,
+            since_advance: 0,
+            out_of_order: false,
+            finished: false,
+            done: slots == 0,
+            windows: WINDOWS
+                .iter()
+                .map(|&n| Window {
+                    n: n as usize,
+                    sized: None,
+                    pending: 0.0,
+                    begin: 0.0,
+                    first: 0,
+                    last: 0,
+                    waiting: false,
+                    frames: Vec::with_capacity(slots),
+                })
+                .collect(),
         }
-        Stream {
-            packets,
-            cum,
-            lost_before,
+    }
+
+    fn boundary(&self, k: usize) -> Time {
+        self.start + Duration(self.interval.0 * k as u64)
+    }
+
+    /// The next packet in ingress order.
+    pub fn push(&mut self, p: &SentPacket) {
+        debug_assert!(!self.finished, "push after finish");
+        self.out_of_order |= p.ingress < self.last_ingress;
+        self.last_ingress = p.ingress;
+        if self.done {
+            return; // every frame is known: later packets change nothing
         }
+        // Boundaries at or before this packet's ingress close with the bytes before it.
+        let boundaries = self.boundary_cum.len();
+        while self.boundary_cum.len() <= self.last_boundary
+            && p.ingress >= self.boundary(self.boundary_cum.len())
+        {
+            self.boundary_cum.push(self.bytes);
+        }
+        self.bytes += p.size as u64;
+        self.lost += p.recv.is_none() as u32;
+        self.count += 1;
+        self.packets.push_back(Carried {
+            cum_end: self.bytes,
+            lost_through: self.lost,
+            recv: p.recv,
+        });
+        // The windows move when a slot closes (a frame waiting for its last byte resumes
+        // then, with the packets sent since; waiting changes when a frame is computed, not
+        // what), or when packets pile up behind a waiting frame after the last slot.
+        self.since_advance += 1;
+        if self.boundary_cum.len() > boundaries
+            || (self.since_advance >= 1024 && self.windows.iter().any(|w| w.waiting))
+        {
+            self.advance();
+        }
+    }
+
+    /// Whether packets came out of ingress order (their result is then not Eq. 10's).
+    pub fn out_of_order(&self) -> bool {
+        self.out_of_order
+    }
+
+    /// Size and walk every frame the known packets allow, then forget the packets no window
+    /// needs any more.
+    fn advance(&mut self) {
+        self.since_advance = 0;
+        for w in 0..self.windows.len() {
+            self.advance_window(w);
+        }
+        let keep_from = self
+            .windows
+            .iter()
+            .filter(|w| w.frames.len() < self.slots)
+            .map(|w| w.first)
+            .min();
+        self.done = keep_from.is_none();
+        let keep_from = keep_from.unwrap_or(self.count);
+        while self.base < keep_from {
+            self.packets.pop_front();
+            self.base += 1;
+        }
+    }
+
+    fn advance_window(&mut self, w: usize) {
+        let eps = 1e-6;
+        let cum = |this: &Eq10, i: usize| this.packets[i - this.base].cum_end;
+        loop {
+            let win = &self.windows[w];
+            let k = win.frames.len();
+            if k == self.slots {
+                return;
+            }
+            let size = match win.sized {
+                Some(size) => size,
+                None => {
+                    if self.boundary_cum.len() <= k + win.n {
+                        return; // slot k + n has not ended yet
+                    }
+                    let c = &self.boundary_cum;
+                    let one = (c[k + 1] - c[k]) as f64;
+                    let window = (c[k + win.n] - c[k]) as f64;
+                    let win = &mut self.windows[w];
+                    if k == 0 {
+                        win.begin = c[0] as f64;
+                    }
+                    let size = ((window - win.pending) / win.n as f64)
+                        .max(one - win.pending)
+                        .max(0.0);
+                    win.pending = (win.pending + size - one).max(0.0);
+                    win.sized = Some(size);
+                    size
+                }
+            };
+            let (begin, mut first, mut last) = {
+                let win = &self.windows[w];
+                (win.begin, win.first, win.last)
+            };
+            let complete = if size > 0.0 {
+                // Packets carrying bytes [begin, begin + size): the first whose end passes
+                // `begin` to the first whose end reaches the frame's last byte.
+                while first < self.count && (cum(self, first) as f64) <= begin + eps {
+                    first += 1;
+                }
+                last = last.max(first);
+                while last < self.count && (cum(self, last) as f64) < begin + size - eps {
+                    last += 1;
+                }
+                let win = &mut self.windows[w];
+                (win.first, win.last) = (first, last);
+                win.waiting = last == self.count && !self.finished;
+                if win.waiting {
+                    return; // the frame's last byte is in a packet not yet sent
+                }
+                if last < self.count {
+                    let lp = self.packets[last - self.base];
+                    let fp = self.packets[first - self.base];
+                    let lost_before_first = fp.lost_through - fp.recv.is_none() as u32;
+                    (lp.lost_through == lost_before_first)
+                        .then_some(lp.recv)
+                        .flatten()
+                } else {
+                    None
+                }
+            } else {
+                None
+            };
+            let win = &mut self.windows[w];
+            win.begin += size;
+            win.sized = None;
+            win.frames.push((size, complete.unwrap_or(NEVER)));
+        }
+    }
+
+    /// No more packets: close the boundaries after the last one and finish every frame.
+    fn finish(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        if self.slots == 0 {
+            return;
+        }
+        while self.boundary_cum.len() <= self.last_boundary {
+            self.boundary_cum.push(self.bytes);
+        }
+        self.advance();
+    }
+
+    /// Window `n`'s frames with their delays (`n` one of [`WINDOWS`]).
+    pub fn frames(&mut self, n: u32) -> Vec<SimulatedFrame> {
+        self.finish();
+        let Some(w) = self.windows.iter().find(|w| w.n == n as usize) else {
+            return Vec::new();
+        };
+        let mut frames: Vec<SimulatedFrame> = w
+            .frames
+            .iter()
+            .enumerate()
+            .map(|(k, &(bytes, complete))| SimulatedFrame {
+                slot: self.boundary(k),
+                bytes,
+                complete: (complete != NEVER).then_some(complete),
+                delay: Duration::ZERO,
+            })
+            .collect();
+        // Display times, newest first: an incomplete frame is shown with the next complete one.
+        let mut shown_at = self.end;
+        for f in frames.iter_mut().rev() {
+            if f.bytes <= 0.0 {
+                f.delay = self.interval;
+                continue;
+            }
+            if let Some(c) = f.complete {
+                shown_at = shown_at.min(c);
+            }
+            f.delay = shown_at - f.slot;
+        }
+        frames
+    }
+
+    /// The summary of every window of [`WINDOWS`].
+    pub fn summary(&mut self) -> Vec<SqpFrameDelay> {
+        let interval = self.interval;
+        WINDOWS
+            .iter()
+            .map(|&n| window_summary(n, interval, &self.frames(n)))
+            .collect()
     }
 }
 
 /// Eq. 10 over `packets` (in ingress order) for the slots `start + k·interval < stop`, then the
-/// frames' delays. `end` is the end of the run.
+/// frames' delays, for window `n` (one of [`WINDOWS`]). `end` is the end of the run.
 pub fn simulate(
     packets: &[SentPacket],
     start: Time,
@@ -94,89 +374,11 @@ pub fn simulate(
     n: u32,
     end: Time,
 ) -> Vec<SimulatedFrame> {
-    simulate_stream(&Stream::new(packets), start, stop, interval, n, end)
-}
-
-fn simulate_stream(
-    stream: &Stream,
-    start: Time,
-    stop: Time,
-    interval: Duration,
-    n: u32,
-    end: Time,
-) -> Vec<SimulatedFrame> {
-    if interval.0 == 0 || stop <= start {
-        return Vec::new();
+    let mut eq10 = Eq10::new(start, stop, interval, end);
+    for p in packets {
+        eq10.push(p);
     }
-    let (packets, cum, lost_before) = (stream.packets, &stream.cum, &stream.lost_before);
-    let n = n.max(1) as usize;
-    let slots = ((stop - start).0.div_ceil(interval.0)) as usize;
-    // bound[k]: the first packet with ingress at or after slot boundary k (start + k·I), for
-    // every boundary a window reaches; found in one forward walk, so the bytes sent between
-    // two boundaries are a difference of prefix sums.
-    let mut bound = Vec::with_capacity(slots + n + 1);
-    let mut i = packets.partition_point(|p| p.ingress < start);
-    for k in 0..=slots + n {
-        let t = start + Duration(interval.0 * k as u64);
-        while i < packets.len() && packets[i].ingress < t {
-            i += 1;
-        }
-        bound.push(i);
-    }
-    let sent = |a: usize, b: usize| (cum[bound[b]] - cum[bound[a]]) as f64;
-
-    let mut frames = Vec::with_capacity(slots);
-    let mut pending = 0.0f64;
-    // Position in the byte stream (from the flow's first packet) where the next frame begins.
-    let mut begin = cum[bound[0]] as f64;
-    // The packets carrying a frame's first and last bytes only move forward, frame by frame.
-    let (mut first, mut last) = (0usize, 0usize);
-    let eps = 1e-6;
-    for k in 0..slots {
-        let t = start + Duration(interval.0 * k as u64);
-        let one = sent(k, k + 1);
-        let window = sent(k, k + n);
-        let size = ((window - pending) / n as f64).max(one - pending).max(0.0);
-        pending = (pending + size - one).max(0.0);
-        let complete = if size > 0.0 {
-            // Packets carrying bytes [begin, begin + size): the first whose end passes `begin`
-            // to the first whose end reaches the frame's last byte.
-            while first < packets.len() && (cum[first + 1] as f64) <= begin + eps {
-                first += 1;
-            }
-            last = last.max(first);
-            while last < packets.len() && (cum[last + 1] as f64) < begin + size - eps {
-                last += 1;
-            }
-            if last < packets.len() && lost_before[last + 1] == lost_before[first] {
-                packets[last].recv
-            } else {
-                None
-            }
-        } else {
-            None
-        };
-        begin += size;
-        frames.push(SimulatedFrame {
-            slot: t,
-            bytes: size,
-            complete,
-            delay: Duration::ZERO,
-        });
-    }
-    // Display times, newest first: an incomplete frame is shown with the next complete one.
-    let mut shown_at = end;
-    for f in frames.iter_mut().rev() {
-        if f.bytes <= 0.0 {
-            f.delay = interval;
-            continue;
-        }
-        if let Some(c) = f.complete {
-            shown_at = shown_at.min(c);
-        }
-        f.delay = shown_at - f.slot;
-    }
-    frames
+    eq10.frames(n)
 }
 
 /// P50/P90/P95/P99, `None` when empty.
@@ -207,7 +409,8 @@ pub struct SqpFrameDelay {
     pub frame_bitrate_bps: BitratePercentiles,
 }
 
-/// Eq. 10 and the frame delays for each window of [`WINDOWS`].
+/// Eq. 10 and the frame delays for each window of [`WINDOWS`], over `packets` in any order
+/// (sorted by ingress here when they are not).
 pub fn summarize(
     packets: &[SentPacket],
     start: Time,
@@ -215,40 +418,125 @@ pub fn summarize(
     interval: Duration,
     end: Time,
 ) -> Vec<SqpFrameDelay> {
-    let stream = Stream::new(packets);
-    WINDOWS
+    let mut eq10 = Eq10::new(start, stop, interval, end);
+    if packets.windows(2).any(|w| w[1].ingress < w[0].ingress) {
+        let mut sorted = packets.to_vec();
+        sorted.sort_by_key(|p| p.ingress);
+        sorted.iter().for_each(|p| eq10.push(p));
+    } else {
+        packets.iter().for_each(|p| eq10.push(p));
+    }
+    eq10.summary()
+}
+
+fn window_summary(n: u32, interval: Duration, frames: &[SimulatedFrame]) -> SqpFrameDelay {
+    let mut delays: Vec<f64> = frames.iter().map(|f| f.delay.as_millis_f64()).collect();
+    let mut rates: Vec<f64> = frames
         .iter()
-        .map(|&n| {
-            let frames = simulate_stream(&stream, start, stop, interval, n, end);
-            let mut delays: Vec<f64> = frames.iter().map(|f| f.delay.as_millis_f64()).collect();
-            let mut rates: Vec<f64> = frames
-                .iter()
-                .map(|f| f.bytes * 8.0 / interval.as_secs_f64())
-                .collect();
-            delays.sort_by(|a, b| a.total_cmp(b));
-            rates.sort_by(|a, b| a.total_cmp(b));
-            SqpFrameDelay {
-                n,
-                frame_interval_ms: interval.as_millis_f64(),
-                frame_delay_ms: DelayPercentiles {
-                    p50: percentile(&delays, 50.0),
-                    p90: percentile(&delays, 90.0),
-                    p95: percentile(&delays, 95.0),
-                    p99: percentile(&delays, 99.0),
-                },
-                frame_bitrate_bps: BitratePercentiles {
-                    p10: percentile(&rates, 10.0),
-                    p50: percentile(&rates, 50.0),
-                    p90: percentile(&rates, 90.0),
-                },
-            }
-        })
-        .collect()
+        .map(|f| f.bytes * 8.0 / interval.as_secs_f64())
+        .collect();
+    delays.sort_by(|a, b| a.total_cmp(b));
+    rates.sort_by(|a, b| a.total_cmp(b));
+    SqpFrameDelay {
+        n,
+        frame_interval_ms: interval.as_millis_f64(),
+        frame_delay_ms: DelayPercentiles {
+            p50: percentile(&delays, 50.0),
+            p90: percentile(&delays, 90.0),
+            p95: percentile(&delays, 95.0),
+            p99: percentile(&delays, 99.0),
+        },
+        frame_bitrate_bps: BitratePercentiles {
+            p10: percentile(&rates, 10.0),
+            p50: percentile(&rates, 50.0),
+            p90: percentile(&rates, 90.0),
+        },
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// Eq. 10 computed the plain way, with every packet and its prefix sums in hand: the
+    /// reference the streaming [`Eq10`] must match to the bit.
+    fn batch(
+        p: &[SentPacket],
+        start: Time,
+        stop: Time,
+        iv: Duration,
+        n: usize,
+        end: Time,
+    ) -> Vec<(f64, Option<Time>, Duration)> {
+        let slots = ((stop - start).0.div_ceil(iv.0)) as usize;
+        let mut cum = vec![0u64];
+        let mut lost = vec![0u32];
+        for q in p {
+            cum.push(cum.last().unwrap() + q.size as u64);
+            lost.push(lost.last().unwrap() + q.recv.is_none() as u32);
+        }
+        let at = |k: usize| start + Duration(iv.0 * k as u64);
+        let bound: Vec<usize> = (0..=slots + n)
+            .map(|k| p.partition_point(|q| q.ingress < at(k)))
+            .collect();
+        let sent = |a: usize, b: usize| (cum[bound[b]] - cum[bound[a]]) as f64;
+        let (mut pending, mut begin, mut out) = (0.0f64, cum[bound[0]] as f64, Vec::new());
+        for k in 0..slots {
+            let size = ((sent(k, k + n) - pending) / n as f64)
+                .max(sent(k, k + 1) - pending)
+                .max(0.0);
+            pending = (pending + size - sent(k, k + 1)).max(0.0);
+            let first = (0..p.len())
+                .find(|&i| cum[i + 1] as f64 > begin + 1e-6)
+                .unwrap_or(p.len());
+            let last = (first..p.len())
+                .find(|&i| cum[i + 1] as f64 >= begin + size - 1e-6)
+                .unwrap_or(p.len());
+            let complete = (size > 0.0 && last < p.len() && lost[last + 1] == lost[first])
+                .then(|| p[last].recv)
+                .flatten();
+            begin += size;
+            out.push((size, complete, Duration::ZERO));
+        }
+        let mut shown = end;
+        for k in (0..out.len()).rev() {
+            let f = &mut out[k];
+            if f.0 <= 0.0 {
+                f.2 = iv;
+                continue;
+            }
+            if let Some(c) = f.1 {
+                shown = shown.min(c);
+            }
+            f.2 = shown - at(k);
+        }
+        out
+    }
+
+    proptest! {
+        /// Fed one packet at a time, Eq. 10 gives every window's frames exactly as the batch
+        /// computation over the whole log: sizes, completions (losses, gaps of silence, bursts
+        /// at one instant, packets before the start and after the stop) and delays.
+        #[test]
+        fn streaming_eq10_matches_the_batch_computation_to_the_bit(
+            gaps in proptest::collection::vec((0u64..40, 1u32..3000, proptest::option::weighted(0.9, 1u64..300)), 0..400),
+            start_ms in 0u64..50, life_ms in 1u64..600, iv_ms in 1u64..40,
+        ) {
+            let (mut t, mut packets) = (0u64, Vec::new());
+            for (gap, size, transit) in gaps {
+                t += gap;
+                packets.push(SentPacket { ingress: Time::from_millis(t), size, recv: transit.map(|d| Time::from_millis(t + d)) });
+            }
+            let (start, stop) = (Time::from_millis(start_ms), Time::from_millis(start_ms + life_ms));
+            let (iv, end) = (Duration::from_millis(iv_ms), Time::from_millis(start_ms + life_ms + 500));
+            for n in WINDOWS {
+                let want = batch(&packets, start, stop, iv, n as usize, end);
+                let got: Vec<_> = simulate(&packets, start, stop, iv, n, end).iter().map(|f| (f.bytes, f.complete, f.delay)).collect();
+                prop_assert_eq!(got, want, "n = {}", n);
+            }
+        }
+    }
 
     fn ms(v: u64) -> Time {
         Time::from_millis(v)
