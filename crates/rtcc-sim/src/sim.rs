@@ -820,11 +820,13 @@ impl Simulation {
         // any due at the same instant), and if that is the head it gets its own event; the old
         // head's event then finds another packet at the head and is skipped as stale.
         let place = if line.back().is_none_or(|&(last, ..)| last <= at) {
-            line.len()
+            line.push_back((at, seq, p));
+            line.len() - 1
         } else {
-            line.partition_point(|&(t, ..)| t <= at)
+            let place = line.partition_point(|&(t, ..)| t <= at);
+            line.insert(place, (at, seq, p));
+            place
         };
-        line.insert(place, (at, seq, p));
         if place == 0 {
             self.push_with_seq(at, seq, Event::Deliver(index as u32));
         }

@@ -296,19 +296,24 @@ impl DelaySample {
         let parts = 1usize << bits;
         let mut counts = vec![0usize; parts * search.len()];
         while search.iter().any(|&(_, width, _)| width > 1) {
-            counts.fill(0);
-            let shifts: Vec<u32> = search.iter().map(|&(_, w, _)| shift(w)).collect();
+            // Ranks still in the same range share its counts (all of them in the first pass).
+            let mut ranges: Vec<(u64, u64)> = search.iter().map(|&(lo, w, _)| (lo, w)).collect();
+            ranges.sort_unstable();
+            ranges.dedup();
+            let shifts: Vec<u32> = ranges.iter().map(|&(_, w)| shift(w)).collect();
+            counts[..parts * ranges.len()].fill(0);
             for v in self.values() {
-                for (j, &(lo, width, _)) in search.iter().enumerate() {
+                for (j, &(lo, width)) in ranges.iter().enumerate() {
                     if v.wrapping_sub(lo) < width {
                         counts[j * parts + ((v - lo) >> shifts[j]) as usize] += 1;
                     }
                 }
             }
-            for (j, (lo, width, rank)) in search.iter_mut().enumerate() {
+            for (lo, width, rank) in search.iter_mut() {
                 if *width == 1 {
                     continue;
                 }
+                let j = ranges.binary_search(&(*lo, *width)).expect("its range");
                 let part = 1u64 << shifts[j];
                 let mut i = 0;
                 while *rank >= counts[j * parts + i] {

@@ -74,6 +74,9 @@ struct Carried {
     recv: Option<Time>,
 }
 
+/// Packets [`Eq10::push`] takes between two moves of the windows.
+const ADVANCE_EVERY: usize = 1024;
+
 /// A frame's completion time when it never completed (16 bytes a slot instead of 24).
 const NEVER: Time = Time(u64::MAX);
 
@@ -90,15 +93,14 @@ struct Window {
     /// Packet indices carrying the current frame's first and last bytes (only move forward).
     first: usize,
     last: usize,
-    /// The current frame's last byte is in a packet not sent yet.
-    waiting: bool,
     /// Per slot: Eq. 10's bytes and when the frame was complete ([`NEVER`] if it was not).
     frames: Vec<(f64, Time)>,
 }
 
 /// Eq. 10 and the frame walk for every window of [`WINDOWS`] over a flow's packets, fed in
 /// bottleneck-ingress order as they become known ([`Eq10::push`]), in memory that does not grow
-/// with the run: it keeps the packets of the last `max n + 1` slots and one entry per slot,
+/// with the run: it keeps the packets of the last `max n + 1` slots (and up to
+/// [`ADVANCE_EVERY`] more) and one entry per slot,
 /// where a batch computation kept every packet (32 bytes each for SQP's triple, plus 12 for its
 /// prefix sums). The arithmetic is the batch computation's, step for step, so the result is
 /// the same to the bit whether a run streams its packets or keeps them.
@@ -122,6 +124,7 @@ pub struct Eq10 {
     last_ingress: Time,
     /// Packets pushed since the windows last moved.
     since_advance: usize,
+    advance_every: usize,
     /// A packet came with an ingress earlier than its predecessor's: the result would be
     /// wrong (a batch caller sorts first; see [`Eq10::out_of_order`]).
     out_of_order: bool,
@@ -154,6 +157,7 @@ impl Eq10 {
             lost: 0,
             last_ingress: Time::ZERO,
             since_advance: 0,
+            advance_every: ADVANCE_EVERY,
             out_of_order: false,
             finished: false,
             done: slots == 0,
@@ -166,7 +170,6 @@ impl Eq10 {
                     begin: 0.0,
                     first: 0,
                     last: 0,
-                    waiting: false,
                     frames: Vec::with_capacity(slots),
                 })
                 .collect(),
@@ -186,7 +189,6 @@ impl Eq10 {
             return; // every frame is known: later packets change nothing
         }
         // Boundaries at or before this packet's ingress close with the bytes before it.
-        let boundaries = self.boundary_cum.len();
         while self.boundary_cum.len() <= self.last_boundary
             && p.ingress >= self.boundary(self.boundary_cum.len())
         {
@@ -200,13 +202,11 @@ impl Eq10 {
             lost_through: self.lost,
             recv: p.recv,
         });
-        // The windows move when a slot closes (a frame waiting for its last byte resumes
-        // then, with the packets sent since; waiting changes when a frame is computed, not
-        // what), or when packets pile up behind a waiting frame after the last slot.
+        // The windows move every ADVANCE_EVERY packets: a frame waiting for its last byte
+        // resumes then with the packets sent since (when a frame is computed changes, not
+        // what), and a batch at a time keeps a flow's windows in cache among many flows.
         self.since_advance += 1;
-        if self.boundary_cum.len() > boundaries
-            || (self.since_advance >= 1024 && self.windows.iter().any(|w| w.waiting))
-        {
+        if self.since_advance >= self.advance_every {
             self.advance();
         }
     }
@@ -273,18 +273,22 @@ impl Eq10 {
             };
             let complete = if size > 0.0 {
                 // Packets carrying bytes [begin, begin + size): the first whose end passes
-                // `begin` to the first whose end reaches the frame's last byte.
-                while first < self.count && (cum(self, first) as f64) <= begin + eps {
+                // `begin` to the first whose end reaches the frame's last byte. Byte counts are
+                // integers (exact as f64 below 2^53), so `cum ≤ x` is `cum ≤ ⌊x⌋` and
+                // `cum < y` is `cum < ⌈y⌉`: the same comparisons, without a conversion per
+                // packet.
+                let through = (begin + eps).floor().max(0.0) as u64;
+                let before = (begin + size - eps).ceil().max(0.0) as u64;
+                while first < self.count && cum(self, first) <= through {
                     first += 1;
                 }
                 last = last.max(first);
-                while last < self.count && (cum(self, last) as f64) < begin + size - eps {
+                while last < self.count && cum(self, last) < before {
                     last += 1;
                 }
                 let win = &mut self.windows[w];
                 (win.first, win.last) = (first, last);
-                win.waiting = last == self.count && !self.finished;
-                if win.waiting {
+                if last == self.count && !self.finished {
                     return; // the frame's last byte is in a packet not yet sent
                 }
                 if last < self.count {
@@ -530,10 +534,16 @@ mod tests {
             }
             let (start, stop) = (Time::from_millis(start_ms), Time::from_millis(start_ms + life_ms));
             let (iv, end) = (Duration::from_millis(iv_ms), Time::from_millis(start_ms + life_ms + 500));
-            for n in WINDOWS {
-                let want = batch(&packets, start, stop, iv, n as usize, end);
-                let got: Vec<_> = simulate(&packets, start, stop, iv, n, end).iter().map(|f| (f.bytes, f.complete, f.delay)).collect();
-                prop_assert_eq!(got, want, "n = {}", n);
+            // Moving the windows after every packet, every few, or only at the end.
+            for every in [1, 7, ADVANCE_EVERY] {
+                let mut eq10 = Eq10::new(start, stop, iv, end);
+                eq10.advance_every = every;
+                packets.iter().for_each(|p| eq10.push(p));
+                for n in WINDOWS {
+                    let want = batch(&packets, start, stop, iv, n as usize, end);
+                    let got: Vec<_> = eq10.frames(n).iter().map(|f| (f.bytes, f.complete, f.delay)).collect();
+                    prop_assert_eq!(got, want, "n = {}, moved every {} packets", n, every);
+                }
             }
         }
     }
