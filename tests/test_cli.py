@@ -427,6 +427,16 @@ def test_bench_single(capsys):
     assert "single" in out and "x" in out
 
 
+def test_bench_a_scaling_case_reports_its_own_peak_memory(capsys):
+    """Each case runs in a fresh process, so its peak is its own: the interpreter plus a small run,
+    not what an earlier case left in the allocator."""
+    assert main(["bench", "--case", "flows-10"]) == 0
+    row = capsys.readouterr().out.splitlines()[-1].split()
+    assert row[0] == "flows-10" and row[1] == "10"
+    assert 100_000 < int(row[2]) < 150_000, row  # 10 × 1.8 Mbit/s of ~1,200-byte packets, 60 s
+    assert 5 < float(row[-1]) < 200, row  # peak MB
+
+
 def test_console_entry_point(tmp_path):
     """The installed command: no traceback and exit status 2 on a user error."""
     proc = subprocess.run([sys.executable, "-m", "rtcc", "run", str(tmp_path / "none.toml"), "-o",
