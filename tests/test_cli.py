@@ -357,6 +357,33 @@ def test_validate(tmp_path, scenario, capsys):
     assert lines[2].startswith(f"{tmp_path / 'missing.toml'}: error:")
 
 
+def test_validate_reports_every_error_of_a_file_with_what_was_meant(tmp_path, capsys):
+    """Not only the first: a wrong-case unit (m is milli), a misspelt key, an unknown queue kind,
+    an ambiguous duration and a misspelt controller, each with the nearest valid spelling."""
+    bad = tmp_path / "many.toml"
+    bad.write_text(textwrap.dedent("""
+        duration = "5s"
+        [path.forward]
+        capacity = "5mbps"
+        dealy = "20ms"
+        queue = { kind = "codell" }
+        [[flows]]
+        controller = "gccc"
+        frame_jitter = "1m"
+    """))
+    assert main(["validate", str(bad)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert all(line.startswith(f"{bad}: error: ") for line in lines), lines
+    text = "\n".join(lines)
+    for field, meant in [("path.forward.capacity", 'did you mean "5Mbps" (megabits per second)?'),
+                         ("path.forward.dealy", 'did you mean "delay"?'),
+                         ("path.forward.queue", 'did you mean "codel"?'),
+                         ("flows[0].frame_jitter", '"1min" (minutes) or "1ms" (milliseconds)?'),
+                         ("flows[0].controller", 'did you mean "gcc"?')]:
+        assert any(f": {field}: " in line and meant in line for line in lines), f"{field}: {meant}\n{text}"
+    assert len(lines) == 5, text
+
+
 def test_validate_checks_every_cell_of_a_sweep_file(tmp_path, capsys):
     base = SCENARIO.replace("[path.forward]", "[scenario.path.forward]")
     base = base.replace("[[flows]]", "[[scenario.flows]]")

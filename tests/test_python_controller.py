@@ -143,7 +143,7 @@ def test_names_and_parameters_are_checked():
         rtcc.register_controller("pytest_constant", Constant)
     with pytest.raises(ValueError, match="already registered"):
         rtcc.register_controller("gcc", Constant)
-    with pytest.raises(rtcc.ScenarioError, match='no parameter "rat"; valid parameters: rate'):
+    with pytest.raises(rtcc.ScenarioError, match=r'no parameter "rat" \(did you mean "rate"\?\); valid parameters: rate'):
         scenario("pytest_constant", rat="1Mbps").validate()
 
 

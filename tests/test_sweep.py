@@ -596,3 +596,19 @@ def test_a_huge_grid_is_refused_at_once(tmp_path, capsys):
     assert main(["sweep", str(path), "--dry-run"]) == 2
     assert time.monotonic() - start < 5, "counted, not built"
     assert "10000000 cells" in capsys.readouterr().err
+
+
+def test_a_script_without_a_main_guard_is_told_why_its_workers_died(tmp_path):
+    """Spawned workers import the main script; without the guard each one starts the sweep again,
+    Python stops it, and the pool sees its workers die. The error says so, not "an abort in the core"."""
+    sweep = write(tmp_path, '[sweep]\nname = "guard"\nseeds = [1, 2]\n' + BASE)
+    script = tmp_path / "unguarded.py"
+    script.write_text(f"import rtcc\nrtcc.Sweep.from_file({str(sweep)!r}).run(jobs=2)\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode != 0
+    assert "worker process died" in done.stderr and "__main__" in done.stderr and str(script) in done.stderr, \
+        done.stderr[-2000:]
+    guarded = tmp_path / "guarded.py"
+    guarded.write_text("if __name__ == '__main__':\n" + textwrap.indent(script.read_text(), "    "))
+    done = subprocess.run([sys.executable, str(guarded)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]

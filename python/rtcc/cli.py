@@ -307,10 +307,13 @@ def cmd_validate(args) -> int:
                 cells = Sweep.from_file(path).validate()
                 print(f"{path}: OK (sweep, {len(cells)} cells)")
                 continue
-            Scenario.from_file(path).validate()
+            errors = Scenario.from_file(path).errors()
         except ScenarioError as e:
+            errors = [e]
+        if errors:
             failed = True
-            print(f"{path}: error: {str(e).removeprefix(f'{path}: ')}")
+            for e in errors:
+                print(f"{path}: error: {str(e).removeprefix(f'{path}: ')}")
         else:
             print(f"{path}: OK")
     return 1 if failed else 0

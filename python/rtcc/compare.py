@@ -22,7 +22,7 @@ from .registry import PYTHON_CONTROLLERS, ControllerSpec, controllers
 from .report import comparison_rows, markdown_table, write_compare_index, write_csv
 from .result import Result, write_run
 from .scenario import Scenario
-from .sweep import execute
+from .sweep import execute, worker_died
 
 __all__ = ["Written", "compare", "run_all", "write_comparison", "folder_name", "format_rate"]
 
@@ -107,8 +107,7 @@ def run_all(scenario: Scenario, specs: list[ControllerSpec], seed: int | None = 
         if show:
             show.close()
     if died is not None:
-        raise ScenarioError(f"a worker process died (killed, or an abort in the core) while running "
-                            f"{', '.join(labels[i] for i in died)}")
+        raise ScenarioError(worker_died(", ".join(labels[i] for i in died)))
     for label, output in zip(labels, outputs):
         if output is not None and output[0]:
             raise ScenarioError(f"{label}: {output[1]}")

@@ -1032,7 +1032,7 @@ def run_suite(out_dir: str | os.PathLike, controllers: list | None = None, cases
     from .progress import RunsProgress
     from .registry import PYTHON_CONTROLLERS, ControllerSpec, controllers as registered
     from .scenario import Scenario
-    from .sweep import execute, parallel_map
+    from .sweep import execute, parallel_map, worker_died
 
     registry = registered()
     if controllers is None:
@@ -1077,8 +1077,8 @@ def run_suite(out_dir: str | os.PathLike, controllers: list | None = None, cases
             if show:
                 show.close()
         if died is not None:
-            raise ScenarioError("a worker process died (killed, or an abort in the core) while running "
-                                + ", ".join(f"case {keys[i][0]} / {keys[i][1]} / seed {keys[i][2]}" for i in died))
+            raise ScenarioError(worker_died(", ".join(f"case {keys[i][0]} / {keys[i][1]} / seed {keys[i][2]}"
+                                                      for i in died)))
         for key, output in zip(keys, outputs):
             if output is None or output[0]:
                 raise ScenarioError(f"case {key[0]} / {key[1]} / seed {key[2]}: "

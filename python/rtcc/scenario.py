@@ -195,6 +195,37 @@ class Scenario:
         except ScenarioError as e:
             raise self._error(str(e)) from e
 
+    def errors(self, limit: int = 20) -> list[ScenarioError]:
+        """Every problem of the scenario that can be found (at most ``limit``), not only the first.
+
+        The core stops at the first problem, so each one found is taken out and the rest checked
+        again: a bad rate, duration, size or queue limit, or an unknown controller, is replaced by
+        a valid stand-in (``_STAND_INS``), any other field removed as if it had not been written.
+        Judgment call: the search ends when taking a field out leaves a gap the core reports (a
+        required field removed) or the field cannot be found; every error reported is the core's
+        own message about the file as written, though one after a stand-in may be about
+        the stand-in's interplay with other fields (rare: a stand-in is a modest value)."""
+        data = copy.deepcopy(self._data)
+        found: list[ScenarioError] = []
+        seen: set[str] = set()
+        while len(found) < limit:
+            try:
+                _core.validate(json.dumps(data, default=str, allow_nan=False), self.base_dir)
+                break
+            except ScenarioError as e:
+                field = str(e).split(": ", 1)[0]
+                if any(field == s or s.startswith(field + ".") or s.startswith(field + "[") for s in seen):
+                    break  # the field, or one inside it, was taken out: what follows is that gap
+                found.append(self._error(str(e)))
+                seen.add(field)
+                message = str(e).split(": ", 1)[-1]
+                stand_in = next((v for start, v in _STAND_INS if message.startswith(start)), None)
+                if not _replace_field(data, field, stand_in):
+                    break
+            except ValueError:
+                break
+        return found
+
     def check_size(self) -> None:
         """Refuse a run estimated to log more than 50 million packets (about 3 GB of memory with
         the log streamed, as the command line does; about 8 GB with the log kept in memory): a
@@ -282,3 +313,36 @@ def run_file(
     if controller is not None:
         scenario = scenario.with_controller(controller)
     return scenario.run(seed=seed, progress=progress)
+
+
+# What `Scenario.errors` puts in place of a bad value to look past it, by the core's message.
+_STAND_INS = [("invalid rate", "1Mbps"), ("invalid duration", "10ms"), ("invalid size", "1500B"),
+              ("invalid queue limit", "100pkts"), ("unknown controller", "gcc")]
+
+
+def _replace_field(data: dict, field: str, value=None) -> bool:
+    """Set the dotted field (``flows[0].params.rate``) of ``data`` to ``value``, or delete it when
+    ``value`` is None; False if the field is not there."""
+    import re
+
+    parts = [p for p in re.split(r"\.|(\[\d+\])", field) if p]
+    if not parts or field == "scenario":
+        return False
+    node = data
+    for part in parts[:-1]:
+        key = int(part[1:-1]) if part.startswith("[") else part
+        try:
+            node = node[key]
+        except (KeyError, IndexError, TypeError):
+            return False
+    last = parts[-1]
+    key = int(last[1:-1]) if last.startswith("[") else last
+    try:
+        if value is None:
+            del node[key]
+        else:
+            node[key]  # noqa: B018 (only an existing field is replaced)
+            node[key] = value
+    except (KeyError, IndexError, TypeError):
+        return False
+    return True

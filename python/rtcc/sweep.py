@@ -461,8 +461,7 @@ class Sweep:
         failed = [(key, o[1]) for key, o in zip(keys, outputs) if o is not None and o[0]]
         if died is not None:
             running = "; ".join(f"cell {label}, seed {seed}" for label, seed in (keys[i] for i in died))
-            message = ("a sweep worker process died (killed, or an abort in the core) while running "
-                       + (f"one of: {running}" if len(died) > 1 else running or "a run"))
+            message = worker_died(f"one of: {running}" if len(died) > 1 else running or "a run")
         elif failed:
             (label, seed), text = failed[0]
             message = f"cell {label}, seed {seed}: {text}"
@@ -529,6 +528,35 @@ def parallel_map(fn: Callable, items, jobs: int | None = None,
         raise
     pool.shutdown()
     return out
+
+
+def worker_died(running: str) -> str:
+    """The message for a worker process that died while running ``running``. The usual cause in a
+    script is a missing ``if __name__ == "__main__":`` guard: workers are spawned, and a spawned
+    worker imports the script, which then starts the sweep again instead of its runs (Python
+    stops that child, and the pool sees it die), so that case is named."""
+    script = _unguarded_main_script()
+    if script is None:
+        return f"a worker process died (killed, or an abort in the core) while running {running}"
+    return (f"a worker process died while running {running}: {script} runs this without an "
+            "`if __name__ == \"__main__\":` guard, and worker processes are started by importing the script, "
+            "so each worker started the work again instead of its part. Put the calls under that guard, "
+            "or pass jobs=1")
+
+
+def _unguarded_main_script() -> str | None:
+    """The main script's path when it is a file with no ``__name__ == "__main__"`` test."""
+    import re
+
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if path is None or getattr(main, "__spec__", None) is not None:  # interactive, or `python -m`
+        return None
+    try:
+        source = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    return None if re.search(r"__name__\s*==\s*['\"]__main__['\"]", source) else path
 
 
 def execute(tasks: list[tuple], jobs: int | None = None, progress: Callable[[int, int], None] | None = None,

@@ -26,6 +26,7 @@ pub mod net;
 pub mod packet;
 pub mod rto;
 pub mod short_tcp;
+pub mod suggest;
 pub mod tcp;
 pub mod units;
 pub mod video;

@@ -232,26 +232,108 @@ fn split_number(what: &'static str, input: &str) -> Result<(f64, String), UnitEr
     Ok((value, unit.trim().to_string()))
 }
 
+/// A unit as written, what it means, and its scale.
+type UnitSpelling = (&'static str, &'static str, f64);
+
+/// The scale of `unit` among `units` (exact spelling only), or the error: for a unit that is one
+/// of them in another case (`mbps`: `m` is milli), a near misspelling (`Mbs`), or one of the
+/// `ambiguous` spellings (`1m`: minutes or milliseconds?), the error names what it may have meant.
+fn scale_of(
+    what: &'static str,
+    input: &str,
+    value: f64,
+    unit: &str,
+    units: &[UnitSpelling],
+    ambiguous: &[(&str, &[&str])],
+    allowed: &str,
+) -> Result<f64, UnitError> {
+    if let Some(&(_, _, scale)) = units.iter().find(|(u, ..)| *u == unit) {
+        return Ok(scale);
+    }
+    let number = fmt_number(value);
+    let meaning = |u: &str| {
+        units
+            .iter()
+            .find(|(spelling, ..)| *spelling == u)
+            .map_or(String::new(), |(_, m, _)| format!(" ({m})"))
+    };
+    let reason = if let Some((_, options)) = ambiguous.iter().find(|(u, _)| *u == unit) {
+        let options: Vec<String> = options
+            .iter()
+            .map(|o| format!("\"{number}{o}\"{}", meaning(o)))
+            .collect();
+        format!(
+            "{unit:?} is ambiguous: did you mean {}?",
+            options.join(" or ")
+        )
+    } else if let Some(&(right, m, _)) = units
+        .iter()
+        .find(|(u, ..)| u.eq_ignore_ascii_case(unit))
+        .or_else(|| {
+            // One edit away from a unit (a letter missing, extra, wrong or two swapped).
+            units
+                .iter()
+                .find(|(u, ..)| unit.len() > 1 && one_edit_apart(u, unit))
+        })
+    {
+        let hint = match unit.chars().next() {
+            Some('m') if right.starts_with('M') => " (\"m\" is milli)",
+            Some('K') if right.starts_with('k') => " (the kilo prefix is \"k\")",
+            _ if unit.ends_with('b') && right.ends_with('B') => " (\"b\" is bits, a size is bytes)",
+            _ => "",
+        };
+        format!("unknown unit {unit:?}{hint}: did you mean \"{number}{right}\" ({m})?")
+    } else {
+        allowed.to_string()
+    };
+    Err(UnitError {
+        what,
+        input: input.into(),
+        reason,
+    })
+}
+
+/// `value` as written back in a suggestion (`5`, `1.5`).
+fn fmt_number(value: f64) -> String {
+    format!("{value}")
+}
+
+/// Whether `a` becomes `b` by one insertion, deletion, substitution or swap of neighbours.
+fn one_edit_apart(a: &str, b: &str) -> bool {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    if a == b {
+        return false;
+    }
+    let prefix = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let (ra, rb) = (&a[prefix..], &b[prefix..]);
+    match ra.len() as isize - rb.len() as isize {
+        0 => {
+            ra[1..] == rb[1..]
+                || (ra.len() >= 2 && ra[0] == rb[1] && ra[1] == rb[0] && ra[2..] == rb[2..])
+        }
+        1 => ra[1..] == *rb,
+        -1 => *ra == rb[1..],
+        _ => false,
+    }
+}
+
 impl Duration {
     /// Parse `"40ms"`, `"1.5s"`, `"250us"`, `"10ns"`, `"2min"`.
     pub fn parse(input: &str) -> Result<Duration, UnitError> {
         const ALLOWED: &str =
             "expected a duration with a unit: ns, us, ms, s or min (e.g. \"40ms\")";
         let (v, unit) = split_number("duration", input)?;
-        let scale = match unit.as_str() {
-            "ns" => 1.0,
-            "us" | "µs" => 1e3,
-            "ms" => 1e6,
-            "s" | "sec" => 1e9,
-            "min" => 60e9,
-            _ => {
-                return Err(UnitError {
-                    what: "duration",
-                    input: input.into(),
-                    reason: ALLOWED.into(),
-                })
-            }
-        };
+        const UNITS: &[UnitSpelling] = &[
+            ("ns", "nanoseconds", 1.0),
+            ("us", "microseconds", 1e3),
+            ("µs", "microseconds", 1e3),
+            ("ms", "milliseconds", 1e6),
+            ("s", "seconds", 1e9),
+            ("sec", "seconds", 1e9),
+            ("min", "minutes", 60e9),
+        ];
+        let ambiguous: &[(&str, &[&str])] = &[("m", &["min", "ms"]), ("M", &["min", "ms"])];
+        let scale = scale_of("duration", input, v, &unit, UNITS, ambiguous, ALLOWED)?;
         let ns = bounded(
             "duration",
             input,
@@ -269,27 +351,25 @@ impl Rate {
         const ALLOWED: &str =
             "expected a rate with a unit: bps, kbps, Mbps or Gbps (e.g. \"20Mbps\")";
         let (v, unit) = split_number("rate", input)?;
-        let scale = match unit.as_str() {
-            "bps" | "bit/s" => 1.0,
-            "kbps" | "Kbps" | "kbit/s" => 1e3,
-            "Mbps" | "mbps" | "Mbit/s" => 1e6,
-            "Gbps" | "gbps" | "Gbit/s" => 1e9,
-            "MBps" | "kBps" | "KBps" | "B/s" => {
-                return Err(UnitError {
-                    what: "rate",
-                    input: input.into(),
-                    reason: "byte rates are not accepted, write bits per second (e.g. \"8Mbps\")"
-                        .into(),
-                })
-            }
-            _ => {
-                return Err(UnitError {
-                    what: "rate",
-                    input: input.into(),
-                    reason: ALLOWED.into(),
-                })
-            }
-        };
+        if matches!(unit.as_str(), "MBps" | "kBps" | "KBps" | "GBps" | "B/s") {
+            return Err(UnitError {
+                what: "rate",
+                input: input.into(),
+                reason: "byte rates are not accepted, write bits per second (e.g. \"8Mbps\")"
+                    .into(),
+            });
+        }
+        const UNITS: &[UnitSpelling] = &[
+            ("bps", "bits per second", 1.0),
+            ("bit/s", "bits per second", 1.0),
+            ("kbps", "kilobits per second", 1e3),
+            ("kbit/s", "kilobits per second", 1e3),
+            ("Mbps", "megabits per second", 1e6),
+            ("Mbit/s", "megabits per second", 1e6),
+            ("Gbps", "gigabits per second", 1e9),
+            ("Gbit/s", "gigabits per second", 1e9),
+        ];
+        let scale = scale_of("rate", input, v, &unit, UNITS, &[], ALLOWED)?;
         Ok(Rate(bounded(
             "rate",
             input,
@@ -306,21 +386,17 @@ impl Bytes {
         const ALLOWED: &str =
             "expected a size with a unit: B, KB, MB, GB (decimal) or KiB, MiB (e.g. \"1.5MB\")";
         let (v, unit) = split_number("size", input)?;
-        let scale = match unit.as_str() {
-            "B" | "bytes" => 1.0,
-            "KB" | "kB" => 1e3,
-            "MB" => 1e6,
-            "GB" => 1e9,
-            "KiB" => 1024.0,
-            "MiB" => 1024.0 * 1024.0,
-            _ => {
-                return Err(UnitError {
-                    what: "size",
-                    input: input.into(),
-                    reason: ALLOWED.into(),
-                })
-            }
-        };
+        const UNITS: &[UnitSpelling] = &[
+            ("B", "bytes", 1.0),
+            ("bytes", "bytes", 1.0),
+            ("KB", "kilobytes", 1e3),
+            ("kB", "kilobytes", 1e3),
+            ("MB", "megabytes", 1e6),
+            ("GB", "gigabytes", 1e9),
+            ("KiB", "kibibytes", 1024.0),
+            ("MiB", "mebibytes", 1024.0 * 1024.0),
+        ];
+        let scale = scale_of("size", input, v, &unit, UNITS, &[], ALLOWED)?;
         let bytes = bounded("size", input, v * scale, MAX_BYTES.0 as f64, "1000GB")?;
         if bytes.fract() != 0.0 {
             return Err(UnitError {
@@ -414,6 +490,50 @@ unit_serde!(Bytes, "size", "1200B");
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn units_in_the_wrong_case_or_ambiguous_are_refused_with_what_was_meant() {
+        let reason = |r: Result<(), UnitError>| r.unwrap_err().reason;
+        let rate = |s: &str| reason(Rate::parse(s).map(|_| ()));
+        let dur = |s: &str| reason(Duration::parse(s).map(|_| ()));
+        let size = |s: &str| reason(Bytes::parse(s).map(|_| ()));
+        // SI: m is milli; 5mbps used to be read as 5 Mbit/s without a word.
+        let r = rate("5mbps");
+        assert!(
+            r.contains("\"5Mbps\" (megabits per second)") && r.contains("milli"),
+            "{r}"
+        );
+        assert!(
+            rate("2.5Kbps").contains("\"2.5kbps\""),
+            "{}",
+            rate("2.5Kbps")
+        );
+        assert!(rate("1gbps").contains("\"1Gbps\""));
+        assert!(rate("20Mbs").contains("\"20Mbps\""), "one letter missing");
+        assert!(rate("8MBps").contains("byte rates"));
+        assert!(rate("20").contains("expected a rate with a unit"));
+        assert!(dur("40MS").contains("\"40ms\" (milliseconds)"));
+        let m = dur("1m");
+        assert!(
+            m.contains("ambiguous") && m.contains("\"1min\"") && m.contains("\"1ms\""),
+            "{m}"
+        );
+        assert!(dur("2mins").contains("\"2min\""));
+        assert!(size("1500b").contains("\"1500B\" (bytes)") && size("1500b").contains("bits"));
+        assert!(
+            size("64kb").contains("\"64KB\" (kilobytes)"),
+            "{}",
+            size("64kb")
+        );
+        // The exact spellings still parse.
+        assert_eq!(Rate::parse("5Mbps").unwrap().bps(), 5e6);
+        assert_eq!(Rate::parse("5 kbit/s").unwrap().bps(), 5e3);
+        assert_eq!(
+            Duration::parse("2min").unwrap(),
+            Duration::from_millis(120_000)
+        );
+        assert_eq!(Bytes::parse("64kB").unwrap(), Bytes(64_000));
+    }
 
     #[test]
     fn magnitudes_beyond_the_documented_bounds_are_errors() {

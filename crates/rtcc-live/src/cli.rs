@@ -167,7 +167,9 @@ fn links(a: &EmuArgs) -> Result<([LinkConfig; 2], Option<u64>), String> {
         let delay = delay.as_deref().or(a.delay.as_deref());
         let spec = link_spec(capacity.as_deref(), delay, queue.as_deref(), loss, name)?;
         out.push(
-            link_from_spec(&spec, name, here).map_err(|e| format!("{}: {}", e.field, e.message))?,
+            link_from_spec(&spec, name, here).map_err(|e| {
+                format!("{}: {}", e.field, rtcc_core::suggest::annotate(&e.message))
+            })?,
         );
     }
     Ok((

@@ -41,7 +41,7 @@ fn scenario_from_json(
                 } else {
                     &e.field
                 },
-                e.message
+                rtcc_core::suggest::annotate(&e.message)
             ))
         })
 }
@@ -294,8 +294,10 @@ fn referenced_files<'py>(
 ) -> PyResult<Vec<(Bound<'py, PyTuple>, String, String)>> {
     let json: serde_json::Value = serde_json::from_str(scenario_json)
         .map_err(|e| ScenarioError::new_err(format!("scenario: invalid JSON: {e}")))?;
-    let found = Scenario::referenced_files(&json, Path::new(base_dir))
-        .map_err(|e| ScenarioError::new_err(format!("{}: {}", e.field, e.message)))?;
+    let found = Scenario::referenced_files(&json, Path::new(base_dir)).map_err(|e| {
+        let message = rtcc_core::suggest::annotate(&e.message);
+        ScenarioError::new_err(format!("{}: {message}", e.field))
+    })?;
     let mut out = Vec::with_capacity(found.len());
     for f in found {
         let mut location: Vec<Bound<'py, PyAny>> = Vec::with_capacity(f.location.len());

@@ -1,8 +1,9 @@
 //! What is wrong with a scenario: the field, by its dotted path, and what is wrong with it.
 
-/// An invalid scenario: which field, and what is wrong with it.
+/// An invalid scenario: which field, and what is wrong with it. Shown with the nearest valid name
+/// when the message names an unknown one (`rtcc_core::suggest::annotate`).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{source_name}: {field}: {message}")]
+#[error("{source_name}: {field}: {}", rtcc_core::suggest::annotate(message))]
 pub struct ScenarioError {
     /// The scenario's file name (or "scenario").
     pub source_name: String,

@@ -1,18 +1,27 @@
 //! Controllers by name: a [`Registry`] of [`ControllerInfo`]s that users can extend at run time.
 
 use super::{Controller, ControllerContext, FeedbackPolicy, Params};
+use crate::suggest::did_you_mean;
 use std::borrow::Cow;
 use std::sync::{Arc, LazyLock};
 
 /// A registry error that says what is valid.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ControllerError {
-    #[error("unknown controller {name:?}; valid controllers: {valid}")]
-    UnknownController { name: String, valid: String },
-    #[error("controller {controller:?} has no parameter {param:?}; valid parameters: {valid}")]
+    #[error("unknown controller {name:?}{hint}; valid controllers: {valid}")]
+    UnknownController {
+        name: String,
+        /// `" (did you mean \"gcc\"?)"` for a near miss, or empty.
+        hint: String,
+        valid: String,
+    },
+    #[error(
+        "controller {controller:?} has no parameter {param:?}{hint}; valid parameters: {valid}"
+    )]
     UnknownParam {
         controller: String,
         param: String,
+        hint: String,
         valid: String,
     },
     #[error("controller {controller:?}: {message}")]
@@ -139,6 +148,7 @@ impl Registry {
             .find(|c| c.name == name)
             .ok_or_else(|| ControllerError::UnknownController {
                 name: name.to_string(),
+                hint: did_you_mean(name, self.names()),
                 valid: self.names().collect::<Vec<_>>().join(", "),
             })
     }
@@ -181,6 +191,7 @@ pub fn check_params(info: &ControllerInfo, params: &Params) -> Result<(), Contro
             return Err(ControllerError::UnknownParam {
                 controller: info.name.clone(),
                 param: key.clone(),
+                hint: did_you_mean(key, names.iter().copied()),
                 valid: if names.is_empty() {
                     "(none)".to_string()
                 } else {
@@ -197,6 +208,37 @@ mod tests {
     use super::*;
     use crate::cc::CapacityView;
     use crate::units::{Bytes, Rate, Time};
+
+    #[test]
+    fn a_misspelt_controller_or_parameter_names_the_nearest_one() {
+        let reg = registry();
+        let e = reg
+            .lookup("gccc")
+            .err()
+            .expect("no controller gccc")
+            .to_string();
+        assert!(
+            e.contains("unknown controller \"gccc\" (did you mean \"gcc\"?)"),
+            "{e}"
+        );
+        let e = reg
+            .lookup("vidaptiv")
+            .err()
+            .expect("no vidaptiv")
+            .to_string();
+        assert!(e.contains("(did you mean \"vidaptive\"?)"), "{e}");
+        // Nothing close: no guess, only the list.
+        let e = reg.lookup("quic").err().expect("no quic").to_string();
+        assert!(
+            !e.contains("did you mean") && e.contains("valid controllers"),
+            "{e}"
+        );
+        assert_eq!(did_you_mean("x", ["y", "z"].into_iter()), "");
+        assert_eq!(
+            did_you_mean("rtae", ["rate", "cwnd"].into_iter()),
+            " (did you mean \"rate\"?)"
+        );
+    }
 
     struct TenMbps;
     impl CapacityView for TenMbps {
