@@ -673,3 +673,28 @@ def test_an_error_inside_the_temporary_output_names_the_output(tmp_path, scenari
     err = error_of(capsys, ["run", scenario, "-o", tmp_path / "out"])
     assert f"{tmp_path / 'out' / 'plots' / 'rates.png'}: No space left on device" in err, err
     assert ".tmp-" not in err, err
+
+
+def test_bundled_examples_are_listed_and_usable_by_name_from_anywhere(tmp_path, monkeypatch, capsys):
+    """`rtcc examples` lists the package's scenarios and sweeps; every command takes one by name
+    (and by its checkout path) where no such file exists, and each bundled file is valid (those
+    over the mahimahi traces, which are not bundled, aside)."""
+    from rtcc.examples import examples
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["examples"]) == 0
+    out = capsys.readouterr().out
+    assert "demo/step" in out and "gcc_aqm/e1_alone" in out and "rmcat/5.1-variable-capacity-single-flow" in out
+    names = [e.name for e in examples()]
+    assert len(names) > 30, names
+    main(["validate", *names])
+    for line in capsys.readouterr().out.splitlines():
+        assert line.endswith(": OK") or "OK (sweep" in line or "shared/traces" in line, line
+    assert main(["validate", "experiments/demo/step.toml", "demo/step.toml"]) == 0
+    capsys.readouterr()
+    assert main(["run", "demo/step", "-o", str(tmp_path / "out"), "--no-plots",
+                 "--controller", "fixed:rate=5Mbps"]) == 0
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["scenario"] == "step-20-5-20"
+    capsys.readouterr()
+    assert main(["validate", "demo/nope"]) == 1
+    assert "rtcc examples" in capsys.readouterr().out

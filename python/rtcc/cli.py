@@ -296,16 +296,26 @@ def _rmcat_argv(args) -> list[str]:
     return out
 
 
+def cmd_examples(args) -> int:
+    from .examples import listing
+
+    print(listing())
+    return 0
+
+
 def cmd_validate(args) -> int:
     from .scenario import Scenario
     from .sweep import Sweep
 
+    from .examples import resolve
+
     failed = False
-    for path in args.scenarios:
+    for given in args.scenarios:
+        path = resolve(given)
         try:
             if _is_sweep_file(path):
                 cells = Sweep.from_file(path).validate()
-                print(f"{path}: OK (sweep, {len(cells)} cells)")
+                print(f"{given}: OK (sweep, {len(cells)} cells)")
                 continue
             errors = Scenario.from_file(path).errors()
         except ScenarioError as e:
@@ -313,9 +323,9 @@ def cmd_validate(args) -> int:
         if errors:
             failed = True
             for e in errors:
-                print(f"{path}: error: {str(e).removeprefix(f'{path}: ')}")
+                print(f"{given}: error: {str(e).removeprefix(f'{path}: ')}")
         else:
-            print(f"{path}: OK")
+            print(f"{given}: OK")
     return 1 if failed else 0
 
 
@@ -541,6 +551,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("controllers", help="list registered controllers and their parameters")
     p.set_defaults(func=cmd_controllers)
 
+    p = sub.add_parser("examples", help="list the bundled scenarios and sweeps (usable by name)")
+    p.set_defaults(func=cmd_examples)
+
     p = sub.add_parser("validate", help="check scenario and sweep files without running them")
     p.add_argument("scenarios", nargs="+", metavar="FILE")
     p.set_defaults(func=cmd_validate)
@@ -577,8 +590,26 @@ def _os_message(e: OSError) -> str:
     return str(e)
 
 
+def _resolve_bundled(args) -> None:
+    """A scenario or sweep named like a bundled one (``demo/step``) and not a file here is the
+    bundled file (``rtcc examples``)."""
+    from .examples import resolve
+
+    for attr in ("scenario", "sweep"):
+        if isinstance(getattr(args, attr, None), str):
+            setattr(args, attr, resolve(getattr(args, attr)))
+
+
 def _live(argv: list[str]) -> int:
     """Run a live command in the core, then turn its CSV logs into Parquet."""
+    from .examples import resolve
+
+    argv = list(argv)
+    for i, a in enumerate(argv):  # --scenario NAME or --scenario=NAME
+        if a == "--scenario" and i + 1 < len(argv):
+            argv[i + 1] = resolve(argv[i + 1])
+        elif a.startswith("--scenario="):
+            argv[i] = "--scenario=" + resolve(a.removeprefix("--scenario="))
     code = _core.live_main(["rtcc", *argv])
     from .live import convert_emu_logs, emu_log_dir
 
@@ -619,6 +650,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv and argv[0] in LIVE_COMMANDS:
         return _live(argv)
     args = build_parser().parse_args(argv)
+    _resolve_bundled(args)
     _catch_termination()
     try:
         return args.func(args)

@@ -19,6 +19,7 @@ from typing import TextIO
 from ._core import ScenarioError
 from .atomic import atomic_dir
 from .compare import format_rate, run_all, write_comparison
+from .examples import experiments_dir
 from .registry import ControllerSpec, controllers, default_specs
 from .report import html_table, images_html, scenario_line, text_table, write_page
 from .scenario import Scenario
@@ -31,12 +32,6 @@ DEMOS = [
     ("lte", "lte.toml", "LTE-like capacity trace"),
 ]
 FALLBACK_FIXED_RATE = "2Mbps"  # only used if no oracle controller is registered
-
-
-def experiments_dir() -> Path:
-    """The bundled ``experiments`` folder: package data (``rtcc/data/experiments``), which the
-    source checkout's top-level ``experiments/`` links to, so an installed wheel has it too."""
-    return Path(__file__).resolve().parent / "data" / "experiments"
 
 
 def _scenarios() -> list[tuple[str, str, Scenario]]:

@@ -84,12 +84,17 @@ class Scenario:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike) -> "Scenario":
-        """Load a TOML scenario; its name defaults to the file stem, paths are relative to its folder."""
-        p = Path(path)
+        """Load a TOML scenario; its name defaults to the file stem, paths are relative to its folder.
+        A path that does not exist but names a bundled scenario (``demo/step``, see
+        ``rtcc examples``) loads that."""
+        from .examples import resolve
+
+        p = Path(resolve(path))
         try:
             text = read_bounded(p, "scenario file").decode("utf-8")
         except FileNotFoundError:
-            raise ScenarioError(f"{path}: no such scenario file") from None
+            raise ScenarioError(f"{path}: no such scenario file (`rtcc examples` lists the bundled ones, "
+                                "usable by name)") from None
         except IsADirectoryError:
             raise ScenarioError(f"{path}: is a folder, expected a scenario file (.toml)") from None
         except OSError as e:

@@ -227,12 +227,16 @@ class Sweep:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike) -> "Sweep":
-        """Load a TOML sweep file; its name defaults to the file stem."""
-        p = Path(path)
+        """Load a TOML sweep file; its name defaults to the file stem. A path that does not exist
+        but names a bundled sweep (``gcc_aqm/e1_alone``, see ``rtcc examples``) loads that."""
+        from .examples import resolve
+
+        p = Path(resolve(path))
         try:
             data = tomllib.loads(read_bounded(p, "sweep file").decode("utf-8"))
         except FileNotFoundError:
-            raise ScenarioError(f"{path}: no such sweep file") from None
+            raise ScenarioError(f"{path}: no such sweep file (`rtcc examples` lists the bundled ones, "
+                                "usable by name)") from None
         except IsADirectoryError:
             raise ScenarioError(f"{path}: is a folder, expected a sweep file (.toml)") from None
         except OSError as e:
