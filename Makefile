@@ -3,7 +3,7 @@
 #   make test   install everything and run every test (Rust and Python)
 PYTHON ?= python3
 
-.PHONY: install live-deps crosscheck-deps ray-deps browser-deps demo test rust-test py-test lint bench
+.PHONY: install live-deps pcap-deps crosscheck-deps ray-deps browser-deps demo test rust-test py-test lint bench
 
 install:
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[test]'
@@ -11,7 +11,7 @@ install:
 demo: install
 	$(PYTHON) -m rtcc demo --force
 
-test: install live-deps crosscheck-deps ray-deps browser-deps rust-test py-test
+test: install live-deps pcap-deps crosscheck-deps ray-deps browser-deps rust-test py-test
 
 # The live tests put iperf3 through `rtcc emu`; as root on Debian it is installed here, elsewhere
 # those tests are skipped with the reason.
@@ -20,6 +20,14 @@ live-deps:
 	  { DEBIAN_FRONTEND=noninteractive apt-get install -y -q iperf3 >/dev/null 2>&1 || \
 	    { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q iperf3 >/dev/null 2>&1; }; }; } || \
 	  echo "note: iperf3 could not be installed; the live tests will be skipped"
+
+# The packet-capture test reads `rtcc run --pcap` files with Wireshark's dissectors (tshark, from
+# Debian as root); elsewhere that part of the test is skipped with the reason.
+pcap-deps:
+	@command -v tshark >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  { DEBIAN_FRONTEND=noninteractive apt-get install -y -q tshark >/dev/null 2>&1 || \
+	    { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q tshark >/dev/null 2>&1; }; }; } || \
+	  echo "note: tshark could not be installed; the pcap dissector check will be skipped"
 
 # The GCC cross-check replays rtcc's packets into aiortc (PyPI) and pion (Go, from the module
 # proxy); without them its tests are skipped with the reason.

@@ -45,7 +45,7 @@ def cmd_run(args) -> int:
     with atomic_dir(args.output, force=args.force) as tmp:
         with TerminalProgress(f"{scenario.name}") as bar:  # the packet log streams into the folder
             result = scenario.run(seed=args.seed, progress=bar.callback, allow_large=args.allow_large,
-                                  packets_to=tmp / "packets.parquet")
+                                  packets_to=tmp / "packets.parquet", pcap_to=args.pcap)
         write_run(result, tmp, plots=not args.no_plots)
         if args.mahimahi_log:
             from .interop import write_mahimahi_log
@@ -461,6 +461,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--mahimahi-log", action="store_true",
                    help="also write the forward bottleneck as a mahimahi link log (uplink.log, for mm-graph tools)")
+    p.add_argument("--pcap", metavar="FILE",
+                   help="also write every datagram sent as a pcap file (IPv4/UDP, simulated timestamps; "
+                        "tshark -d udp.port==5004,rtp -d udp.port==5005,rtcp)")
     p.add_argument("--force", action="store_true", help="replace DIR if it exists")
     p.add_argument("--allow-large", action="store_true",
                    help="run even if the run is estimated to log more than 50 million packets")

@@ -246,7 +246,7 @@ class Scenario:
 
     def run(self, seed: int | None = None, progress: bool | Callable[[float], None] = False,
             allow_large: bool = False, packets_to: str | os.PathLike | None = None,
-            keep_packets: bool = True) -> "Result":
+            keep_packets: bool = True, pcap_to: str | os.PathLike | None = None) -> "Result":
         """Simulate the scenario and return its Result.
 
         ``seed`` overrides the scenario's seed. ``progress=True`` draws a progress line on stderr
@@ -259,6 +259,10 @@ class Scenario:
         is then a LazyFrame over it), or ``keep_packets=False`` (None: for runs whose summary is
         all that is wanted). The summary is the same either way. The core writes the streamed
         file itself; the other logs become DataFrames when first read.
+
+        ``pcap_to`` names a pcap file to write every datagram the endpoints send to, as it is
+        sent (IPv4/UDP around the real RTP and RTCP bytes, simulated timestamps; Wireshark:
+        decode UDP port 5004 as RTP and 5005 as RTCP).
         """
         from .result import Result
 
@@ -272,6 +276,7 @@ class Scenario:
         # A streamed log is written beside its destination and moved there only once complete,
         # so a failed run leaves no partial file that looks like a log.
         partial = Path(f"{packets_to}.partial") if packets_to is not None else None
+        pcap_partial = Path(f"{pcap_to}.partial") if pcap_to is not None else None
         done = False
         from .video.encoders import opened
 
@@ -279,18 +284,20 @@ class Scenario:
         try:
             raw = _core.run(js, self.base_dir, seed, callback,
                             packets_to=str(partial) if partial is not None else None,
-                            keep_packets=keep_packets)
+                            keep_packets=keep_packets,
+                            pcap_to=str(pcap_partial) if pcap_partial is not None else None)
             done = True
         except ScenarioError as e:
             raise self._error(str(e)) from e
         finally:
             if bar:
                 bar.close()
-            if partial is not None:
-                if done:
-                    os.replace(partial, packets_to)
-                else:
-                    partial.unlink(missing_ok=True)
+            for part, final in ((partial, packets_to), (pcap_partial, pcap_to)):
+                if part is not None:
+                    if done:
+                        os.replace(part, final)
+                    else:
+                        part.unlink(missing_ok=True)
         result = Result(raw, self.to_dict(), packets_path=packets_to)
         result.video_encoders = opened()  # the real encoders' bitstreams, for rtcc.video.quality
         for enc in result.video_encoders:

@@ -193,11 +193,13 @@ impl RunOutput {
 ///
 /// `packets_to`: a Parquet file the packet log is streamed to as the run goes (row groups of
 /// 65,536 records, each flow's packets in send order), instead of being kept.
-/// `keep_packets=False` without it forgets the packet log (only the summary and the other logs
+/// `pcap_to`: a pcap file every datagram sent is written to as it is sent
+/// (`rtcc_sim::capture`). `keep_packets=False` without `packets_to` forgets the packet log (only the summary and the other logs
 /// remain). Either way the run holds about 8 bytes per packet for its summary instead of the
 /// 88 of a kept record.
 #[pyfunction]
-#[pyo3(signature = (scenario_json, base_dir, seed=None, progress=None, packets_to=None, keep_packets=true))]
+#[pyo3(signature = (scenario_json, base_dir, seed=None, progress=None, packets_to=None, keep_packets=true, pcap_to=None))]
+#[allow(clippy::too_many_arguments)]
 fn run<'py>(
     py: Python<'py>,
     scenario_json: &str,
@@ -206,6 +208,7 @@ fn run<'py>(
     progress: Option<Bound<'py, PyAny>>,
     packets_to: Option<&str>,
     keep_packets: bool,
+    pcap_to: Option<&str>,
 ) -> PyResult<RunOutput> {
     let registry = pycontroller::registry();
     let sc = scenario_from_json(scenario_json, base_dir, &registry)?;
@@ -239,10 +242,23 @@ fn run<'py>(
         }
     };
     let streamed = packets_to.is_some() || !keep_packets;
-    let result = if streamed {
-        rtcc_sim::run::run_streaming_with_registry(&sc, seed, &mut report, &registry, &mut sink)
-    } else {
-        rtcc_sim::run_with_registry(&sc, seed, &mut report, &registry)
+    let capture = pcap_to
+        .map(|p| rtcc_sim::capture::PcapFile::create(Path::new(p)))
+        .transpose()
+        .map_err(PyOSError::new_err)?;
+    let result = match (capture, streamed) {
+        (Some(c), streamed) => rtcc_sim::run::run_capturing(
+            &sc,
+            seed,
+            &mut report,
+            &registry,
+            streamed.then_some(&mut sink as rtcc_sim::sim::PacketSink),
+            Box::new(c),
+        ),
+        (None, true) => {
+            rtcc_sim::run::run_streaming_with_registry(&sc, seed, &mut report, &registry, &mut sink)
+        }
+        (None, false) => rtcc_sim::run_with_registry(&sc, seed, &mut report, &registry),
     };
     rtcc_sim::sim::clear_interrupt();
     if let Some(e) = pycontroller::take_error().or(callback_error) {

@@ -12,6 +12,7 @@
 //! - [`tables`]: a run's logs as Arrow tables and Parquet files.
 
 pub mod bench;
+pub mod capture;
 pub mod replay;
 pub mod run;
 pub mod sim;

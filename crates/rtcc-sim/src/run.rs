@@ -1,5 +1,6 @@
 //! Run a scenario and compute its summary.
 
+use crate::capture::Capture;
 use crate::path::PathCapacity;
 use crate::scenario::Scenario;
 use crate::sim::{PacketSink, SimOutput, Simulation};
@@ -26,7 +27,7 @@ pub fn run_with_registry(
     progress: &mut dyn FnMut(f64),
     registry: &Registry,
 ) -> Result<RunResult, String> {
-    run_inner(scenario, seed, progress, registry, None)
+    run_inner(scenario, seed, progress, registry, None, None)
 }
 
 /// [`run`] that hands the packet records to `sink` in chunks as the run goes instead of
@@ -37,7 +38,7 @@ pub fn run_streaming(
     progress: &mut dyn FnMut(f64),
     sink: PacketSink,
 ) -> Result<RunResult, String> {
-    run_inner(scenario, seed, progress, cc::registry(), Some(sink))
+    run_inner(scenario, seed, progress, cc::registry(), Some(sink), None)
 }
 
 /// [`run_with_registry`] that hands the packet records to `sink` in chunks as the run goes
@@ -51,7 +52,21 @@ pub fn run_streaming_with_registry(
     registry: &Registry,
     sink: PacketSink,
 ) -> Result<RunResult, String> {
-    run_inner(scenario, seed, progress, registry, Some(sink))
+    run_inner(scenario, seed, progress, registry, Some(sink), None)
+}
+
+/// Any of the above, with every datagram the endpoints send handed to `capture` as well
+/// (`rtcc run --pcap`, [`crate::capture::PcapFile`]): `sink` as in
+/// [`run_streaming_with_registry`], or `None` to keep the packet log.
+pub fn run_capturing(
+    scenario: &Scenario,
+    seed: Option<u64>,
+    progress: &mut dyn FnMut(f64),
+    registry: &Registry,
+    sink: Option<PacketSink>,
+    capture: Box<dyn Capture>,
+) -> Result<RunResult, String> {
+    run_inner(scenario, seed, progress, registry, sink, Some(capture))
 }
 
 /// The error of a run ended by [`crate::sim::interrupt`].
@@ -63,12 +78,16 @@ fn run_inner(
     progress: &mut dyn FnMut(f64),
     registry: &Registry,
     sink: Option<PacketSink>,
+    capture: Option<Box<dyn Capture>>,
 ) -> Result<RunResult, String> {
     let mut sc = scenario.clone();
     if let Some(s) = seed {
         sc.seed = s;
     }
-    let sim = Simulation::with_registry(&sc, registry)?;
+    let mut sim = Simulation::with_registry(&sc, registry)?;
+    if let Some(c) = capture {
+        sim.capture_to(c);
+    }
     let streamed = sink.is_some();
     let SimOutput {
         mut flows,
@@ -76,12 +95,16 @@ fn run_inner(
         events,
         links,
         interrupted,
+        capture_error,
     } = match sink {
         Some(sink) => sim.run_streaming(progress, sink),
         None => sim.run(progress),
     };
     if interrupted {
         return Err(INTERRUPTED.to_string());
+    }
+    if let Some(e) = capture_error {
+        return Err(e);
     }
     let mut summary = summarize(&sc, &mut flows, streamed);
     if sc.is_multi_hop() {

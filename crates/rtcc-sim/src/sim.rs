@@ -28,6 +28,7 @@
 //! scenario and the seed. All randomness comes from generators owned by the components (seeded
 //! from the scenario seed and the flow index).
 
+use crate::capture::Capture;
 use rtcc_core::cc::coupled::CouplingGroups;
 use rtcc_core::cc::{self, CapacityView};
 use rtcc_core::endpoint::{Endpoint, EndpointEvent};
@@ -277,6 +278,8 @@ pub struct SimOutput {
     pub links: Vec<LinkCounters>,
     /// The run ended early, at an [`interrupt`] request.
     pub interrupted: bool,
+    /// The capture could not be written ([`Simulation::capture_to`]).
+    pub capture_error: Option<String>,
 }
 
 /// Set by [`interrupt`]; read at every progress report.
@@ -329,6 +332,8 @@ pub struct Simulation {
     /// records not handed over yet.
     streaming: bool,
     settled_unflushed: usize,
+    /// Every datagram sent, as it is sent ([`Simulation::capture_to`]).
+    capture: Option<Box<dyn Capture>>,
 }
 
 impl Simulation {
@@ -419,6 +424,7 @@ impl Simulation {
             events: 0,
             streaming: false,
             settled_unflushed: 0,
+            capture: None,
         };
         for i in 0..sim.flows.len() {
             let cfg = &sim.flows[i].logs.config;
@@ -437,6 +443,11 @@ impl Simulation {
             sim.reschedule(i, Side::B);
         }
         Ok(sim)
+    }
+
+    /// Hand every datagram the endpoints send to `capture` (`rtcc run --pcap`).
+    pub fn capture_to(&mut self, capture: Box<dyn Capture>) {
+        self.capture = Some(capture);
     }
 
     fn push(&mut self, time: Time, event: Event) {
@@ -540,6 +551,7 @@ impl Simulation {
         if !interrupted {
             progress(1.0);
         }
+        let capture_error = self.capture.take().and_then(|c| c.finish().err());
         for (li, c) in self.counters.iter_mut().enumerate() {
             c.queued_at_end_packets = self.links[li].held_packets() as u64;
         }
@@ -560,6 +572,7 @@ impl Simulation {
             events: self.events,
             links: self.counters,
             interrupted,
+            capture_error,
         }
     }
 
@@ -602,6 +615,9 @@ impl Simulation {
                 self.free_slots.push(slot);
                 break;
             };
+            if let Some(c) = self.capture.as_mut() {
+                c.datagram(now, i as u32, side == Side::A, buf, t.size, t.ecn);
+            }
             let fl = &mut self.flows[i];
             let (dir, log) = match side {
                 Side::A => {

@@ -20,6 +20,7 @@
 pub mod fec;
 #[cfg(test)]
 mod fuzz_tests;
+pub mod pcap;
 pub mod rtcp;
 pub mod rtp;
 pub mod seq;
