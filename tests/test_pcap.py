@@ -96,3 +96,34 @@ def test_a_run_writes_every_datagram_it_sends_as_a_pcap(tmp_path, capsys):
     assert any(seqs == list(range(media)) for seqs in seqs_by_ssrc.values()), "the media stream's numbers"
     twcc = fields("-Y", "rtcp.rtpfb.fmt == 15")
     assert len(twcc) > 10, "transport-wide feedback is dissected as RTCP transport-cc"
+
+
+def test_a_live_receiver_captures_what_it_receives_and_sends(tmp_path, capsys):
+    """`rtcc live --no-emu --pcap`: the receiver's capture holds the flow's RTP as it arrived and
+    the feedback it sent, with the sockets' real addresses, RTCP multiplexed on the RTP port."""
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(SCENARIO.replace('duration = "5s"', 'duration = "3s"').split("[[flows]]\nkind = \"tcp\"")[0])
+    pcap = tmp_path / "recv.pcap"
+    assert main(["live", str(scenario), "-o", str(tmp_path / "run"), "--no-emu", "--no-plots", "--pcap", str(pcap)]) == 0
+    capsys.readouterr()
+    recs = records(pcap)
+    assert not (tmp_path / "recv.pcap.partial").exists()
+    ports = {struct.unpack(">H", r[2][22:24])[0] for r in recs}  # destination ports
+    assert len(ports) == 2, ports  # the receiver's, and the sender's for the feedback
+    arrivals = json.loads((tmp_path / "run" / "summary.json").read_text())["flows"][0]["packets_sent"]
+    assert len(recs) > arrivals / 2, (len(recs), arrivals)
+    times = [s * 10**9 + n for s, n, _ in recs]
+    assert times[0] > 1.6e18, "wall-clock timestamps"
+    assert all(r[2][12:20] == bytes([127, 0, 0, 1]) * 2 for r in recs), "the loopback at both ends"
+    tshark = shutil.which("tshark")
+    if tshark is None:
+        pytest.skip("tshark is not installed (Debian: apt-get install tshark); the dissector check is skipped")
+    recv_port = max(ports, key=lambda p: sum(struct.unpack(">H", r[2][22:24])[0] == p for r in recs))
+    done = subprocess.run([tshark, "-r", str(pcap), "-d", f"udp.port=={recv_port},rtp", "-T", "fields",
+                           "-e", "frame.protocols"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    kinds = set(done.stdout.split())
+    assert "raw:ip:udp:rtp" in kinds and "raw:ip:udp:rtp:rtcp" in kinds, kinds
+    bad = subprocess.run([tshark, "-r", str(pcap), "-d", f"udp.port=={recv_port},rtp", "-Y", "_ws.malformed"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.stdout.strip() == "", bad.stdout[:2000]

@@ -70,7 +70,7 @@ def cmd_live(args) -> int:
     check_dest(args.output, args.force)
     with atomic_dir(args.output, force=args.force) as tmp:
         result = run_live(args.scenario, tmp / "live", flow=args.flow, controller=args.controller,
-                          emulate=emulate)
+                          emulate=emulate, pcap=args.pcap)
         write_run(result, tmp, plots=not args.no_plots)
     print(text_table(comparison_rows([(None, result.summary)])), end="")
     print(f"wrote {args.output}")
@@ -476,6 +476,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--controller", metavar="SPEC", help=f"use this controller ({SPEC_HELP})")
     p.add_argument("--no-emu", action="store_true",
                    help="send over loopback, without emulated links (no root needed)")
+    p.add_argument("--pcap", metavar="FILE",
+                   help="the receiver captures what it receives and sends in this pcap file (tshark -d udp.port==PORT,rtp)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--force", action="store_true", help="replace DIR if it exists")
     p.set_defaults(func=cmd_live)

@@ -86,7 +86,8 @@ def can_emulate() -> str | None:
 
 
 def run_live(scenario_file: str | os.PathLike, logs: str | os.PathLike, flow: int = 0,
-             controller: str | None = None, emulate: bool = True, beside: str | None = None):
+             controller: str | None = None, emulate: bool = True, beside: str | None = None,
+             pcap: str | os.PathLike | None = None):
     """Run flow ``flow`` of a scenario file live and return its :class:`~rtcc.result.Result`.
 
     ``rtcc recv`` listens on the host; ``rtcc send`` runs inside ``rtcc emu --scenario``, so the
@@ -95,7 +96,8 @@ def run_live(scenario_file: str | os.PathLike, logs: str | os.PathLike, flow: in
     link is emulated). ``beside`` is a shell command run inside the shell next to the sender
     (cross traffic: ``iperf3 -c "$RTCC_EMU_HOST" ...``), started at the scenario's time zero;
     :func:`uplink_shares` splits the link between them. Each process's logs go to ``logs/{send,recv,emu}``; the run is then summarised
-    by the simulator's own code, with the scenario's other flows left out.
+    by the simulator's own code, with the scenario's other flows left out. ``pcap``: the
+    receiver captures what it receives and sends in that pcap file (``rtcc recv --pcap``).
     """
     import shlex
     import subprocess
@@ -119,8 +121,9 @@ def run_live(scenario_file: str | os.PathLike, logs: str | os.PathLike, flow: in
     # The receiver runs until it is told to stop, once the last packet in flight has arrived
     # (its own default, the scenario's duration from its start, would end before the sender).
     until_stopped = f"{int(_core.parse_duration(str(scenario.to_dict()['duration']))) + 3600}s"
+    capture = ["--pcap", str(pcap)] if pcap is not None else []
     receiver = subprocess.Popen([*rtcc, "recv", *common, "--listen", f"0.0.0.0:{port}", "--duration", until_stopped,
-                                 "--log-dir", str(dirs["recv"])], stderr=subprocess.PIPE, text=True)
+                                 "--log-dir", str(dirs["recv"]), *capture], stderr=subprocess.PIPE, text=True)
     try:
         try:  # a receiver that cannot start (a port taken, a bad scenario) fails within a second
             receiver.wait(timeout=1.0)

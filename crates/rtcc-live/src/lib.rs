@@ -14,6 +14,7 @@
 //! the measured accuracy and speed.
 
 pub mod assemble;
+pub mod capture;
 pub mod cli;
 pub mod clock;
 pub mod emu;

@@ -74,6 +74,7 @@
 //!
 //! Every `*_ns` is on that end's clock.
 
+use crate::capture::{self, LiveCapture};
 use crate::clock::{self, Clock};
 use crate::emu::log::AtomicWriter;
 use crate::emu::Lateness;
@@ -85,6 +86,7 @@ use rtcc_core::endpoint::video_recv::RECEIVER_SSRC;
 use rtcc_core::endpoint::video_send::Ssrcs;
 use rtcc_core::endpoint::{EncodedFrameInfo, Endpoint, EndpointEvent, Transmit};
 use rtcc_core::media::jitter_buffer::FrameEvent;
+use rtcc_core::packet::Ecn;
 use rtcc_core::wire::rtp::{is_rtcp, RtpHeader};
 use rtcc_core::wire::{SeqUnwrapper, IP_UDP_OVERHEAD};
 use rtcc_core::{Duration, Time};
@@ -171,6 +173,8 @@ pub struct Options {
     /// The sender's pauses, resumptions and stop, in time order ([`sender_schedule`]).
     pub schedule: Vec<(Time, Switch)>,
     pub log_dir: Option<PathBuf>,
+    /// Capture what this end sends and receives in this pcap file ([`crate::capture`]).
+    pub pcap: Option<PathBuf>,
     /// The end's clock; its zero is the flow's time zero.
     pub clock: Clock,
     pub handle: Arc<Handle>,
@@ -389,6 +393,9 @@ struct Driver {
     crypt: Vec<u8>,
     /// The controller's signals, as last sampled.
     signals: Vec<(&'static str, f64)>,
+    capture: Option<LiveCapture>,
+    /// This end's address in the capture (its socket's, made concrete once the peer is known).
+    local: SocketAddr,
 }
 
 impl Driver {
@@ -429,6 +436,9 @@ impl Driver {
                     Ok(_) => {
                         self.stats.sent += 1;
                         self.stats.sent_bytes += size as u64;
+                        if let Some(c) = &mut self.capture {
+                            c.datagram(self.local, peer, t.ecn, wire)?;
+                        }
                     }
                     // A full send buffer or an unreachable peer: lost on the first hop.
                     Err(_) => self.stats.send_failures += 1,
@@ -534,6 +544,13 @@ impl Driver {
             let now = self.clock.now();
             let size = received_size(len);
             self.handle.received.fetch_add(1, Ordering::Relaxed);
+            if let Some(c) = &mut self.capture {
+                if self.local.ip().is_unspecified() {
+                    self.local = capture::local_towards(self.local, from);
+                }
+                // As on the wire: foreign datagrams and SRTP ciphertext included.
+                c.datagram(from, self.local, Ecn::NotEct, &self.rx[..len])?;
+            }
             self.stats.received_bytes += size as u64;
             let datagram: &[u8] = match &mut self.srtp {
                 None => &self.rx[..len],
@@ -553,6 +570,7 @@ impl Driver {
             };
             if self.peer.is_none() && rtp.is_some() && self.expected(from) {
                 self.peer = Some(from);
+                self.local = capture::local_towards(self.local, from);
             }
             if self.peer != Some(from) {
                 self.handle.foreign.fetch_add(1, Ordering::Relaxed);
@@ -668,6 +686,10 @@ pub fn run(endpoint: Box<dyn Endpoint>, socket: UdpSocket, opts: Options) -> io:
         rx: vec![0; MAX_DATAGRAM],
         crypt: Vec::with_capacity(MAX_DATAGRAM),
         signals: Vec::new(),
+        capture: opts.pcap.as_deref().map(LiveCapture::create).transpose()?,
+        local: opts
+            .peer
+            .map_or(local, |peer| capture::local_towards(local, peer)),
     };
     clock::precise_timers();
     let fd = d.socket.as_raw_fd();
@@ -736,15 +758,27 @@ pub fn run(endpoint: Box<dyn Endpoint>, socket: UdpSocket, opts: Options) -> io:
         handle,
         peer,
         clock,
+        capture,
         ..
     } = d;
     logs.finish()?;
+    let capture_skipped = capture.as_ref().map(|c| c.skipped_ipv6);
+    if let Some(c) = capture {
+        c.finish()?;
+    }
     let secs = duration.as_secs_f64().max(1e-9);
     let mut summary = opts.describe;
     let mut add = |key: &str, value: Value| {
         summary.insert(key.to_string(), value);
     };
     add("role", json!(opts.role.name()));
+    if let Some(skipped) = capture_skipped {
+        add(
+            "pcap",
+            json!(opts.pcap.as_ref().map(|p| p.display().to_string())),
+        );
+        add("pcap_skipped_ipv6", json!(skipped));
+    }
     add("flow", json!(opts.flow));
     add("local", json!(local.to_string()));
     add("peer", json!(peer.map(|p| p.to_string())));
@@ -847,6 +881,11 @@ pub struct FlowArgs {
     /// The SRTP protection profile: AES_CM_128_HMAC_SHA1_80 (default) or AEAD_AES_128_GCM.
     #[arg(long, value_name = "NAME", default_value = "AES_CM_128_HMAC_SHA1_80")]
     srtp_profile: String,
+    /// Capture what this end sends and receives, as on its host's wire, in this pcap file
+    /// (IPv4; Wireshark: decode the flow's UDP port as RTP, which also dissects the RTCP sent on
+    /// it).
+    #[arg(long, value_name = "FILE")]
+    pcap: Option<PathBuf>,
 }
 
 impl FlowArgs {
@@ -998,6 +1037,7 @@ fn prepare_send(args: &SendArgs) -> Result<Prepared, String> {
             duration,
             schedule: sender_schedule(&f),
             log_dir: a.log_dir.clone(),
+            pcap: a.pcap.clone(),
             clock: clock_at(a.clock_origin_ns)?,
             handle: Arc::default(),
             describe: describe(&a.scenario, &f),
@@ -1026,6 +1066,7 @@ fn prepare_recv(args: &RecvArgs) -> Result<Prepared, String> {
             duration,
             schedule: Vec::new(),
             log_dir: a.log_dir.clone(),
+            pcap: a.pcap.clone(),
             clock: clock_at(a.clock_origin_ns)?,
             handle: Arc::default(),
             describe: describe(&a.scenario, &f),

@@ -60,8 +60,7 @@ impl Capture for PcapFile {
         if self.error.is_some() {
             return;
         }
-        let (a, b) = pcap::addresses(flow);
-        let (src, dst) = if from_a { (a, b) } else { (b, a) };
+        let (src, dst) = pcap::simulated_ends(flow, from_a, bytes);
         self.record.clear();
         pcap::record(t, src, dst, ecn, bytes, wire_size, &mut self.record);
         if let Err(e) = self.out.write_all(&self.record) {

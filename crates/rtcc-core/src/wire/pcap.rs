@@ -23,6 +23,7 @@
 use crate::packet::Ecn;
 use crate::units::Time;
 use crate::wire::rtp::is_rtcp;
+use std::net::{Ipv4Addr, SocketAddrV4};
 
 /// The file header: nanosecond pcap 2.4, snapshot length 65,535, raw IP packets.
 pub fn file_header() -> [u8; 24] {
@@ -39,19 +40,29 @@ pub fn file_header() -> [u8; 24] {
 /// IPv4 and UDP header bytes (what a datagram's size on the wire counts beyond its payload).
 pub const IP_UDP_HEADERS: usize = 28;
 
-/// The two ends of flow `flow`: (A's address, B's address).
-pub fn addresses(flow: u32) -> ([u8; 4], [u8; 4]) {
+/// The two ends of a simulated flow `flow`'s datagram of `payload`, from its A end (`from_a`) or
+/// its B end: (source, destination). A is `10.1.x.y` and B `10.2.x.y` with `x.y` the two bytes
+/// of `flow + 1`; RTP uses port 5004 and RTCP port 5005.
+pub fn simulated_ends(flow: u32, from_a: bool, payload: &[u8]) -> (SocketAddrV4, SocketAddrV4) {
     let [_, _, x, y] = (flow.wrapping_add(1) & 0xffff).to_be_bytes();
-    ([10, 1, x, y], [10, 2, x, y])
+    let port = if is_rtcp(payload) { 5005 } else { 5004 };
+    let a = SocketAddrV4::new(Ipv4Addr::new(10, 1, x, y), port);
+    let b = SocketAddrV4::new(Ipv4Addr::new(10, 2, x, y), port);
+    if from_a {
+        (a, b)
+    } else {
+        (b, a)
+    }
 }
 
-/// Append one record: `payload` (RTP or RTCP bytes) sent at `t` from `src` to `dst`, `wire_size`
-/// bytes on the wire with its IPv4 and UDP headers (the record is zero-filled up to it; a smaller
+/// Append one record: `payload` (RTP or RTCP bytes) sent at `t` (since the Unix epoch for a real
+/// capture, since the run's start for a simulated one) from `src` to `dst`, `wire_size` bytes on
+/// the wire with its IPv4 and UDP headers (the record is zero-filled up to it; a smaller
 /// `wire_size` is taken as the headers and payload alone).
 pub fn record(
     t: Time,
-    src: [u8; 4],
-    dst: [u8; 4],
+    src: SocketAddrV4,
+    dst: SocketAddrV4,
     ecn: Ecn,
     payload: &[u8],
     wire_size: u32,
@@ -59,24 +70,24 @@ pub fn record(
 ) {
     let payload_len = payload.len().min(65_535 - IP_UDP_HEADERS);
     let total = (wire_size as usize).clamp(IP_UDP_HEADERS + payload_len, 65_535);
-    let port: u16 = if is_rtcp(payload) { 5005 } else { 5004 };
     let (secs, nanos) = (t.0 / 1_000_000_000, t.0 % 1_000_000_000);
     out.extend_from_slice(&(secs as u32).to_le_bytes());
     out.extend_from_slice(&(nanos as u32).to_le_bytes());
     out.extend_from_slice(&(total as u32).to_le_bytes()); // captured
     out.extend_from_slice(&(total as u32).to_le_bytes()); // on the wire
-                                                          // IPv4: version 4, IHL 5; DSCP 0 with the ECN codepoint; no fragmentation; TTL 64; UDP.
+
+    // IPv4: version 4, IHL 5; DSCP 0 with the ECN codepoint; no fragmentation; TTL 64; UDP.
     let ip_start = out.len();
     out.extend_from_slice(&[0x45, ecn as u8]);
     out.extend_from_slice(&(total as u16).to_be_bytes());
     out.extend_from_slice(&[0, 0, 0x40, 0, 64, 17, 0, 0]);
-    out.extend_from_slice(&src);
-    out.extend_from_slice(&dst);
+    out.extend_from_slice(&src.ip().octets());
+    out.extend_from_slice(&dst.ip().octets());
     let checksum = ipv4_checksum(&out[ip_start..ip_start + 20]);
     out[ip_start + 10..ip_start + 12].copy_from_slice(&checksum.to_be_bytes());
     // UDP: ports, length, no checksum.
-    out.extend_from_slice(&port.to_be_bytes());
-    out.extend_from_slice(&port.to_be_bytes());
+    out.extend_from_slice(&src.port().to_be_bytes());
+    out.extend_from_slice(&dst.port().to_be_bytes());
     out.extend_from_slice(&((total - 20) as u16).to_be_bytes());
     out.extend_from_slice(&[0, 0]);
     out.extend_from_slice(&payload[..payload_len]);
@@ -101,13 +112,13 @@ mod tests {
 
     #[test]
     fn a_record_is_a_valid_ipv4_udp_packet_of_the_datagrams_size() {
-        // RFC 1071's example header sums to a known checksum: any valid header re-sums to 0xffff.
         let mut out = Vec::new();
         let rtp = [0x80, 96, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1];
+        let (src, dst) = simulated_ends(0, true, &rtp);
         record(
             Time(1_500_000_123),
-            [10, 1, 0, 1],
-            [10, 2, 0, 1],
+            src,
+            dst,
             Ecn::Ect0,
             &rtp,
             1200,
@@ -115,18 +126,14 @@ mod tests {
         );
         assert_eq!(out.len(), 16 + 1200);
         assert_eq!(u32::from_le_bytes(out[0..4].try_into().unwrap()), 1);
-        assert_eq!(
-            u32::from_le_bytes(out[4..8].try_into().unwrap()),
-            500_000_123
-        );
+        let nanos = u32::from_le_bytes(out[4..8].try_into().unwrap());
+        assert_eq!(nanos, 500_000_123);
         let ip = &out[16..];
         assert_eq!(u16::from_be_bytes([ip[2], ip[3]]), 1200);
         assert_eq!(ip[1] & 0b11, Ecn::Ect0 as u8);
-        assert_eq!(
-            ipv4_checksum(&ip[..20]),
-            0,
-            "the header with its checksum sums to 0xffff"
-        );
+        assert_eq!(&ip[12..20], &[10, 1, 0, 1, 10, 2, 0, 1]);
+        // A valid header, its checksum included, sums to 0xffff (RFC 1071).
+        assert_eq!(ipv4_checksum(&ip[..20]), 0, "the header checksum is wrong");
         assert_eq!(
             u16::from_be_bytes([ip[22], ip[23]]),
             5004,
@@ -134,21 +141,19 @@ mod tests {
         );
         assert_eq!(u16::from_be_bytes([ip[24], ip[25]]), 1180, "UDP length");
         assert_eq!(&ip[28..40], &rtp);
-        // RTCP (payload type 205, transport-wide feedback) goes to port 5005, at its own size.
+        // RTCP (payload type 205, transport-wide feedback) from B goes to port 5005, at its own
+        // size.
         let rtcp = [0x8f, 205, 0, 2, 0, 0, 0, 1, 0, 0, 0, 2];
+        let (src, dst) = simulated_ends(0, false, &rtcp);
         out.clear();
-        record(
-            Time(0),
-            [10, 2, 0, 1],
-            [10, 1, 0, 1],
-            Ecn::NotEct,
-            &rtcp,
-            0,
-            &mut out,
-        );
+        record(Time(0), src, dst, Ecn::NotEct, &rtcp, 0, &mut out);
         assert_eq!(out.len(), 16 + 28 + 12);
+        assert_eq!(&out[16 + 12..16 + 20], &[10, 2, 0, 1, 10, 1, 0, 1]);
         assert_eq!(u16::from_be_bytes([out[16 + 22], out[16 + 23]]), 5005);
-        assert_eq!(addresses(0), ([10, 1, 0, 1], [10, 2, 0, 1]));
-        assert_eq!(addresses(255), ([10, 1, 1, 0], [10, 2, 1, 0]));
+        let (a, b) = simulated_ends(255, true, &rtp);
+        assert_eq!(
+            (a.ip().octets(), b.ip().octets()),
+            ([10, 1, 1, 0], [10, 2, 1, 0])
+        );
     }
 }

@@ -107,6 +107,7 @@ pub fn start_with(
         duration,
         schedule,
         log_dir: Some(logs.join(dir)),
+        pcap: None,
         clock,
         handle: Arc::new(Handle::default()),
         describe: Default::default(),
