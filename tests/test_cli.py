@@ -244,6 +244,22 @@ def test_compare(tmp_path, scenario, capsys):
     assert (out / "runs" / "oracle" / "summary.json").is_file()
     html = (out / "index.html").read_text()
     assert 'src="plots/throughput.png"' in html and "runs/oracle/index.html" in html
+    # Pantheon's throughput-delay figure leads the page.
+    assert (out / "plots" / "throughput_delay.png").is_file()
+    assert html.index('src="plots/throughput_delay.png"') < html.index('src="plots/throughput.png"')
+
+
+def test_a_controller_has_one_colour_on_every_chart_of_every_page():
+    """The interactive charts and the PNGs take their colours from one palette and one mapping: a
+    controller keeps its registry colour wherever it appears, and sixteen labels get sixteen colours."""
+    from rtcc.colors import PALETTE, label_colors
+
+    names = [c["name"] for c in rtcc.controllers()]
+    labels = names + ["oracle:fraction=0.7", "gcc (live)"]
+    colors = label_colors(labels)
+    assert len(set(colors.values())) == len(labels) <= len(PALETTE), colors
+    assert label_colors(["sqp", "gcc"])["gcc"] == colors["gcc"] == label_colors(["gcc"])["gcc"]
+    assert colors["oracle:fraction=0.7"] != colors["oracle"]
 
 
 def test_compare_runs_on_the_sweep_engine_with_the_same_results(tmp_path, scenario):

@@ -102,11 +102,12 @@ def _floor_interpreter() -> str | None:
 
 def test_the_wheel_works_on_the_declared_python_floor(wheel, tmp_path):
     """pyproject declares Python 3.10: a fresh 3.10 virtual environment installs the wheel with its
-    dependencies (from the package index) and runs a scenario and a quick reproduction."""
+    dependencies (from the package index) and runs the demo, a scenario and a quick reproduction."""
     interpreter = _floor_interpreter()
     if interpreter is None:
         pytest.skip("no interpreter of the declared floor (python3.10) on this machine")
     bin_dir = _install(wheel, tmp_path / "venv310", interpreter=interpreter, with_deps=True)
-    _runs_anywhere(bin_dir, tmp_path / "elsewhere", [["run", "demo/step", "-o", "step", "--no-plots"],
+    _runs_anywhere(bin_dir, tmp_path / "elsewhere", [["demo", "-o", "report"],
+                                                     ["run", "demo/step", "-o", "step", "--no-plots"],
                                                      ["reproduce", "sqp", "--quick", "-o", "sqp"]])
     shutil.rmtree(tmp_path / "venv310")

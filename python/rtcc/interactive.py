@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from . import series
+from .colors import PALETTE, label_colors
 
 __all__ = ["run_charts", "compare_charts", "charts_html"]
 
@@ -33,9 +34,8 @@ UPLOT_VERSION = "1.6.32"
 VENDOR = Path(__file__).parent / "data" / "vendor" / "uplot"
 RUN_BIN_S = 0.2
 COMPARE_BIN_S = 0.5
-# matplotlib's tab10, so a flow has the same colour here as in the PNGs.
-COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-          "#bcbd22", "#17becf"]
+# The palette the PNGs use too (rtcc.colors), so a flow or a controller has one colour on a page.
+COLORS = PALETTE
 CAPACITY_COLOR = "#8c8c8c"
 
 
@@ -130,8 +130,9 @@ def compare_charts(results: dict, title: str = "") -> list[dict]:
     grid = _grid(duration, COMPARE_BIN_S)
     mid = grid + COMPARE_BIN_S / 2
     rates, delays = _capacity_series(first, mid), []
-    for k, (label, r) in enumerate(results.items()):
-        color = COLORS[k % len(COLORS)]
+    colors = label_colors(list(results))
+    for label, r in results.items():
+        color = colors[label]
         _, rate = series.throughput(r.packets, duration, COMPARE_BIN_S)
         rates.append({"label": label, "color": color, "values": _values(rate[:len(grid)])})
         t, d = series.frame_delay(r.frames)

@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from . import series
+from .colors import label_colors, series_colors
 
 __all__ = ["run_plots", "compare_plots", "rmcat_case_plot"]
 
@@ -29,10 +30,8 @@ HOP_STYLES = [":", "--", "-.", (0, (1, 3))]
 
 
 def _colors(n: int) -> list:
-    from matplotlib import colormaps
-
-    cmap = colormaps["tab10" if n <= 10 else "tab20"]
-    return [cmap(i % cmap.N) for i in range(n)]
+    """``n`` distinct colours (rtcc.colors: the palette every page shares)."""
+    return series_colors(n)
 
 
 def _flow_label(flows: list[dict], i: int) -> str:
@@ -251,9 +250,10 @@ def compare_plots(results: dict, folder: Path, title: str = "") -> list[Path]:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     title = f"{title}: " if title else ""
-    colors = dict(zip(results, _colors(len(results))))
+    colors = label_colors(list(results))
     first = next(iter(results.values()))
     duration = _duration(first)
+    paths = [throughput_delay(results, folder / "throughput_delay.png", title.removesuffix(": "), colors)]
 
     fig = Figure(figsize=(10, 4.5), layout="constrained")
     ax = fig.add_subplot()
@@ -267,8 +267,8 @@ def compare_plots(results: dict, folder: Path, title: str = "") -> list[Path]:
     ax.set_ylabel(f"received throughput (Mbit/s, {int(COMPARE_BIN_S * 1000)} ms bins)")
     ax.set_title(f"{title}throughput vs link capacity (all flows)")
     ax.grid(True, alpha=0.3)
-    ax.legend(loc="upper right", fontsize="small")
-    paths = [_save(fig, folder / "throughput.png")]
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    paths.append(_save(fig, folder / "throughput.png"))
 
     fig = Figure(figsize=(10, 4.5), layout="constrained")
     ax = fig.add_subplot()
@@ -286,7 +286,7 @@ def compare_plots(results: dict, folder: Path, title: str = "") -> list[Path]:
         ax.set_ylim(bottom=0)
         ax.set_ylabel("frame delay (ms)")
     if any(len(d) for d in ys):
-        ax.legend(loc="upper right", fontsize="small")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     else:
         _no_data(ax)
     ax.set_title(f"{title}frame delay over time (all flows)")
@@ -305,9 +305,42 @@ def compare_plots(results: dict, folder: Path, title: str = "") -> list[Path]:
     _cdf_axes(ax, xs)
     ax.set_title(f"{title}frame delay CDF (all flows)")
     if any(len(x) for x in xs):
-        ax.legend(loc="lower right", fontsize="small")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     paths.append(_save(fig, folder / "frame_delay_cdf.png"))
     return paths
+
+
+def throughput_delay(results: dict, path: Path, title: str = "", colors: dict | None = None) -> Path:
+    """Pantheon's summary figure: each run (label -> Result) as one point, its throughput (all
+    flows' received bit rates summed) against its P95 one-way delay (the largest of its flows'),
+    the delay axis reversed so that better is up and to the right."""
+    colors = colors or label_colors(list(results))
+    fig = Figure(figsize=(8, 4.8), layout="constrained")
+    ax = fig.add_subplot()
+    points = []
+    for label, r in results.items():
+        flows = r.summary.get("flows", [])
+        rate = sum(f.get("throughput_bps") or 0.0 for f in flows) / 1e6
+        delays = [(f.get("one_way_delay_ms") or {}).get("p95") for f in flows]
+        delays = [d for d in delays if isinstance(d, (int, float))]
+        if not delays:
+            continue
+        points.append((label, max(delays), rate))
+        ax.scatter([max(delays)], [rate], s=60, color=colors[label], label=label, zorder=3)
+    if not points:
+        _no_data(ax)
+    elif max(p[1] for p in points) > 10 * max(min(p[1] for p in points), 1e-3):
+        _log_axis(ax, "x")
+    ax.invert_xaxis()
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("95th percentile one-way delay (ms, worst flow; better to the right)")
+    ax.set_ylabel("throughput (Mbit/s, all flows)")
+    prefix = f"{title}: " if title else ""
+    ax.set_title(f"{prefix}throughput against delay (one point per run)")
+    ax.grid(True, which="both", alpha=0.3)
+    if points:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    return _save(fig, path)
 
 
 # -- RMCAT suite -----------------------------------------------------------------------------
