@@ -60,6 +60,10 @@ def check_report(out, paper) -> list[dict]:
     assert len(tables) == 1, "one table per paper"
     assert all(f"<th>{h}</th>" in tables[0] for h in HEADERS)
     assert tables[0].count("<tr>") == len(rows) + 1
+    # Each verdict cell is coloured by its verdict, and the table scrolls inside the page.
+    shades = {"pass": "v-pass", "fail": "v-fail"}
+    assert [shades.get(r["verdict"], "v-other") for r in rows] == re.findall(r'<td class="(v-[a-z]+)">', tables[0])
+    assert '<div class="scroll"><table>' in page
     images = re.findall(r'<img src="([^"]+)"', page)
     assert images, "the paper's figures, redrawn"
     for src in images:

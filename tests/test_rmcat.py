@@ -441,6 +441,12 @@ def test_quick_writes_the_report(quick):
     assert {r["rule"] for r in rules if r["case"] == "5.1"} == {r.name for r in CASES["5.1"].rules}
     page = (out / "index.html").read_text()
     assert "RFC 8867 §5.4" in page and "case-5.1.png" in page
+    # The case × controller grid comes first, a cell per case with its coloured verdict.
+    grid = page[page.index('<table class="grid">'):]
+    grid = grid[:grid.index("</table>")]
+    assert page.index('<table class="grid">') < page.index("<th>seeds passing</th>")
+    for r in rows:
+        assert f'#case-{r["case"]}' in grid and f'{r["verdict"]} {r["seeds_passing"]}/1' in grid
     assert (out / "runs/5.1/gcc/seed1/summary.json").is_file()
 
 

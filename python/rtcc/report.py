@@ -140,6 +140,11 @@ th { background: #f3f3f3; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 img { max-width: 100%; border: 1px solid #eee; margin: 0.5em 0; }
 .meta { color: #666; }
+td { overflow-wrap: anywhere; }
+.scroll { overflow-x: auto; }
+td.v-pass { background: #cfeccf; }
+td.v-fail { background: #f6c9c9; }
+td.v-other { background: #eeeeee; }
 """
 
 

@@ -975,8 +975,25 @@ def _index_html(folder: Path, rows: list[dict], judged: list[Judged], cases: lis
     body = [f'<p class="meta">{e(command)}: {len(cases)} cases × {len(controllers)} controllers × seeds '
             f'{", ".join(map(str, seeds))}. A case passes for a controller when every seed passes every rule '
             '(docs/rmcat.md). Tables: <a href="table.md">table.md</a>, <a href="table.csv">table.csv</a>, '
-            '<a href="rules.csv">rules.csv</a>.</p>',
-            "<table>", "<tr>" + "".join(f"<th>{e(h)}</th>" for h in headers) + "</tr>"]
+            '<a href="rules.csv">rules.csv</a>.</p>']
+    # The grid first: a case per row, a controller per column, each cell its verdict and the seeds
+    # that passed, coloured; then the full table.
+    colours = {"pass": "#cfeccf", "n/a": "#eeeeee"}
+    verdict = {(r["case"], r["controller"]): r for r in rows}
+    body.append('<table class="grid"><tr><th>case</th>' + "".join(f"<th>{e(c)}</th>" for c in controllers) + "</tr>")
+    for case_id in cases:
+        cells = [f'<td><a href="#case-{e(case_id)}">{e(case_id)}</a></td>']
+        for label in controllers:
+            r = verdict.get((case_id, label))
+            if r is None:
+                cells.append("<td>–</td>")
+                continue
+            text = r["verdict"] if r["verdict"] == "n/a" else f'{r["verdict"]} {r["seeds_passing"]}/{r["seeds"]}'
+            cells.append(f'<td style="background:{colours.get(r["verdict"], "#f6c9c9")}" '
+                         f'title="{e(r["failing"] or "")}">{e(text)}</td>')
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    body.append("</table>")
+    body += ["<table>", "<tr>" + "".join(f"<th>{e(h)}</th>" for h in headers) + "</tr>"]
     for r in rows:
         colour = {"pass": "#e6f4e6", "n/a": "#eeeeee"}.get(r["verdict"], "#fbe3e3")
         cells = [f'<td><a href="#case-{e(r["case"])}">{e(r["case"])}</a></td>', f"<td>{e(r['controller'])}</td>",

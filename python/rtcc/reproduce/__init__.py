@@ -302,15 +302,16 @@ READING = (
 
 def checks_table(checks: list[Check]) -> str:
     head = ["#", "headline", "paper", "ours", "tolerance", "verdict", "source"]
-    out = ["<table>", "<tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
+    out = ['<div class="scroll"><table>', "<tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
     for c in checks:
         verdict = f"<b>{_e(c.verdict)}</b>" if c.verdict == FAIL else _e(c.verdict)
         if c.reason:
             verdict += f'<br><span class="meta">{_e(c.reason)}</span>'
-        cells = [_e(c.id), _e(c.headline), _e(c.paper_value), _e(c.our_value), _e(c.tolerance), verdict,
-                 f'<span class="meta">{_e(c.source)}</span>']
-        out.append("<tr>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
-    out.append("</table>")
+        shade = {PASS: "v-pass", FAIL: "v-fail"}.get(c.verdict, "v-other")
+        cells = [_e(c.id), _e(c.headline), _e(c.paper_value), _e(c.our_value), _e(c.tolerance)]
+        out.append("<tr>" + "".join(f"<td>{x}</td>" for x in cells) + f'<td class="{shade}">{verdict}</td>'
+                   f'<td><span class="meta">{_e(c.source)}</span></td></tr>')
+    out.append("</table></div>")
     return "\n".join(out)
 
 
