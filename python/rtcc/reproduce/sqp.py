@@ -14,6 +14,7 @@ import math
 import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from .. import series
 from ..compare import run_all, write_comparison
@@ -590,6 +591,12 @@ def _analysis_figure(ctx: Context, buf: list, cbr: list, rtt: list) -> None:
     c.set_ylabel("mean queuing, 40–60 s (ms)")
     c.set_ylim(bottom=0)
     c.set_title("§6.8: the step at several RTTs", fontsize="medium")
+    for ax, values in ((a, [n for n, *_ in buf]), (c, [x for x, *_ in rtt])):
+        # Ticks at the values that ran, written plainly: matplotlib's own log labels (decades
+        # and some minor ticks, as 2×10¹) overlapped.
+        ax.set_xticks(sorted(set(values)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
     for ax in (a, b, c):
         ax.grid(True, alpha=0.3)
     ctx.save_figure(fig, "analysis", "Shallow buffers (§6.6, Fig. 12), Eq. 8 against constant-rate traffic (§5.1) "
