@@ -1,6 +1,7 @@
 """Every kind of HTML page rtcc writes (run, compare, sweep, demo, reproduce) opened in a real browser:
 headless Chromium (Debian's `chromium`, driven through Playwright). Each page must render, every
-image on it must load, and the console must stay free of errors; the pages they link to (a
+image on it must load, every interactive chart must be drawn and have data, and the console must
+stay free of errors; the pages they link to (a
 comparison's or the demo's run pages) are opened too. Skipped with the reason when Chromium or
 Playwright is missing (`make test` installs both where it can).
 """
@@ -61,6 +62,12 @@ def _check(browser, page_path: Path, follow_links: bool = True) -> list[str]:
         document.querySelectorAll('.rtcc-fallback').length]""")
     if charts[0] != charts[1] or charts[2]:
         problems.append(f"{charts[0]} interactive charts, {charts[1]} drawn, {charts[2]} fallbacks left")
+    # Every chart has data: some series with a number in it.
+    empty = page.evaluate("""() => Array.from(document.querySelectorAll('.rtcc-chart')).filter(el => {
+        var spec = JSON.parse(el.querySelector('script[type="application/json"]').textContent);
+        return !spec.series.some(s => s.values.some(v => typeof v === 'number'));
+    }).map(el => JSON.parse(el.querySelector('script[type="application/json"]').textContent).title)""")
+    problems += [f"chart without data: {title}" for title in empty]
     links = page.evaluate("() => Array.from(document.querySelectorAll('a')).map(a => a.getAttribute('href'))")
     page.close()
     for href in links:
