@@ -595,16 +595,6 @@ def _os_message(e: OSError) -> str:
     return str(e)
 
 
-def _resolve_bundled(args) -> None:
-    """A scenario or sweep named like a bundled one (``demo/step``) and not a file here is the
-    bundled file (``rtcc examples``)."""
-    from .examples import resolve
-
-    for attr in ("scenario", "sweep"):
-        if isinstance(getattr(args, attr, None), str):
-            setattr(args, attr, resolve(getattr(args, attr)))
-
-
 def _live(argv: list[str]) -> int:
     """Run a live command in the core, then turn its CSV logs into Parquet."""
     from .examples import resolve
@@ -655,7 +645,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv and argv[0] in LIVE_COMMANDS:
         return _live(argv)
     args = build_parser().parse_args(argv)
-    _resolve_bundled(args)
     _catch_termination()
     try:
         return args.func(args)

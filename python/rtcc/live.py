@@ -103,9 +103,11 @@ def run_live(scenario_file: str | os.PathLike, logs: str | os.PathLike, flow: in
     import subprocess
     import sys
 
+    from .examples import resolve
     from .result import Result
     from .scenario import Scenario
 
+    scenario_file = resolve(scenario_file)  # a bundled name: the processes below get its file
     scenario = Scenario.from_file(scenario_file)
     if controller is not None:
         scenario = scenario.with_controller(controller)

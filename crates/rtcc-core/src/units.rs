@@ -250,7 +250,7 @@ fn scale_of(
     if let Some(&(_, _, scale)) = units.iter().find(|(u, ..)| *u == unit) {
         return Ok(scale);
     }
-    let number = fmt_number(value);
+    let number = format!("{value}"); // as written back in a suggestion: 5, 1.5
     let meaning = |u: &str| {
         units
             .iter()
@@ -273,7 +273,7 @@ fn scale_of(
             // One edit away from a unit (a letter missing, extra, wrong or two swapped).
             units
                 .iter()
-                .find(|(u, ..)| unit.len() > 1 && one_edit_apart(u, unit))
+                .find(|(u, ..)| unit.len() > 1 && strsim::osa_distance(u, unit) == 1)
         })
     {
         let hint = match unit.chars().next() {
@@ -291,30 +291,6 @@ fn scale_of(
         input: input.into(),
         reason,
     })
-}
-
-/// `value` as written back in a suggestion (`5`, `1.5`).
-fn fmt_number(value: f64) -> String {
-    format!("{value}")
-}
-
-/// Whether `a` becomes `b` by one insertion, deletion, substitution or swap of neighbours.
-fn one_edit_apart(a: &str, b: &str) -> bool {
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    if a == b {
-        return false;
-    }
-    let prefix = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
-    let (ra, rb) = (&a[prefix..], &b[prefix..]);
-    match ra.len() as isize - rb.len() as isize {
-        0 => {
-            ra[1..] == rb[1..]
-                || (ra.len() >= 2 && ra[0] == rb[1] && ra[1] == rb[0] && ra[2..] == rb[2..])
-        }
-        1 => ra[1..] == *rb,
-        -1 => *ra == rb[1..],
-        _ => false,
-    }
 }
 
 impl Duration {

@@ -14,10 +14,9 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub struct LiveCapture {
-    out: BufWriter<File>,
+    out: pcap::Writer<BufWriter<File>>,
     path: PathBuf,
     partial: PathBuf,
-    record: Vec<u8>,
     /// Datagrams of IPv6 sockets, which a raw-IPv4 capture cannot hold.
     pub skipped_ipv6: u64,
 }
@@ -26,13 +25,13 @@ impl LiveCapture {
     pub fn create(path: &Path) -> io::Result<LiveCapture> {
         let partial = PathBuf::from(format!("{}.partial", path.display()));
         let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
-        let mut out = BufWriter::new(File::create(&partial).map_err(named)?);
-        out.write_all(&pcap::file_header()).map_err(named)?;
+        let out = File::create(&partial)
+            .and_then(|f| pcap::Writer::new(BufWriter::new(f)))
+            .map_err(named)?;
         Ok(LiveCapture {
             out,
             path: path.to_path_buf(),
             partial,
-            record: Vec::with_capacity(1600),
             skipped_ipv6: 0,
         })
     }
@@ -53,22 +52,13 @@ impl LiveCapture {
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default();
         let size = (bytes.len() + pcap::IP_UDP_HEADERS) as u32;
-        self.record.clear();
-        pcap::record(
-            Time(now.as_nanos() as u64),
-            src,
-            dst,
-            ecn,
-            bytes,
-            size,
-            &mut self.record,
-        );
-        self.out.write_all(&self.record)
+        let t = Time(now.as_nanos() as u64);
+        self.out.write(t, src, dst, ecn, bytes, size)
     }
 
     /// The end stopped: complete the file and give it its name.
-    pub fn finish(mut self) -> io::Result<()> {
-        self.out.flush()?;
+    pub fn finish(self) -> io::Result<()> {
+        self.out.into_inner().flush()?;
         std::fs::rename(&self.partial, &self.path)
             .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", self.path.display())))
     }

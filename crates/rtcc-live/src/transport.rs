@@ -394,7 +394,8 @@ struct Driver {
     /// The controller's signals, as last sampled.
     signals: Vec<(&'static str, f64)>,
     capture: Option<LiveCapture>,
-    /// This end's address in the capture (its socket's, made concrete once the peer is known).
+    /// This end's address in the capture: its socket's, made concrete (for a socket bound to any
+    /// address) from the route to the peer, or to the first sender heard.
     local: SocketAddr,
 }
 
@@ -570,7 +571,6 @@ impl Driver {
             };
             if self.peer.is_none() && rtp.is_some() && self.expected(from) {
                 self.peer = Some(from);
-                self.local = capture::local_towards(self.local, from);
             }
             if self.peer != Some(from) {
                 self.handle.foreign.fetch_add(1, Ordering::Relaxed);

@@ -246,20 +246,9 @@ fn run<'py>(
         .map(|p| rtcc_sim::capture::PcapFile::create(Path::new(p)))
         .transpose()
         .map_err(PyOSError::new_err)?;
-    let result = match (capture, streamed) {
-        (Some(c), streamed) => rtcc_sim::run::run_capturing(
-            &sc,
-            seed,
-            &mut report,
-            &registry,
-            streamed.then_some(&mut sink as rtcc_sim::sim::PacketSink),
-            Box::new(c),
-        ),
-        (None, true) => {
-            rtcc_sim::run::run_streaming_with_registry(&sc, seed, &mut report, &registry, &mut sink)
-        }
-        (None, false) => rtcc_sim::run_with_registry(&sc, seed, &mut report, &registry),
-    };
+    let sink = streamed.then_some(&mut sink as rtcc_sim::sim::PacketSink);
+    let capture = capture.map(|c| Box::new(c) as Box<dyn rtcc_sim::capture::Capture>);
+    let result = rtcc_sim::run::run_with_sinks(&sc, seed, &mut report, &registry, sink, capture);
     rtcc_sim::sim::clear_interrupt();
     if let Some(e) = pycontroller::take_error().or(callback_error) {
         return Err(e);

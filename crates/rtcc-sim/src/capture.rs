@@ -27,24 +27,26 @@ pub trait Capture: Send {
 
 /// A pcap file, written as the run goes.
 pub struct PcapFile {
-    out: BufWriter<File>,
+    out: pcap::Writer<BufWriter<File>>,
     path: PathBuf,
-    record: Vec<u8>,
     error: Option<String>,
 }
 
 impl PcapFile {
     pub fn create(path: &Path) -> Result<PcapFile, String> {
-        let fail = |e: std::io::Error| format!("{}: cannot write the capture: {e}", path.display());
-        let mut out = BufWriter::new(File::create(path).map_err(fail)?);
-        out.write_all(&pcap::file_header()).map_err(fail)?;
+        let out = File::create(path)
+            .and_then(|f| pcap::Writer::new(BufWriter::new(f)))
+            .map_err(|e| cannot_write(path, e))?;
         Ok(PcapFile {
             out,
             path: path.to_path_buf(),
-            record: Vec::with_capacity(1600),
             error: None,
         })
     }
+}
+
+fn cannot_write(path: &Path, e: std::io::Error) -> String {
+    format!("{}: cannot write the capture: {e}", path.display())
 }
 
 impl Capture for PcapFile {
@@ -61,22 +63,19 @@ impl Capture for PcapFile {
             return;
         }
         let (src, dst) = pcap::simulated_ends(flow, from_a, bytes);
-        self.record.clear();
-        pcap::record(t, src, dst, ecn, bytes, wire_size, &mut self.record);
-        if let Err(e) = self.out.write_all(&self.record) {
-            self.error = Some(format!(
-                "{}: cannot write the capture: {e}",
-                self.path.display()
-            ));
+        if let Err(e) = self.out.write(t, src, dst, ecn, bytes, wire_size) {
+            self.error = Some(cannot_write(&self.path, e));
         }
     }
 
-    fn finish(mut self: Box<Self>) -> Result<(), String> {
-        if let Some(e) = self.error.take() {
-            return Err(e);
+    fn finish(self: Box<Self>) -> Result<(), String> {
+        match self.error {
+            Some(e) => Err(e),
+            None => self
+                .out
+                .into_inner()
+                .flush()
+                .map_err(|e| cannot_write(&self.path, e)),
         }
-        self.out
-            .flush()
-            .map_err(|e| format!("{}: cannot write the capture: {e}", self.path.display()))
     }
 }

@@ -55,18 +55,18 @@ pub fn run_streaming_with_registry(
     run_inner(scenario, seed, progress, registry, Some(sink), None)
 }
 
-/// Any of the above, with every datagram the endpoints send handed to `capture` as well
-/// (`rtcc run --pcap`, [`crate::capture::PcapFile`]): `sink` as in
-/// [`run_streaming_with_registry`], or `None` to keep the packet log.
-pub fn run_capturing(
+/// Any of the above: the packet records to `sink` as in [`run_streaming_with_registry`] (or kept,
+/// with `None`), and every datagram the endpoints send to `capture` if given (`rtcc run --pcap`,
+/// [`crate::capture::PcapFile`]).
+pub fn run_with_sinks(
     scenario: &Scenario,
     seed: Option<u64>,
     progress: &mut dyn FnMut(f64),
     registry: &Registry,
     sink: Option<PacketSink>,
-    capture: Box<dyn Capture>,
+    capture: Option<Box<dyn Capture>>,
 ) -> Result<RunResult, String> {
-    run_inner(scenario, seed, progress, registry, sink, Some(capture))
+    run_inner(scenario, seed, progress, registry, sink, capture)
 }
 
 /// The error of a run ended by [`crate::sim::interrupt`].

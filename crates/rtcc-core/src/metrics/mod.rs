@@ -166,16 +166,22 @@ pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
     percentile_at(sorted.len(), p, |i| sorted[i])
 }
 
-/// [`percentile`] of `n` sorted values read through `value(i)`.
-pub fn percentile_at(n: usize, p: f64, mut value: impl FnMut(usize) -> f64) -> Option<f64> {
+/// The ranks percentile `p` of `n` sorted values interpolates between, and the weight of the
+/// upper one ([`percentile`]'s rule); `None` for no values.
+pub fn percentile_ranks(n: usize, p: f64) -> Option<(usize, usize, f64)> {
     if n == 0 {
         return None;
     }
     let h = (n - 1) as f64 * p / 100.0;
     let lo = h.floor() as usize;
-    let hi = (lo + 1).min(n - 1);
+    Some((lo, (lo + 1).min(n - 1), h - lo as f64))
+}
+
+/// [`percentile`] of `n` sorted values read through `value(i)`.
+pub fn percentile_at(n: usize, p: f64, value: impl Fn(usize) -> f64) -> Option<f64> {
+    let (lo, hi, weight) = percentile_ranks(n, p)?;
     let (x_lo, x_hi) = (value(lo), value(hi));
-    Some(x_lo + (h - lo as f64) * (x_hi - x_lo))
+    Some(x_lo + weight * (x_hi - x_lo))
 }
 
 /// Frame delay of each frame, in frame order: capture to complete reception, each frame's own

@@ -13,9 +13,10 @@
 //! delays are only ever used through their exact ranks, and every sum is over integers.
 
 use super::sqp_frame_delay::{Eq10, SentPacket};
-use super::{percentile_at, PacketRecord, Percentiles, JAIN_WINDOW, RATE_WINDOW};
+use super::{percentile_at, percentile_ranks, PacketRecord, Percentiles, JAIN_WINDOW, RATE_WINDOW};
 use crate::packet::PacketKind;
 use crate::units::{Duration, Time};
+use std::io::{Read, Seek, SeekFrom, Write};
 
 /// A flow's packet statistics (see the module header).
 #[derive(Debug)]
@@ -261,7 +262,6 @@ impl DelaySample {
     /// Move the encoded values to the temporary file (values end where a push ended, so the
     /// file holds whole values).
     fn spill(&mut self) {
-        use std::io::Write;
         if self.spilled.is_none() {
             match tempfile::tempfile() {
                 Ok(f) => self.spilled = Some((f, 0)),
@@ -272,7 +272,11 @@ impl DelaySample {
             }
         }
         let (file, bytes) = self.spilled.as_mut().expect("a file to spill to");
-        match file.write_all(&self.encoded) {
+        // At the end of what was counted (a read moves the file's position).
+        match file
+            .seek(SeekFrom::Start(*bytes))
+            .and_then(|_| file.write_all(&self.encoded))
+        {
             Ok(()) => {
                 *bytes += self.encoded.len() as u64;
                 self.encoded.clear();
@@ -305,9 +309,12 @@ impl DelaySample {
                     return None;
                 }
                 let mut chunk = vec![0u8; (*n - at).min(1 << 20) as usize];
-                read_exact_at(f, &mut chunk, at).unwrap_or_else(|e| {
-                    panic!("cannot read back the delays kept in a temporary file: {e}")
-                });
+                let mut file = f; // `&File` reads and seeks
+                file.seek(SeekFrom::Start(at))
+                    .and_then(|_| file.read_exact(&mut chunk))
+                    .unwrap_or_else(|e| {
+                        panic!("cannot read back the delays kept in a temporary file: {e}")
+                    });
                 at += chunk.len() as u64;
                 Some(chunk)
             })
@@ -390,49 +397,24 @@ impl DelaySample {
     /// P50/P95/P99 in milliseconds.
     pub fn percentiles(&self) -> Percentiles {
         const PS: [f64; 3] = [50.0, 95.0, 99.0];
-        // The ranks each percentile interpolates between, found together.
-        let mut ranks = Vec::new();
-        for p in PS {
-            percentile_at(self.len, p, |i| {
-                ranks.push(i);
-                0.0
-            });
-        }
+        // The ranks the percentiles interpolate between, found in the same passes.
+        let mut ranks: Vec<usize> = PS
+            .iter()
+            .filter_map(|&p| percentile_ranks(self.len, p))
+            .flat_map(|(lo, hi, _)| [lo, hi])
+            .collect();
         ranks.sort_unstable();
         ranks.dedup();
         let values = self.select(&ranks);
-        let at = |p| {
-            percentile_at(self.len, p, |i| {
-                let k = ranks.binary_search(&i).expect("a rank found above");
-                Duration(values[k]).as_millis_f64()
-            })
+        let millis = |i: usize| {
+            let k = ranks.binary_search(&i).expect("a rank found above");
+            Duration(values[k]).as_millis_f64()
         };
         Percentiles {
-            p50: at(PS[0]),
-            p95: at(PS[1]),
-            p99: at(PS[2]),
+            p50: percentile_at(self.len, PS[0], millis),
+            p95: percentile_at(self.len, PS[1], millis),
+            p99: percentile_at(self.len, PS[2], millis),
         }
-    }
-}
-
-/// Read `buf.len()` bytes of `file` from offset `at` (without moving a shared file offset).
-fn read_exact_at(file: &std::fs::File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        std::os::unix::fs::FileExt::read_exact_at(file, buf, at)
-    }
-    #[cfg(windows)]
-    {
-        let mut done = 0;
-        while done < buf.len() {
-            let n =
-                std::os::windows::fs::FileExt::seek_read(file, &mut buf[done..], at + done as u64)?;
-            if n == 0 {
-                return Err(std::io::ErrorKind::UnexpectedEof.into());
-            }
-            done += n;
-        }
-        Ok(())
     }
 }
 

@@ -115,10 +115,9 @@ pub struct Eq10 {
     /// Bytes sent before each slot boundary known so far (the first packet with ingress at or
     /// after the boundary is not counted).
     boundary_cum: Vec<u64>,
-    /// Packets from index `base` on; `count` pushed in all.
+    /// Packets from index `base` on (earlier ones are no longer needed).
     packets: std::collections::VecDeque<Carried>,
     base: usize,
-    count: usize,
     bytes: u64,
     lost: u32,
     last_ingress: Time,
@@ -152,7 +151,6 @@ impl Eq10 {
             boundary_cum: Vec::new(),
             packets: Default::default(),
             base: 0,
-            count: 0,
             bytes: 0,
             lost: 0,
             last_ingress: Time::ZERO,
@@ -176,6 +174,11 @@ impl Eq10 {
         }
     }
 
+    /// Packets pushed (and kept) so far: the index after the last.
+    fn count(&self) -> usize {
+        self.base + self.packets.len()
+    }
+
     fn boundary(&self, k: usize) -> Time {
         self.start + Duration(self.interval.0 * k as u64)
     }
@@ -196,7 +199,6 @@ impl Eq10 {
         }
         self.bytes += p.size as u64;
         self.lost += p.recv.is_none() as u32;
-        self.count += 1;
         self.packets.push_back(Carried {
             cum_end: self.bytes,
             lost_through: self.lost,
@@ -230,7 +232,7 @@ impl Eq10 {
             .map(|w| w.first)
             .min();
         self.done = keep_from.is_none();
-        let keep_from = keep_from.unwrap_or(self.count);
+        let keep_from = keep_from.unwrap_or(self.count());
         while self.base < keep_from {
             self.packets.pop_front();
             self.base += 1;
@@ -279,19 +281,20 @@ impl Eq10 {
                 // packet.
                 let through = (begin + eps).floor().max(0.0) as u64;
                 let before = (begin + size - eps).ceil().max(0.0) as u64;
-                while first < self.count && cum(self, first) <= through {
+                let count = self.count();
+                while first < count && cum(self, first) <= through {
                     first += 1;
                 }
                 last = last.max(first);
-                while last < self.count && cum(self, last) < before {
+                while last < count && cum(self, last) < before {
                     last += 1;
                 }
                 let win = &mut self.windows[w];
                 (win.first, win.last) = (first, last);
-                if last == self.count && !self.finished {
+                if last == count && !self.finished {
                     return; // the frame's last byte is in a packet not yet sent
                 }
-                if last < self.count {
+                if last < count {
                     let lp = self.packets[last - self.base];
                     let fp = self.packets[first - self.base];
                     let lost_before_first = fp.lost_through - fp.recv.is_none() as u32;

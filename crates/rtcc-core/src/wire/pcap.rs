@@ -23,6 +23,7 @@
 use crate::packet::Ecn;
 use crate::units::Time;
 use crate::wire::rtp::is_rtcp;
+use std::io::{self, Write};
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 /// The file header: nanosecond pcap 2.4, snapshot length 65,535, raw IP packets.
@@ -92,6 +93,42 @@ pub fn record(
     out.extend_from_slice(&[0, 0]);
     out.extend_from_slice(&payload[..payload_len]);
     out.resize(ip_start + total, 0);
+}
+
+/// A capture written to `out` as it goes: the file header, then a record per datagram.
+pub struct Writer<W: Write> {
+    out: W,
+    record: Vec<u8>,
+}
+
+impl<W: Write> Writer<W> {
+    pub fn new(mut out: W) -> io::Result<Writer<W>> {
+        out.write_all(&file_header())?;
+        Ok(Writer {
+            out,
+            record: Vec::with_capacity(1600),
+        })
+    }
+
+    /// One datagram ([`record`]).
+    pub fn write(
+        &mut self,
+        t: Time,
+        src: SocketAddrV4,
+        dst: SocketAddrV4,
+        ecn: Ecn,
+        payload: &[u8],
+        wire_size: u32,
+    ) -> io::Result<()> {
+        self.record.clear();
+        record(t, src, dst, ecn, payload, wire_size, &mut self.record);
+        self.out.write_all(&self.record)
+    }
+
+    /// The writer, to flush or close.
+    pub fn into_inner(self) -> W {
+        self.out
+    }
 }
 
 /// The Internet checksum of a header whose checksum field is zero (RFC 1071).
