@@ -37,8 +37,8 @@ Cases (``cases.toml`` says how each is chosen):
   The baseline file holds the whole summary of the recorded run. A live case is skipped, with
   the reason, where ``rtcc emu`` cannot run (not root, no /dev/net/tun, no network namespaces).
 - A case whose scenario names a file outside the checkout that is absent here (the mahimahi
-  traces of ``../shared/traces``, resolved from the checkout: a worktree at ``/work/wt/NAME``
-  looks for ``/work/wt/shared``) is skipped, naming the file. A skip is not a failure unless
+  traces of ``../shared/traces``, resolved from the checkout: a worktree at ``DIR/NAME``
+  looks for ``DIR/shared``) is skipped, naming the file. A skip is not a failure unless
   ``--strict`` is given; the last line counts them.
 
 Nothing is normalised before the comparison: summary.json holds the scenario's name (the file
