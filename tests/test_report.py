@@ -123,6 +123,36 @@ def test_break_gaps_and_cdf():
     assert list(x) == [1, 2, 3] and list(y) == pytest.approx([1 / 3, 2 / 3, 1])
 
 
+def test_thinning_keeps_what_a_figure_shows():
+    from rtcc.series import thin
+
+    rng = np.random.default_rng(7)
+    t = np.sort(rng.uniform(0, 300, 500_000))
+    y = rng.normal(0, 1, len(t))
+    y[123_456] = 50.0  # one spike among half a million points
+    tt, ty = thin(t, y, buckets=1000)
+    assert len(tt) <= 4 * 1000 and np.all(np.diff(tt) >= 0), "at most four points a slice, in time order"
+    assert ty.max() == 50.0 and ty.min() == y.min(), "a lone extreme survives thinning"
+    assert tt[0] == t[0] and tt[-1] == t[-1], "the series keeps its ends"
+    for lo in (0.0, 150.0, 299.7):  # every slice keeps its own envelope
+        inside, kept = (t >= lo) & (t < lo + 0.3), (tt >= lo) & (tt < lo + 0.3)
+        assert ty[kept].max() == y[inside].max() and ty[kept].min() == y[inside].min()
+    short = np.arange(10.0)
+    assert thin(short, short)[0] is not None and len(thin(short, short)[0]) == 10, "short series drawn as they are"
+
+
+def test_run_plots_report_their_progress(tmp_path):
+    from rtcc.plots import run_plots
+    from rtcc.scenario import Scenario
+
+    result = Scenario.from_dict({"name": "p", "duration": "3s", "path": {"forward": {"capacity": "2Mbps"}},
+                                 "flows": [{"controller": "gcc"}]}).run(seed=1)
+    calls = []
+    paths = run_plots(result, tmp_path, progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(i, len(paths)) for i in range(len(paths) + 1)], calls
+    assert all(p.stat().st_size > 0 for p in paths)
+
+
 class FakeTTY(io.StringIO):
     def isatty(self):
         return True

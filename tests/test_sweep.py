@@ -290,8 +290,14 @@ def test_cells_table(saved):
 
 def test_sweep_folder(saved):
     result, out = saved
-    assert sorted(p.name for p in out.iterdir()) == ["cells.csv", "index.html", "results.csv", "results.parquet", "runs",
-                                                    "summary.md", "sweep.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["cells.csv", "index.html", "plots", "results.csv", "results.parquet",
+                                                    "runs", "summary.md", "sweep.json"]
+    # Pantheon's summary figure leads the page: every cell's two seeds, their mean and spread.
+    page = (out / "index.html").read_text()
+    assert (out / "plots" / "throughput_delay.png").stat().st_size > 10_000
+    assert page.index('src="plots/throughput_delay.png"') < page.index("<table>")
+    points = result.points()
+    assert set(points) == set(LABELS) and all(len(p) == 2 for p in points.values()), points
     resolved = json.loads((out / "sweep.json").read_text())
     assert resolved["seeds"] == [1, 2] and resolved["grid"]["path.forward.queue"] == ["50ms", "100pkts"]
     assert [v["label"] for v in resolved["variants"]] == ["alone", "n=2"]

@@ -16,7 +16,7 @@ from typing import Sequence
 from . import _core
 from ._core import ScenarioError
 from .atomic import OutputError, atomic_dir, atomic_file, check_dest
-from .progress import TerminalProgress
+from .progress import RunsProgress, TerminalProgress
 from .ray_backend import RayMissing
 
 SPEC_HELP = "controller spec: NAME or NAME:KEY=VALUE[,KEY=VALUE...], e.g. fixed:rate=5Mbps"
@@ -46,7 +46,8 @@ def cmd_run(args) -> int:
         with TerminalProgress(f"{scenario.name}") as bar:  # the packet log streams into the folder
             result = scenario.run(seed=args.seed, progress=bar.callback, allow_large=args.allow_large,
                                   packets_to=tmp / "packets.parquet", pcap_to=args.pcap)
-        write_run(result, tmp, plots=not args.no_plots)
+        with RunsProgress(f"{scenario.name}: plots", unit="plots") as drawn:
+            write_run(result, tmp, plots=not args.no_plots, progress=drawn)
         if args.mahimahi_log:
             from .interop import write_mahimahi_log
 
@@ -71,7 +72,8 @@ def cmd_live(args) -> int:
     with atomic_dir(args.output, force=args.force) as tmp:
         result = run_live(args.scenario, tmp / "live", flow=args.flow, controller=args.controller,
                           emulate=emulate, pcap=args.pcap)
-        write_run(result, tmp, plots=not args.no_plots)
+        with RunsProgress(f"{result.name}: plots", unit="plots") as drawn:
+            write_run(result, tmp, plots=not args.no_plots, progress=drawn)
     print(text_table(comparison_rows([(None, result.summary)])), end="")
     print(f"wrote {args.output}")
     return 0

@@ -10,7 +10,6 @@ shows both tables and their plots.
 
 from __future__ import annotations
 
-import html
 import os
 import sys
 from pathlib import Path
@@ -21,7 +20,7 @@ from .atomic import atomic_dir
 from .compare import format_rate, run_all, write_comparison
 from .examples import experiments_dir
 from .registry import ControllerSpec, controllers, default_specs
-from .report import html_table, images_html, scenario_line, text_table, write_page
+from .report import html_table, text_table, write_page
 from .scenario import Scenario
 
 __all__ = ["DEMOS", "experiments_dir", "run_demo"]
@@ -93,25 +92,18 @@ def run_demo(out_dir: str | os.PathLike, force: bool = False, progress: bool = F
                      for k, h, sc in scenarios]
     tables: dict[str, list[dict]] = {}
     with atomic_dir(out_dir, force=force) as tmp:
-        body = ['<p class="meta">Every registered controller on two bundled scenarios. '
-                "Click a controller for its run: per-flow plots, logs (Parquet) and summary.json.</p>"]
+        sections = []
         for key, heading, scenario in scenarios:
             results, notes = _run_section(scenario, progress, tmp / key, engine)
             title = f"{heading} ({scenario.name})"
             written = write_comparison(tmp / key, results, title, notes)
             rows = tables[key] = written.rows
             print(f"\n{title}\n\n{text_table(rows)}" + "".join(f"{n}\n" for n in notes), file=out, flush=True)
-            links = {label: f"{key}/{d}/index.html" for label, d in written.runs.items()}
-            summary = next(iter(results.values())).summary
-            images = [f"{key}/{p}" for p in written.images]
-            body += [f'<h2><a href="{key}/index.html">{heading}</a></h2>',
-                     f'<p class="meta">{scenario_line(summary)}</p>', html_table(rows, links)]
-            body += [f'<p class="meta">{html.escape(n)}</p>' for n in notes]
-            body.append(images_html(images))
             stills = _stills(tmp / key, written.runs)
-            if stills:
-                body += [f'<p class="meta">Decoded pictures of the {stills[0]} run (left: the source; right: '
-                         "what the receiver showed), the best and the worst of the run:</p>",
-                         images_html([f"{key}/{p}" for p in stills[1]])]
-        write_page(tmp / "index.html", "rtcc demo", "\n".join(body))
+            sections.append({
+                "key": key, "heading": heading, "summary": next(iter(results.values())).summary,
+                "table": html_table(rows), "links": {label: f"{key}/{d}/index.html" for label, d in written.runs.items()},
+                "notes": notes, "images": [f"{key}/{p}" for p in written.images],
+                "stills_of": stills[0] if stills else "", "stills": [f"{key}/{p}" for p in stills[1]] if stills else []})
+        write_page(tmp / "index.html", "demo.html", "rtcc demo", sections=sections)
     return tables

@@ -17,8 +17,6 @@ charts say so and the PNGs below them show the same runs.
 
 from __future__ import annotations
 
-import html
-import json
 import math
 from functools import lru_cache
 from pathlib import Path
@@ -153,47 +151,16 @@ def _library() -> tuple[str, str]:
         (VENDOR / "uPlot.min.css").read_text(encoding="utf-8")
 
 
-# Starts every chart of the page: one uPlot per .rtcc-chart, its data from the JSON inside it.
-_START = """
-(function () {
-  function draw(el) {
-    var spec = JSON.parse(el.querySelector('script[type="application/json"]').textContent);
-    var stepped = uPlot.paths.stepped({align: 1});
-    var series = [{label: spec.xlabel}].concat(spec.series.map(function (s) {
-      return {label: s.label, stroke: s.color, width: 1.2, dash: s.dash ? [6, 4] : undefined,
-              fill: s.fill ? s.color + "40" : undefined, paths: s.step ? stepped : undefined};
-    }));
-    var data = [spec.x].concat(spec.series.map(function (s) { return s.values; }));
-    var opts = {title: spec.title, width: Math.max(400, el.clientWidth - 10), height: 340,
-                scales: {x: {time: false}}, series: series,
-                axes: [{label: spec.xlabel}, {label: spec.ylabel, size: 60}],
-                cursor: {drag: {x: true, y: false}}};
-    el.querySelector(".rtcc-fallback").remove();
-    window.rtccCharts.push(new uPlot(opts, data, el));
-  }
-  window.rtccCharts = [];  // the uPlot instances, for a console (and the browser test)
-  document.querySelectorAll(".rtcc-chart").forEach(draw);
-})();
-"""
-
-
-def _json_in_html(data) -> str:
-    return json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
-
-
-def charts_html(charts: list[dict]) -> str:
-    """The HTML of ``charts``, with uPlot inline: one block for the page (empty for no charts)."""
+def charts_html(charts: list[dict]):
+    """The HTML of ``charts`` (``templates/charts.html``, uPlot and ``templates/charts.js`` inline):
+    one block for a page, empty for no charts."""
     if not charts:
         return ""
+    from markupsafe import Markup
+
+    from .report import TEMPLATES, render
+
     script, style = _library()
-    blocks = [f'<div class="rtcc-chart"><p class="rtcc-fallback meta">{html.escape(str(c["title"]))}: '
-              "an interactive chart, which needs JavaScript; the PNG plots below show the same data.</p>"
-              f'<script type="application/json">{_json_in_html(c)}</script></div>' for c in charts]
-    return "\n".join([
-        f"<style>{style}\n.rtcc-chart {{ margin: 1em 0; }}</style>",
-        '<p class="meta">Drag across a chart to zoom into a time range, double-click to zoom out, '
-        "click a legend entry to hide its line.</p>",
-        *blocks,
-        f"<script>/* uPlot {UPLOT_VERSION} (MIT), data/vendor/uplot */\n{script}</script>",
-        f"<script>{_START}</script>",
-    ])
+    start = (TEMPLATES / "charts.js").read_text(encoding="utf-8")
+    return render("charts.html", charts=charts, version=UPLOT_VERSION, script=Markup(script), style=Markup(style),
+                  start=Markup(start))

@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from . import series
+from .report import run_point
 from .colors import label_colors, series_colors
 
 __all__ = ["run_plots", "compare_plots", "rmcat_case_plot"]
@@ -117,16 +118,22 @@ def _cdf_axes(ax, xs: list[np.ndarray]) -> None:
 # -- one run ---------------------------------------------------------------------------------
 
 
-def run_plots(result, folder: Path) -> list[Path]:
-    """Draw the three per-run plots into ``folder`` (created); return their paths."""
+def run_plots(result, folder: Path, progress=None) -> list[Path]:
+    """Draw the per-run plots into ``folder`` (created); return their paths. ``progress(done,
+    total)`` is called before the first figure and after each."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    return [
-        throughput_plot(result, folder / "throughput.png"),
-        delay_plot(result, folder / "delay.png"),
-        cdf_plot(result, folder / "frame_delay_cdf.png"),
-        *([signals_plot(result, folder / "signals.png")] if _has_signals(result) else []),
-    ]
+    figures = [(throughput_plot, "throughput.png"), (delay_plot, "delay.png"), (cdf_plot, "frame_delay_cdf.png")]
+    if _has_signals(result):
+        figures.append((signals_plot, "signals.png"))
+    paths = []
+    for draw, name in figures:
+        if progress:
+            progress(len(paths), len(figures))
+        paths.append(draw(result, folder / name))
+    if progress:
+        progress(len(paths), len(figures))
+    return paths
 
 
 # Signals drawn per flow: rates (names ending in _bps, in Mbit/s) on one axis, times (_ms) on
@@ -161,7 +168,12 @@ def signals_plot(result, path: Path) -> Path:
                   + [n for n in others if n in SENDER_SIGNALS])[:MAX_OTHER_SIGNALS]
         groups += [(f, "Mbit/s", rates)] * bool(rates) + [(f, "ms", times)] * bool(times)
         groups += [(f, n, [n]) for n in others]
-    fig = Figure(figsize=(10, 1.9 * len(groups) + 0.6), layout="constrained")
+    # Fixed margins in inches rather than constrained layout: a stack of one-column panels needs no
+    # solver, and constrained layout measures every tick label of every panel twice (half the
+    # figure's cost at a dozen panels).
+    height = 1.9 * len(groups) + 0.6
+    fig = Figure(figsize=(10, height))
+    fig.subplots_adjust(left=0.08, right=0.98, top=1 - 0.3 / height, bottom=0.55 / height, hspace=0.45)
     axes = fig.subplots(len(groups), 1, sharex=True, squeeze=False)[:, 0]
     duration = _duration(result)
     for ax, (f, unit, names) in zip(axes, groups):
@@ -169,8 +181,8 @@ def signals_plot(result, path: Path) -> Path:
         for name in names:
             s = per_flow.filter(pl.col("signal") == name).sort("time_ns")
             scale = 1e6 if unit == "Mbit/s" else 1.0
-            ax.step(s["time_ns"].to_numpy() / 1e9, s["value"].to_numpy() / scale, where="post",
-                    linewidth=0.9, label=name)
+            t, v = series.thin(s["time_ns"].to_numpy() / 1e9, s["value"].to_numpy() / scale)
+            ax.step(t, v, where="post", linewidth=0.9, label=name)
         ax.set_ylabel(unit if unit in ("Mbit/s", "ms") else "", fontsize="small")
         ax.set_title(f"{_flow_label(result.flows, f)}: {unit if len(names) == 1 and unit == names[0] else unit}",
                      fontsize="small", loc="left")
@@ -340,34 +352,55 @@ def _throughput_small_multiples(results: dict, path: Path, title: str, colors: d
 
 
 def throughput_delay(results: dict, path: Path, title: str = "", colors: dict | None = None) -> Path:
-    """Pantheon's summary figure: each run (label -> Result) as one point, its throughput (all
-    flows' received bit rates summed) against its P95 one-way delay (the largest of its flows'),
-    the delay axis reversed so that better is up and to the right."""
-    colors = colors or label_colors(list(results))
+    """Pantheon's summary figure for a comparison (label -> Result): one point per run."""
+    points = {label: [p] for label, r in results.items() if (p := run_point(r.summary)) is not None}
+    return throughput_delay_plot(points, path, title, colors or label_colors(list(results)))
+
+
+# A throughput–delay plot of more labels than this has no legend (the table names them).
+MAX_LEGEND = 24
+
+
+def throughput_delay_plot(points: dict[str, list[tuple[float, float]]], path: Path, title: str = "",
+                          colors: dict | None = None) -> Path:
+    """Pantheon's summary figure: each run (``points``: label -> one (P95 delay ms, Mbit/s) per
+    seed) as a small dot, each label's mean as a large one and, with two runs or more, the
+    one-standard-deviation ellipse of its runs (their covariance, as Pantheon draws it; in
+    log-delay space when the delay axis is logarithmic). The delay axis is reversed so that
+    better is up and to the right."""
+    colors = colors or label_colors(list(points))
     fig = Figure(figsize=(8, 4.8), layout="constrained")
     ax = fig.add_subplot()
-    points = []
-    for label, r in results.items():
-        flows = r.summary.get("flows", [])
-        rate = sum(f.get("throughput_bps") or 0.0 for f in flows) / 1e6
-        delays = [(f.get("one_way_delay_ms") or {}).get("p95") for f in flows]
-        delays = [d for d in delays if isinstance(d, (int, float))]
-        if not delays:
-            continue
-        points.append((label, max(delays), rate))
-        ax.scatter([max(delays)], [rate], s=60, color=colors[label], label=label, zorder=3)
+    points = {label: np.asarray(p, dtype=np.float64).reshape(-1, 2) for label, p in points.items() if len(p)}
+    delays = np.concatenate([p[:, 0] for p in points.values()]) if points else np.array([])
+    log = len(delays) and delays.max() > 3 * max(delays.min(), 1e-3)
+    many = any(len(p) > 1 for p in points.values())
+    for label, p in points.items():
+        x = np.log10(np.maximum(p[:, 0], 1e-3)) if log else p[:, 0]
+        mean_x, mean_y = x.mean(), p[:, 1].mean()
+        back = (lambda v: 10 ** v) if log else (lambda v: v)
+        if len(p) > 1:
+            ax.scatter(p[:, 0], p[:, 1], s=12, color=colors[label], alpha=0.55, zorder=2, linewidths=0)
+            if len(p) > 2 or np.ptp(x) > 0 or np.ptp(p[:, 1]) > 0:
+                cov = np.cov(np.vstack([x, p[:, 1]]))
+                vals, vecs = np.linalg.eigh(cov)
+                angle = np.linspace(0, 2 * np.pi, 100)
+                ring = vecs @ (np.sqrt(np.maximum(vals, 0))[:, None] * np.vstack([np.cos(angle), np.sin(angle)]))
+                ax.plot(back(mean_x + ring[0]), mean_y + ring[1], color=colors[label], linewidth=1.0, zorder=2)
+        ax.scatter([back(mean_x)], [mean_y], s=60, color=colors[label], label=label, zorder=3)
     if not points:
         _no_data(ax)
-    elif max(p[1] for p in points) > 3 * max(min(p[1] for p in points), 1e-3):
+    elif log:
         _log_axis(ax, "x")
     ax.invert_xaxis()
     ax.set_ylim(bottom=0)
     ax.set_xlabel("95th percentile one-way delay (ms, worst flow; better to the right)")
     ax.set_ylabel("throughput (Mbit/s, all flows)")
     prefix = f"{title}: " if title else ""
-    ax.set_title(f"{prefix}throughput against delay (one point per run)")
+    what = "dots: runs; large dot: mean over seeds; ring: one standard deviation" if many else "one point per run"
+    ax.set_title(f"{prefix}throughput against delay\n({what})", fontsize="medium")
     ax.grid(True, which="both", alpha=0.3)
-    if points:
+    if points and len(points) <= MAX_LEGEND:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     return _save(fig, path)
 

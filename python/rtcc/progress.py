@@ -59,19 +59,26 @@ class TerminalProgress:
 
 
 class RunsProgress:
-    """``done/total runs`` of a sweep as a bar, when ``stream`` is a terminal."""
+    """``done/total runs`` of a sweep (or ``unit``: the plots of a run) as a bar, when ``stream``
+    is a terminal."""
 
-    def __init__(self, name: str, total: int, stream: TextIO | None = None):
+    def __init__(self, name: str, total: int = 0, stream: TextIO | None = None, unit: str = "runs"):
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = _isatty(self.stream)
-        self.name, self.total, self._bar = name, total, None
+        self.name, self.total, self.unit, self._bar = name, total, unit, None
 
     def __call__(self, done: int, total: int) -> None:
         if not self.enabled:
             return
         if self._bar is None:
-            self._bar = _bar(self.name, total, "runs", self.stream)
+            self._bar = _bar(self.name, total, self.unit, self.stream)
         self._bar.update(done - self._bar.n)
+
+    def __enter__(self) -> "RunsProgress":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def close(self) -> None:
         if self._bar is not None:

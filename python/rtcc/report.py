@@ -1,21 +1,22 @@
 """Comparison tables (terminal text, Markdown, CSV) and self-contained HTML pages.
 
 A comparison has one row per controller run (one per flow when a scenario has several
-flows), with the metrics from each run's ``summary.json``. HTML pages are plain files with
-inline CSS; images are referenced by relative path so a report folder can be moved or zipped.
+flows), with the metrics from each run's ``summary.json``. HTML pages are rendered from the
+Jinja2 templates in ``templates/`` into plain files with inline CSS; images are referenced by
+relative path so a report folder can be moved or zipped.
 """
 
 from __future__ import annotations
 
 import csv
-import html
 import io
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
 __all__ = ["comparison_rows", "text_table", "markdown_table", "write_csv", "write_run_index",
-           "write_compare_index", "write_page", "html_table"]
+           "write_compare_index", "write_page", "render", "html_table"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,17 @@ def comparison_rows(runs: list[tuple[str, dict]]) -> list[dict]:
                 row[c.key] = c.get(flow, total)
             rows.append(row)
     return rows
+
+
+def run_point(summary: dict) -> tuple[float, float] | None:
+    """A run on the throughput–delay plane: (P95 one-way delay of its worst flow in ms, all its
+    flows' received Mbit/s), or None when no flow measured a delay."""
+    flows = summary.get("flows", [])
+    delays = [(f.get("one_way_delay_ms") or {}).get("p95") for f in flows]
+    delays = [d for d in delays if isinstance(d, (int, float))]
+    if not delays:
+        return None
+    return max(delays), sum(f.get("throughput_bps") or 0.0 for f in flows) / 1e6
 
 
 def _multi_flow(rows: list[dict]) -> bool:
@@ -130,83 +142,70 @@ def write_csv(rows: list[dict], path: Path) -> None:
 
 
 # -- HTML ------------------------------------------------------------------------------------
+# Every page is a Jinja2 template in ``templates/`` (``base.html`` and the pieces in
+# ``macros.html``), rendered with autoescaping: a value is text unless it is ``Markup`` (the
+# interactive charts, already HTML).
 
-CSS = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; padding: 0 1em; }
-h1, h2, h3 { font-weight: 600; }
-table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
-th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; }
-th { background: #f3f3f3; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
-img { max-width: 100%; border: 1px solid #eee; margin: 0.5em 0; }
-.meta { color: #666; }
-td { overflow-wrap: anywhere; }
-.scroll { overflow-x: auto; }
-td.v-pass { background: #cfeccf; }
-td.v-fail { background: #f6c9c9; }
-td.v-other { background: #eeeeee; }
-"""
+TEMPLATES = Path(__file__).parent / "templates"
 
 
-def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
+@lru_cache(maxsize=1)
+def _environment():
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]),
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["stem"] = lambda path: Path(str(path)).stem
+    # The interactive charts' data: compact, and never NaN (which JSON.parse refuses).
+    env.policies["json.dumps_kwargs"] = {"separators": (",", ":"), "allow_nan": False}
+    return env
 
 
-def html_table(rows: list[dict], links: dict[str, str] | None = None) -> str:
-    """HTML table of comparison rows; ``links`` maps a controller label to a relative href."""
+def render(template: str, **context):
+    """``templates/<template>`` rendered with ``context``, as Markup (HTML, not to be escaped again)."""
+    from markupsafe import Markup
+
+    return Markup(_environment().get_template(template).render(**context))
+
+
+def write_page(path: Path, template: str, title: str, **context) -> None:
+    """Render a page template (one that extends ``base.html``) into ``path``."""
+    Path(path).write_text(render(template, title=title, **context) + "\n", encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table as the pages draw it (``macros.html``'s ``table``): text cells, the first
+    ``text_columns`` left-aligned and the others numbers."""
+
+    headers: list[str]
+    rows: list[list[str]]
+    text_columns: int
+
+
+def html_table(rows: list[dict]) -> Table:
+    """The comparison rows as a page's table (controller, flow when several, the metrics)."""
     headers, body = _cells(rows)
-    n_text = 2 if _multi_flow(rows) else 1
-    out = ["<table>", "<tr>" + "".join(f"<th>{_e(h)}</th>" for h in headers) + "</tr>"]
-    for b in body:
-        cells = []
-        for i, c in enumerate(b):
-            if i == 0 and links and c in links:
-                cells.append(f'<td><a href="{_e(links[c])}">{_e(c)}</a></td>')
-            else:
-                cells.append(f"<td>{_e(c)}</td>" if i < n_text else f'<td class="num">{_e(c)}</td>')
-        out.append("<tr>" + "".join(cells) + "</tr>")
-    out.append("</table>")
-    return "\n".join(out)
+    return Table(headers, body, 2 if _multi_flow(rows) else 1)
 
 
-def images_html(paths: list[str]) -> str:
-    return "\n".join(f'<p><img src="{_e(p)}" alt="{_e(Path(p).stem)}"></p>' for p in paths)
-
-
-def write_page(path: Path, title: str, body: str) -> None:
-    page = (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>{_e(title)}</title>\n'
-            f"<style>{CSS}</style>\n</head>\n<body>\n<h1>{_e(title)}</h1>\n{body}\n</body>\n</html>\n")
-    Path(path).write_text(page, encoding="utf-8")
-
-
-def scenario_line(summary: dict) -> str:
-    total = summary.get("total", {})
-    cap = total.get("capacity_bps")
-    cap_s = f", mean capacity {cap / 1e6:.2f} Mbit/s" if isinstance(cap, (int, float)) else ""
-    return (f"scenario <b>{_e(summary.get('scenario', '?'))}</b>, seed {_e(summary.get('seed', '?'))}, "
-            f"{_e(summary.get('duration_s', '?'))} s{cap_s}")
+RUN_FILES = ["summary.json", "facts.json", "scenario.json", "packets.parquet", "frames.parquet", "state.parquet",
+             "capacity.parquet"]
 
 
 def write_run_index(result, folder: Path, images: list[Path], charts: str = "") -> None:
     """``index.html`` of a run folder: per-flow metrics, zoomable charts (``charts``, from
     ``rtcc.interactive.charts_html``), plots and links to the data files."""
     folder = Path(folder)
-    rows = comparison_rows([(None, result.summary)])
-    files = ["summary.json", "facts.json", "scenario.json", "packets.parquet", "frames.parquet", "state.parquet",
-             "capacity.parquet"]
-    body = [f'<p class="meta">{scenario_line(result.summary)}</p>', html_table(rows), charts,
-            images_html([p.relative_to(folder).as_posix() for p in images]),
-            "<p>Data: " + ", ".join(f'<a href="{f}">{f}</a>' for f in files) + "</p>"]
-    write_page(folder / "index.html", f"rtcc run: {result.name}", "\n".join(body))
+    write_page(folder / "index.html", "run.html", f"rtcc run: {result.name}", summary=result.summary,
+               table=html_table(comparison_rows([(None, result.summary)])), charts=charts,
+               images=[p.relative_to(folder).as_posix() for p in images], files=RUN_FILES)
 
 
 def write_compare_index(folder: Path, title: str, summary: dict, rows: list[dict], images: list[Path],
                         runs: dict[str, str], notes: list[str] = (), charts: str = "") -> None:
     """``index.html`` of a comparison folder; ``runs`` maps label -> run folder (relative)."""
     folder = Path(folder)
-    links = {label: f"{d}/index.html" for label, d in runs.items()}
-    body = [f'<p class="meta">{scenario_line(summary)}</p>', html_table(rows, links)]
-    body += [f'<p class="meta">{_e(n)}</p>' for n in notes]
-    body += [charts, images_html([p.relative_to(folder).as_posix() for p in images]),
-             '<p>Tables: <a href="comparison.csv">comparison.csv</a>, <a href="comparison.md">comparison.md</a></p>']
-    write_page(folder / "index.html", title, "\n".join(body))
+    write_page(folder / "index.html", "compare.html", title, summary=summary, table=html_table(rows),
+               links={label: f"{d}/index.html" for label, d in runs.items()}, notes=list(notes), charts=charts,
+               images=[p.relative_to(folder).as_posix() for p in images])

@@ -166,9 +166,10 @@ class Result:
         return Path(out_dir)
 
 
-def write_run(result: Result, folder: Path, plots: bool = True) -> None:
+def write_run(result: Result, folder: Path, plots: bool = True, progress=None) -> None:
     """Write the run files into an existing (temporary) folder; the core writes the logs. A
-    result whose packet log was not kept (``keep_packets=False``) cannot be written: ValueError."""
+    result whose packet log was not kept (``keep_packets=False``) cannot be written: ValueError.
+    ``progress(done, total)`` hears of each plot drawn (``rtcc.progress.RunsProgress``)."""
     from .report import write_run_index
 
     folder = Path(folder)
@@ -204,7 +205,7 @@ def write_run(result: Result, folder: Path, plots: bool = True) -> None:
         from . import plots as plotting  # matplotlib (0.5 s to import) only when plots are drawn
         from .interactive import charts_html, run_charts
 
-        images = plotting.run_plots(result, folder / "plots")
+        images = plotting.run_plots(result, folder / "plots", progress)
         if quality is not None:
             from .video.quality import write_stills
 

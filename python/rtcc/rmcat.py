@@ -966,64 +966,39 @@ def text_table(rows: list[dict]) -> str:
 
 def _index_html(folder: Path, rows: list[dict], judged: list[Judged], cases: list[str], controllers: list[str],
                 seeds: list[int], plots: dict[str, str], command: str) -> None:
-    import html
-
+    """``index.html`` (``templates/rmcat.html``): the case × controller grid first (each cell its
+    verdict and the seeds that passed, coloured), the full table, then every case's rules with
+    each seed's outcome, and its plot."""
     from .report import write_page
 
-    e = lambda x: html.escape(str(x), quote=True)  # noqa: E731
-    headers = ["case", "controller", "verdict", "seeds passing"] + [h for _, h, _ in FIGURES] + ["failing rules"]
-    body = [f'<p class="meta">{e(command)}: {len(cases)} cases × {len(controllers)} controllers × seeds '
-            f'{", ".join(map(str, seeds))}. A case passes for a controller when every seed passes every rule '
-            '(docs/rmcat.md). Tables: <a href="table.md">table.md</a>, <a href="table.csv">table.csv</a>, '
-            '<a href="rules.csv">rules.csv</a>.</p>']
-    # The grid first: a case per row, a controller per column, each cell its verdict and the seeds
-    # that passed, coloured; then the full table.
-    colours = {"pass": "#cfeccf", "n/a": "#eeeeee"}
+    grid_colour, row_colour = {"pass": "#cfeccf", "n/a": "#eeeeee"}, {"pass": "#e6f4e6", "n/a": "#eeeeee"}
     verdict = {(r["case"], r["controller"]): r for r in rows}
-    body.append('<table class="grid"><tr><th>case</th>' + "".join(f"<th>{e(c)}</th>" for c in controllers) + "</tr>")
-    for case_id in cases:
-        cells = [f'<td><a href="#case-{e(case_id)}">{e(case_id)}</a></td>']
-        for label in controllers:
-            r = verdict.get((case_id, label))
-            if r is None:
-                cells.append("<td>–</td>")
-                continue
-            text = r["verdict"] if r["verdict"] == "n/a" else f'{r["verdict"]} {r["seeds_passing"]}/{r["seeds"]}'
-            cells.append(f'<td style="background:{colours.get(r["verdict"], "#f6c9c9")}" '
-                         f'title="{e(r["failing"] or "")}">{e(text)}</td>')
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    body.append("</table>")
-    body += ["<table>", "<tr>" + "".join(f"<th>{e(h)}</th>" for h in headers) + "</tr>"]
-    for r in rows:
-        colour = {"pass": "#e6f4e6", "n/a": "#eeeeee"}.get(r["verdict"], "#fbe3e3")
-        cells = [f'<td><a href="#case-{e(r["case"])}">{e(r["case"])}</a></td>', f"<td>{e(r['controller'])}</td>",
-                 f'<td style="background:{colour}">{e(r["verdict"])}</td>',
-                 f'<td class="num">{r["seeds_passing"]}/{r["seeds"]}</td>']
-        cells += [f'<td class="num">{e(_fmt(r[k], d))}</td>' for k, _, d in FIGURES]
-        cells.append(f"<td>{e(r['failing'] or '–')}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    body.append("</table>")
+
+    def grid_cell(r: dict | None) -> dict | None:
+        if r is None:
+            return None
+        text = r["verdict"] if r["verdict"] == "n/a" else f'{r["verdict"]} {r["seeds_passing"]}/{r["seeds"]}'
+        return {"text": text, "colour": grid_colour.get(r["verdict"], "#f6c9c9"), "failing": r["failing"] or ""}
+
     files = case_files()
+    sections = []
     for case_id in cases:
         case = CASES[case_id]
-        body.append(f'<h2 id="case-{e(case_id)}">{e(case.section)}: {e(case.title)}</h2>')
-        body.append(f'<p class="meta">scenario {e(files[case_id].name)}' + (f"; {e(case.note)}" if case.note else "")
-                    + "</p>")
-        body.append("<table><tr><th>rule</th><th>passes when</th><th>from</th>"
-                    + "".join(f"<th>{e(c)}</th>" for c in controllers) + "</tr>")
+        rules = []
         for k, rule in enumerate(case.rules):
-            cells = []
-            for label in controllers:
-                runs = [j for j in judged if j.case == case_id and j.controller == label]
-                shown = "<br>".join(f"{'✓' if o.passed else '✗'} s{j.seed}: {e(o.shown)}"
-                                    for j in runs for o in [j.outcomes[k][1]])
-                cells.append(f"<td>{shown}</td>")
-            body.append(f"<tr><td>{e(rule.name)}</td><td>{e(rule.text)}</td><td>{e(rule.source)}</td>"
-                        + "".join(cells) + "</tr>")
-        body.append("</table>")
-        if case_id in plots:
-            body.append(f'<p><img src="{e(plots[case_id])}" alt="case {e(case_id)}"></p>')
-    write_page(folder / "index.html", "rtcc rmcat: RFC 8867 test cases", "\n".join(body))
+            cells = [[{"passed": o.passed, "seed": j.seed, "shown": o.shown}
+                      for j in judged if j.case == case_id and j.controller == label for o in [j.outcomes[k][1]]]
+                     for label in controllers]
+            rules.append({"name": rule.name, "text": rule.text, "source": rule.source, "cells": cells})
+        sections.append({"id": case_id, "section": case.section, "title": case.title, "file": files[case_id].name,
+                         "note": case.note or "", "rules": rules, "plot": plots.get(case_id, ""),
+                         "grid": [grid_cell(verdict.get((case_id, label))) for label in controllers]})
+    table = [{"case": r["case"], "controller": r["controller"], "verdict": r["verdict"],
+              "colour": row_colour.get(r["verdict"], "#fbe3e3"), "seeds": f'{r["seeds_passing"]}/{r["seeds"]}',
+              "figures": [_fmt(r[k], d) for k, _, d in FIGURES], "failing": r["failing"] or "–"} for r in rows]
+    write_page(folder / "index.html", "rmcat.html", "rtcc rmcat: RFC 8867 test cases", command=command,
+               cases=sections, controllers=controllers, seeds=seeds, rows=table,
+               headers=["case", "controller", "verdict", "seeds passing"] + [h for _, h, _ in FIGURES] + ["failing rules"])
 
 
 def coupling_refusal(message: str) -> str | None:

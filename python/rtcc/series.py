@@ -104,6 +104,29 @@ def break_gaps(t: np.ndarray, y: np.ndarray, min_gap_s: float = 0.2):
     return np.insert(t.astype(np.float64), at, np.nan), np.insert(y.astype(np.float64), at, np.nan)
 
 
+# A line drawn from more points than this is thinned to what a figure can show (``thin``).
+MAX_LINE_BUCKETS = 2_000
+
+
+def thin(t: np.ndarray, y: np.ndarray, buckets: int = MAX_LINE_BUCKETS):
+    """The points of a time series (``t`` ascending) that a figure a few thousand pixels wide can
+    show: of each of ``buckets`` equal slices of time, the first, the last, the lowest and the
+    highest point, in time order. A line or a step through them covers every pixel the whole
+    series would have drawn (its envelope per slice, and the value at each slice's edges), at a
+    cost that no longer grows with the run's length. Short series are returned as they are."""
+    t, y = np.asarray(t), np.asarray(y)
+    if len(t) <= 4 * buckets:
+        return t, y
+    lo, hi = float(t[0]), float(t[-1])
+    slot = np.minimum(((t - lo) / max(hi - lo, 1e-12) * buckets).astype(np.int64), buckets - 1)
+    edges = np.flatnonzero(np.diff(slot)) + 1
+    first = np.concatenate(([0], edges))
+    last = np.concatenate((edges - 1, [len(t) - 1]))
+    by_value = np.lexsort((y, slot))  # slices stay where they are; inside each, ascending y
+    keep = np.unique(np.concatenate((first, last, by_value[first], by_value[last])))
+    return t[keep], y[keep]
+
+
 def cdf(values: np.ndarray):
     """Empirical CDF: (sorted values, fraction of values <= each)."""
     x = np.sort(np.asarray(values, dtype=np.float64))

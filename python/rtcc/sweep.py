@@ -842,21 +842,17 @@ class SweepResult:
         out += ["| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |" for cells in rows]
         return "\n".join(out) + "\n"
 
-    def html(self) -> str:
-        """index.html's body: the same table as summary.md, with links to the tables."""
-        from html import escape
+    def points(self) -> dict[str, list[tuple[float, float]]]:
+        """Each cell's runs on the throughput–delay plane (``rtcc.plots.run_point``: worst flow's
+        P95 one-way delay in ms, all flows' Mbit/s), one per seed that ran."""
+        from .report import run_point
 
-        headers, rows = self._table()
-        body = [f'<p class="meta">{escape(line)}</p>' for line in self._intro()]
-        body.append("<table>\n<tr>" + "".join(f"<th>{escape(h)}</th>" for h in headers) + "</tr>")
-        for cells in rows:
-            body.append("<tr>" + "".join(f"<td>{escape(c)}</td>" if i < 3 else f'<td class="num">{escape(c)}</td>'
-                                         for i, c in enumerate(cells)) + "</tr>")
-        body.append("</table>")
-        body.append('<p>Tables: <a href="results.csv">results.csv</a> (one row per run and flow), '
-                    '<a href="cells.csv">cells.csv</a>, <a href="summary.md">summary.md</a>, '
-                    '<a href="sweep.json">sweep.json</a></p>')
-        return "\n".join(body)
+        out = {}
+        for label in self.labels:
+            found = [run_point(json.loads(self.summaries[(label, seed)])) for seed in self.sweep.seeds
+                     if (label, seed) in self.summaries]
+            out[label] = [p for p in found if p is not None]
+        return out
 
     def write(self, folder: str | os.PathLike) -> None:
         """Write the sweep files into an existing (temporary) folder; run folders already there are kept."""
@@ -867,9 +863,19 @@ class SweepResult:
         with open(folder / "sweep.json", "w", encoding="utf-8") as f:
             f.write(json.dumps(self.sweep.to_dict(), indent=2, default=str) + "\n")
         (folder / "summary.md").write_text(self.markdown(), encoding="utf-8")
-        from .report import write_page
+        from .report import Table, write_page
 
-        write_page(folder / "index.html", f"rtcc sweep: {self.sweep.name}", self.html())
+        images = []
+        points = self.points()
+        if any(points.values()):
+            from .plots import throughput_delay_plot
+
+            (folder / "plots").mkdir(exist_ok=True)
+            throughput_delay_plot(points, folder / "plots" / "throughput_delay.png", self.sweep.name)
+            images.append("plots/throughput_delay.png")
+        headers, rows = self._table()
+        write_page(folder / "index.html", "sweep.html", f"rtcc sweep: {self.sweep.name}", intro=self._intro(),
+                   images=images, table=Table(headers, rows, 3))
         for (label, seed), text in self.summaries.items():
             _write_run_files(folder / "runs" / label / f"seed{seed}", text, self.scenarios[label], seed)
 

@@ -22,7 +22,6 @@ papers without loading polars, NumPy or matplotlib.
 from __future__ import annotations
 
 import csv
-import html
 import importlib
 import io
 import json
@@ -285,62 +284,17 @@ def counts(checks: list[Check]) -> dict[str, int]:
     return {v: sum(c.verdict == v for c in checks) for v in VERDICTS}
 
 
-def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
-
-
-READING = (
-    "How to read the table: <b>paper</b> is the paper's number or claim; <b>ours</b> is computed from "
-    "the runs of this report; <b>tolerance</b> is what ours is held to, taken from the test or the docs "
-    "section named in <b>source</b> (the paper's own numbers come from real systems, so most tolerances "
-    "are bands or orderings rather than equality). <b>pass</b>: ours is within the tolerance; <b>fail</b>: "
-    "it is not (the reason says what is known, and the docs page discusses it); <b>not comparable</b>: "
-    "ours was measured but cannot be held to the paper's number (the reason says why); <b>not run</b>: "
-    "the experiment behind it did not run (the quick set leaves it out, or its input is missing)."
-)
-
-
-def checks_table(checks: list[Check]) -> str:
-    head = ["#", "headline", "paper", "ours", "tolerance", "verdict", "source"]
-    out = ['<div class="scroll"><table>', "<tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
-    for c in checks:
-        verdict = f"<b>{_e(c.verdict)}</b>" if c.verdict == FAIL else _e(c.verdict)
-        if c.reason:
-            verdict += f'<br><span class="meta">{_e(c.reason)}</span>'
-        shade = {PASS: "v-pass", FAIL: "v-fail"}.get(c.verdict, "v-other")
-        cells = [_e(c.id), _e(c.headline), _e(c.paper_value), _e(c.our_value), _e(c.tolerance)]
-        out.append("<tr>" + "".join(f"<td>{x}</td>" for x in cells) + f'<td class="{shade}">{verdict}</td>'
-                   f'<td><span class="meta">{_e(c.source)}</span></td></tr>')
-    out.append("</table></div>")
-    return "\n".join(out)
-
-
 def write_index(folder: Path, ctx: Context, module, meta: dict) -> None:
+    """``index.html`` (``templates/reproduce.html``): what ran, the checks against the paper (each
+    verdict cell coloured), the redrawn figures and the data."""
     from ..report import write_page
 
     n = counts(ctx.checks)
-    which = "quick set" if ctx.quick else "full set"
-    body = [f'<p class="meta">{_e(module.TITLE)}. Our implementation and how it departs from the paper: '
-            f'{_e(module.DOCS)}.</p>',
-            f'<p class="meta">rtcc {_e(meta["rtcc_version"])}, {which}, {meta["elapsed_s"]:.0f} s '
-            f'({meta["jobs"]} worker processes). Checks: '
-            + ", ".join(f"{n[v]} {v}" for v in VERDICTS if n[v]) + ".</p>",
-            f"<h2>What ran ({which})</h2>", "<ul>"]
-    body += [f"<li>{_e(line)}</li>" for line in module.plan(ctx.quick)]
-    body.append("</ul>")
-    body += [f"<p><b>Note.</b> {_e(n_)}</p>" for n_ in ctx.notes]
-    body += ["<h2>Headline numbers</h2>", checks_table(ctx.checks), f'<p class="meta">{READING}</p>',
-             '<p>The same rows: <a href="checks.csv">checks.csv</a>, <a href="checks.json">checks.json</a>.</p>']
-    if ctx.figures:
-        body.append("<h2>Figures, redrawn from our runs</h2>")
-        for path, caption in ctx.figures:
-            body.append(f'<p><img src="{_e(path)}" alt="{_e(Path(path).stem)}"><br>'
-                        f'<span class="meta">{_e(caption)}</span></p>')
-    if ctx.data:
-        body.append("<h2>Data</h2><ul>")
-        body += [f'<li><a href="{_e(p)}">{_e(p)}</a>: {_e(what)}</li>' for p, what in ctx.data]
-        body.append("</ul>")
-    write_page(folder / "index.html", f"rtcc reproduce {ctx.paper}: {module.SHORT}", "\n".join(body))
+    write_page(folder / "index.html", "reproduce.html", f"rtcc reproduce {ctx.paper}: {module.SHORT}",
+               paper_title=module.TITLE, docs=module.DOCS, version=meta["rtcc_version"],
+               which="quick set" if ctx.quick else "full set", elapsed_s=meta["elapsed_s"], jobs=meta["jobs"],
+               counts=[f"{n[v]} {v}" for v in VERDICTS if n[v]], plan=module.plan(ctx.quick), notes=ctx.notes,
+               checks=ctx.checks, figures=list(ctx.figures), data=list(ctx.data))
 
 
 def text_summary(checks: list[Check]) -> str:
