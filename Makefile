@@ -1,11 +1,21 @@
 # The two set-up commands of the README:
 #   make demo   install everything and run the main comparison (writes reports/demo/)
 #   make test   install everything and run every test (Rust and Python)
-PYTHON ?= python3
+#
+# Both install into a virtual environment of their own, .venv, made on first use with the system's
+# packages visible (--system-site-packages), so what the machine already has is not downloaded again
+# and a system Python that refuses `pip install` (Debian's) is never touched. Give PYTHON to install
+# into another Python instead: `make PYTHON=python3 test`.
+VENV ?= .venv
+PYTHON ?= $(VENV)/bin/python
 
-.PHONY: install live-deps pcap-deps crosscheck-deps ray-deps browser-deps demo test rust-test py-test lint bench
+.PHONY: venv install live-deps pcap-deps crosscheck-deps ray-deps browser-deps demo test rust-test py-test lint bench
 
-install:
+venv:
+	@[ "$(PYTHON)" != "$(VENV)/bin/python" ] || [ -x "$(VENV)/bin/python" ] || \
+	  python3 -m venv --system-site-packages "$(VENV)"
+
+install: venv
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[test]'
 
 demo: install
