@@ -17,6 +17,7 @@ mod endpoints;
 mod gcc;
 mod gcc_loss_v2;
 mod liveness;
+mod nada;
 mod rate_reports;
 mod registry;
 mod scenario_fuzz;

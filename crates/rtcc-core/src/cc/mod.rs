@@ -30,6 +30,7 @@ pub mod cubic;
 pub mod delivery_rate;
 pub mod fixed;
 pub mod gcc;
+pub mod nada;
 pub mod oracle;
 pub(crate) mod params;
 mod registry;

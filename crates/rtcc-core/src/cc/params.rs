@@ -249,8 +249,8 @@ fn scenario_value(default: &str) -> toml::Value {
 mod tests {
     use super::*;
     use crate::cc::{bbr, bbr2, c3g, c3g_bbr, copa, coupled, cubic, fixed, gcc, oracle};
+    use crate::cc::{nada, reno, rocc, sqp, vidaptive};
     use crate::cc::{parse_config, registry, ControllerInfo, ParamDoc, Params};
-    use crate::cc::{reno, rocc, sqp, vidaptive};
     use crate::units::{Duration, Rate};
 
     controller_config! {
@@ -356,6 +356,7 @@ mod tests {
             config!("c3g", c3g::C3gConfig),
             config!("c3g-bbr", c3g_bbr::C3gBbrConfig),
             config!("coupled", coupled::CoupledConfig),
+            config!("nada", nada::NadaConfig),
         ];
         for info in registry().iter() {
             let (_, docs, drift) = configs

@@ -102,6 +102,7 @@ static BUILTIN: LazyLock<Registry> = LazyLock::new(|| {
         vidaptive::info(),
         c3g::info(),
         c3g_bbr::info(),
+        nada::info(),
         coupled::info(),
     ] {
         r.register(info).expect("builtin names are unique");
