@@ -18,8 +18,20 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _maturin() -> list[str] | None:
-    done = subprocess.run([sys.executable, "-m", "maturin", "--version"], capture_output=True)
-    return [sys.executable, "-m", "maturin"] if done.returncode == 0 else None
+    """maturin as this interpreter runs it, or its command. In a virtual environment that sees the
+    system's packages (the Makefile's `.venv`), `python -m maturin` finds the module but looks for
+    its binary in the environment's own bin, so the base interpreter's bin is tried too."""
+    candidates = [[sys.executable, "-m", "maturin"]]
+    for where in (Path(sys.base_prefix) / "bin" / "maturin", shutil.which("maturin")):
+        if where:
+            candidates.append([str(where)])
+    for command in candidates:
+        try:
+            if subprocess.run([*command, "--version"], capture_output=True).returncode == 0:
+                return command
+        except OSError:
+            continue
+    return None
 
 
 @pytest.fixture(scope="module")

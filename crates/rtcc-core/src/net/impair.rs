@@ -6,6 +6,16 @@
 //!    chain moves Good→Bad with probability `p` and Bad→Good with `r`, then the packet is lost
 //!    with `loss_good` in Good and `loss_bad` in Bad. The mean burst length is `1/r` packets and
 //!    the stationary loss rate `(p·loss_bad + r·loss_good)/(p + r)`.
+//!    Or the same two states in *time* (`model = "gilbert-elliott-time"`, a fading channel):
+//!    Good and Bad periods of exponentially distributed length with means `good` and `bad`
+//!    (seconds, not packets), the stationary loss rate
+//!    `(good·loss_good + bad·loss_bad)/(good + bad)`. Which to use: the per-packet chain models a
+//!    loss process driven by the traffic (a queue's overflow pattern, netem's model); the timed
+//!    one a channel that fades whatever is sent (radio, a flapping route). With the per-packet
+//!    chain a sender that slows down stays inside a burst for as many *packets*, which can be
+//!    seconds for a flow that backs off to a few packets a second; with the timed one a burst
+//!    ends on time. Its periods come from a generator of their own, so every flow run over a
+//!    seed meets the same fades, whatever it sends.
 //! 2. **Jitter**, one of:
 //!    - *uniform, without reordering* (`jitter = "5ms"`): each packet gets an extra delay drawn
 //!      uniformly from `[0, jitter)`, but never leaves before the packet ahead of it on the link
@@ -36,6 +46,13 @@ pub enum LossModel {
     GilbertElliott {
         p: f64,
         r: f64,
+        loss_good: f64,
+        loss_bad: f64,
+    },
+    /// The two states in time: mean Good and Bad period lengths.
+    GilbertElliottTime {
+        good: Duration,
+        bad: Duration,
         loss_good: f64,
         loss_bad: f64,
     },
@@ -70,16 +87,21 @@ impl ImpairmentConfig {
     }
 }
 
-/// `loss = 0.01` or `loss = { model = "gilbert-elliott", p = 0.01, r = 0.3 }` in a scenario.
+/// `loss = 0.01`, `loss = { model = "gilbert-elliott", p = 0.01, r = 0.3 }` or
+/// `loss = { model = "gilbert-elliott-time", good = "10s", bad = "200ms" }` in a scenario.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LossTable {
     model: String,
-    p: f64,
+    p: Option<f64>,
     r: Option<f64>,
+    good: Option<String>,
+    bad: Option<String>,
     loss_good: Option<f64>,
     loss_bad: Option<f64>,
 }
+
+const LOSS_MODELS: &str = "random, gilbert-elliott, gilbert-elliott-time";
 
 impl LossModel {
     /// Read a scenario's `loss` value (a probability, or a table); errors say what is allowed.
@@ -99,10 +121,16 @@ impl LossModel {
             });
         }
         let t: LossTable = serde_json::from_value(v.clone()).map_err(|e| {
-            format!("{e}; write a probability (loss = 0.01) or a table {{ model = \"random\" | \"gilbert-elliott\", p, r, loss_good, loss_bad }}")
+            format!("{e}; write a probability (loss = 0.01) or a table {{ model = \"random\" | \"gilbert-elliott\" (p, r) | \"gilbert-elliott-time\" (good, bad), loss_good, loss_bad }}")
         })?;
+        let p = || {
+            t.p.ok_or_else(|| format!("the {} model needs p", t.model))
+                .and_then(|p| prob("p", p))
+        };
+        let loss_good = prob("loss_good", t.loss_good.unwrap_or(0.0))?;
+        let loss_bad = prob("loss_bad", t.loss_bad.unwrap_or(1.0))?;
         match t.model.as_str() {
-            "random" => Ok(LossModel::Random { p: prob("p", t.p)? }),
+            "random" => Ok(LossModel::Random { p: p()? }),
             "gilbert-elliott" => {
                 let r =
                     t.r.ok_or("the gilbert-elliott model needs r (the Bad→Good probability)")?;
@@ -110,14 +138,41 @@ impl LossModel {
                     return Err("r must be > 0 (otherwise a burst never ends)".into());
                 }
                 Ok(LossModel::GilbertElliott {
-                    p: prob("p", t.p)?,
+                    p: p()?,
                     r: prob("r", r)?,
-                    loss_good: prob("loss_good", t.loss_good.unwrap_or(0.0))?,
-                    loss_bad: prob("loss_bad", t.loss_bad.unwrap_or(1.0))?,
+                    loss_good,
+                    loss_bad,
+                })
+            }
+            "gilbert-elliott-time" => {
+                if t.p.is_some() || t.r.is_some() {
+                    return Err(
+                        "the gilbert-elliott-time model takes good and bad (mean period \
+                                lengths, e.g. good = \"10s\", bad = \"200ms\"), not p and r"
+                            .into(),
+                    );
+                }
+                let period = |name: &str, v: &Option<String>| -> Result<Duration, String> {
+                    let text = v.as_deref().ok_or_else(|| {
+                        format!("the gilbert-elliott-time model needs {name} (its mean period, e.g. \"1s\")")
+                    })?;
+                    let d = Duration::parse(text).map_err(|e| format!("{name}: {e}"))?;
+                    // Judgment call: at least 1 ms. Shorter periods flip the state more often
+                    // than packets leave a fast link and are a per-packet model in disguise.
+                    if d < Duration::from_millis(1) {
+                        return Err(format!("{name} must be at least 1ms, got {text:?}"));
+                    }
+                    Ok(d)
+                };
+                Ok(LossModel::GilbertElliottTime {
+                    good: period("good", &t.good)?,
+                    bad: period("bad", &t.bad)?,
+                    loss_good,
+                    loss_bad,
                 })
             }
             other => Err(format!(
-                "unknown loss model {other:?}; valid models: random, gilbert-elliott"
+                "unknown loss model {other:?}; valid models: {LOSS_MODELS}"
             )),
         }
     }
@@ -129,7 +184,14 @@ pub struct Impairments {
     rng: ChaCha8Rng,
     bad_state: bool,
     last_release: Time,
+    /// The timed model's periods: their own generator (the fades do not depend on the traffic)
+    /// and when the current period ends.
+    fading: ChaCha8Rng,
+    state_until: Time,
 }
+
+/// Seed offset of the timed loss model's generator.
+const FADING_STREAM: u64 = 0x6661_6469_6e67; // "fading"
 
 fn uniform(rng: &mut ChaCha8Rng) -> f64 {
     (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
@@ -146,7 +208,24 @@ impl Impairments {
             rng: ChaCha8Rng::seed_from_u64(seed),
             bad_state: false,
             last_release: Time::ZERO,
+            fading: ChaCha8Rng::seed_from_u64(seed ^ FADING_STREAM),
+            state_until: Time::ZERO,
         }
+    }
+
+    /// The timed model's state at `t`: periods are drawn in order up to `t` (exponential, with
+    /// the mean of the state they belong to), the first a Good one starting at 0.
+    fn fading_state(&mut self, t: Time, good: Duration, bad: Duration) -> bool {
+        while t >= self.state_until {
+            if self.state_until > Time::ZERO || self.bad_state {
+                self.bad_state = !self.bad_state;
+            }
+            let mean = if self.bad_state { bad } else { good };
+            // Inverse transform of 1 − U, U in [0, 1): never ln 0.
+            let length = -(1.0 - uniform(&mut self.fading)).ln() * mean.0 as f64;
+            self.state_until += Duration((length.round() as u64).max(1));
+        }
+        self.bad_state
     }
 
     pub fn config(&self) -> &ImpairmentConfig {
@@ -168,6 +247,15 @@ impl Impairments {
                 let flip = uniform(&mut self.rng) < if self.bad_state { r } else { p };
                 self.bad_state ^= flip;
                 uniform(&mut self.rng) < if self.bad_state { loss_bad } else { loss_good }
+            }
+            LossModel::GilbertElliottTime {
+                good,
+                bad,
+                loss_good,
+                loss_bad,
+            } => {
+                let bad_now = self.fading_state(t, good, bad);
+                uniform(&mut self.rng) < if bad_now { loss_bad } else { loss_good }
             }
         };
         if lost {
@@ -249,6 +337,52 @@ mod tests {
     }
 
     #[test]
+    fn timed_bursts_last_their_mean_in_seconds_whatever_the_packet_rate() {
+        // Good 2 s and Bad 0.5 s on average: 20 % of the time Bad, and every packet in a Bad
+        // period lost. A sender at 1000 packets/s and one at 10 packets/s meet the same fades:
+        // the same loss rate and bursts of the same length in seconds (0.5 s = 500 or 5 packets).
+        let loss = LossModel::GilbertElliottTime {
+            good: Duration::from_millis(2000),
+            bad: Duration::from_millis(500),
+            loss_good: 0.0,
+            loss_bad: 1.0,
+        };
+        let cfg = ImpairmentConfig {
+            loss,
+            ..Default::default()
+        };
+        let fates = |gap_ms: u64, n: u64| -> Vec<(u64, bool)> {
+            let mut imp = Impairments::new(cfg, 5);
+            (0..n)
+                .map(|i| {
+                    let t = Time::from_millis(i * gap_ms);
+                    (i * gap_ms, imp.on_departure(t, 0, 1000).is_none())
+                })
+                .collect()
+        };
+        let busy = fates(1, 2_000_000); // 2000 s at 1000 packets/s
+        let sparse = fates(100, 20_000); // the same 2000 s at 10 packets/s
+        for (name, out) in [("busy", &busy), ("sparse", &sparse)] {
+            let lost = out.iter().filter(|x| x.1).count() as f64 / out.len() as f64;
+            assert!((lost - 0.2).abs() < 0.02, "{name}: loss rate {lost}");
+        }
+        // The sparse sender's fates are the busy one's at the same instants.
+        let at: std::collections::HashMap<u64, bool> = busy.iter().copied().collect();
+        assert!(
+            sparse.iter().all(|(t, l)| at[t] == *l),
+            "one channel for every sender"
+        );
+        // Mean Bad period in seconds, from the busy sender's runs of losses.
+        let runs = busy.windows(2).filter(|w| !w[0].1 && w[1].1).count() as f64;
+        let lost_ms = busy.iter().filter(|x| x.1).count() as f64;
+        let mean_ms = lost_ms / runs;
+        assert!(
+            (mean_ms - 500.0).abs() < 50.0,
+            "mean Bad period {mean_ms} ms"
+        );
+    }
+
+    #[test]
     fn jitter_never_reorders_and_aggregation_batches() {
         let cfg = ImpairmentConfig {
             jitter: Jitter::Uniform(Duration::from_millis(20)),
@@ -282,7 +416,41 @@ mod tests {
         assert!(LossModel::from_value(&serde_json::json!(1.5)).is_err());
         let e =
             LossModel::from_value(&serde_json::json!({"model": "burst", "p": 0.1})).unwrap_err();
-        assert!(e.contains("gilbert-elliott"), "{e}");
+        assert!(e.contains("gilbert-elliott-time"), "{e}");
+        let timed = LossModel::from_value(
+            &serde_json::json!({"model": "gilbert-elliott-time", "good": "10s", "bad": "200ms"}),
+        )
+        .unwrap();
+        assert_eq!(
+            timed,
+            LossModel::GilbertElliottTime {
+                good: Duration::from_millis(10_000),
+                bad: Duration::from_millis(200),
+                loss_good: 0.0,
+                loss_bad: 1.0
+            }
+        );
+        for (bad, what) in [
+            (
+                serde_json::json!({"model": "gilbert-elliott-time", "good": "1s"}),
+                "needs bad",
+            ),
+            (
+                serde_json::json!({"model": "gilbert-elliott-time", "good": "1s", "bad": "1us"}),
+                "at least 1ms",
+            ),
+            (
+                serde_json::json!({"model": "gilbert-elliott-time", "p": 0.1, "good": "1s", "bad": "1s"}),
+                "not p and r",
+            ),
+            (
+                serde_json::json!({"model": "gilbert-elliott", "r": 0.5}),
+                "needs p",
+            ),
+        ] {
+            let e = LossModel::from_value(&bad).unwrap_err();
+            assert!(e.contains(what), "{bad}: {e}");
+        }
         let ge = LossModel::from_value(
             &serde_json::json!({"model": "gilbert-elliott", "p": 0.1, "r": 0.5}),
         )
