@@ -126,7 +126,7 @@ def test_a_reproduction_killed_outright_resumes_from_what_it_finished(tmp_path, 
 
     proc = start(["reproduce", "c3g", "--quick", "-o", "out", "-j", "1"], tmp_path)
     deadline = time.monotonic() + 60
-    while len(cached := list(tmp_path.glob(".out.tmp-*/cache/map/*.json"))) < 3:
+    while len(list(tmp_path.glob(".out.tmp-*/cache/map/*.json"))) < 3:
         assert time.monotonic() < deadline and proc.poll() is None, "no result was kept"
         time.sleep(0.05)
     proc.kill()

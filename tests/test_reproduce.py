@@ -14,7 +14,6 @@ import subprocess
 import sys
 import time
 
-import pytest
 
 from rtcc.cli import main
 from rtcc.reproduce import VERDICTS, papers

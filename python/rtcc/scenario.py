@@ -15,11 +15,14 @@ import json
 import os
 from rtcc import _toml as tomllib
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import _core
 from ._core import ScenarioError
 from .progress import TerminalProgress
+
+if TYPE_CHECKING:
+    from .result import Result
 from .registry import ControllerSpec
 
 __all__ = ["Scenario", "run_file"]

@@ -508,7 +508,6 @@ def _competition(ctx: Context, seeds: list[int]) -> None:
     m = {k: float(np.mean(v)) / 1e6 for k, v in share.items()}
     mt = {k: float(np.mean(v)) / 1e6 for k, v in tcp_share.items()}
     over = f"video throughput over [10, 60) s, {'seed ' if len(seeds) == 1 else 'mean of seeds '}{_list(seeds)}"
-    source = f"{COMP_TEST}; docs/sqp.md \"Competing with queue-building flows\""
     for tcp in ["cubic", "bbr"]:
         first, late = m[("sqp", tcp, "video-first")], m[("sqp", tcp, "tcp-first")]
         ctx.check(f"C1-{tcp}", f"SQP against {tcp}: video first vs TCP first ({over})",

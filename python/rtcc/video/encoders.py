@@ -21,7 +21,6 @@ Every encoded frame's bitstream is kept so that the receiver's side can be decod
 
 from __future__ import annotations
 
-import os
 import threading
 
 __all__ = ["RealEncoder", "register", "opened"]
