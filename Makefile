@@ -41,20 +41,20 @@ pcap-deps:
 
 # The GCC cross-check replays rtcc's packets into aiortc (PyPI) and pion (Go, from the module
 # proxy); without them its tests are skipped with the reason.
-crosscheck-deps:
+crosscheck-deps: venv
 	@$(PYTHON) -m pip install --quiet --disable-pip-version-check -r bench/gcc_crosscheck/aiortc/requirements.txt 2>/dev/null || \
 	  echo "note: aiortc could not be installed; the aiortc cross-check will be skipped"
 	@command -v go >/dev/null && (cd bench/gcc_crosscheck/pion && go mod download) || \
 	  echo "note: no Go toolchain or module proxy; the pion cross-check will be skipped"
 
 # `rtcc sweep --backend ray`; without Ray its equivalence test is skipped with the reason.
-ray-deps:
+ray-deps: venv
 	@$(PYTHON) -m pip install --quiet --disable-pip-version-check 'ray>=2.9' 2>/dev/null || \
 	  echo "note: Ray could not be installed; the Ray sweep test will be skipped"
 
 # The report pages are opened in headless Chromium (Debian's package, as root) through Playwright;
 # without them the browser test is skipped with the reason.
-browser-deps:
+browser-deps: venv
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 	  { DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 || \
 	    { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1; }; }; } || \
@@ -65,7 +65,7 @@ browser-deps:
 rust-test:
 	cargo test --workspace --quiet
 
-py-test:
+py-test: venv
 	$(PYTHON) -m pytest -q --durations=15
 
 lint:

@@ -137,6 +137,13 @@ def test_thinning_keeps_what_a_figure_shows():
     for lo in (0.0, 150.0, 299.7):  # every slice keeps its own envelope
         inside, kept = (t >= lo) & (t < lo + 0.3), (tt >= lo) & (tt < lo + 0.3)
         assert ty[kept].max() == y[inside].max() and ty[kept].min() == y[inside].min()
+    y[200_000] = np.nan  # a gap inside a slice does not hide its extremes
+    tt, ty = thin(t, y, buckets=1000)
+    width = (t[-1] - t[0]) / 1000
+    k = (t[200_000] - t[0]) // width  # the slice holding the gap
+    inside = (t >= t[0] + k * width) & (t < t[0] + (k + 1) * width)
+    kept = (tt >= t[0] + k * width) & (tt < t[0] + (k + 1) * width)
+    assert np.nanmax(ty[kept]) == np.nanmax(y[inside]) and np.nanmin(ty[kept]) == np.nanmin(y[inside])
     short = np.arange(10.0)
     assert thin(short, short)[0] is not None and len(thin(short, short)[0]) == 10, "short series drawn as they are"
 

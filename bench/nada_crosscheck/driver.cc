@@ -93,10 +93,17 @@ int main(int argc, char** argv) {
     for (auto& [time_us, items] : reports) {
         while (next < packets.size() && packets[next].send_us <= time_us) {
             const Packet& p = packets[next++];
-            nada.processSendPacket(uint64_t(p.send_us), uint16_t(p.seq & 0xffff), p.size);
+            if (!nada.processSendPacket(uint64_t(p.send_us), uint16_t(p.seq & 0xffff), p.size)) {
+                std::cerr << "nada-replay: the controller refused packet " << p.seq << "\n";
+                return 1;
+            }
         }
-        if (!items.empty()) {
-            nada.processFeedbackBatch(uint64_t(time_us), items);
+        // A report of losses only tells the reference nothing: it finds losses from the gaps
+        // in the sequence numbers of the packets a later report carries (rtcc's replay hands
+        // such a report to its controller, which counts the losses then).
+        if (!items.empty() && !nada.processFeedbackBatch(uint64_t(time_us), items)) {
+            std::cerr << "nada-replay: the controller refused the report at " << time_us << " us\n";
+            return 1;
         }
         out << time_us << "," << nada.getBandwidth(uint64_t(time_us)) << "\n";
     }

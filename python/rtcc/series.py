@@ -122,8 +122,12 @@ def thin(t: np.ndarray, y: np.ndarray, buckets: int = MAX_LINE_BUCKETS):
     edges = np.flatnonzero(np.diff(slot)) + 1
     first = np.concatenate(([0], edges))
     last = np.concatenate((edges - 1, [len(t) - 1]))
-    by_value = np.lexsort((y, slot))  # slices stay where they are; inside each, ascending y
-    keep = np.unique(np.concatenate((first, last, by_value[first], by_value[last])))
+    # Slices stay where they are; inside each, ascending y. A gap (NaN) is never a slice's lowest
+    # or highest point (it is kept only where it is a slice's first or last).
+    finite = np.isfinite(y)
+    lowest = np.lexsort((np.where(finite, y, np.inf), slot))[first]
+    highest = np.lexsort((np.where(finite, y, -np.inf), slot))[last]
+    keep = np.unique(np.concatenate((first, last, lowest, highest)))
     return t[keep], y[keep]
 
 

@@ -64,9 +64,12 @@
 //!   QEPS = 10 ms every few packets, and NADA never left the gradual mode (5.1: 24 s to ramp up,
 //!   5.2 and 5.3 never).
 //! - **d_base** is the smallest one-way delay since the flow started (§4.2 does not say how long
-//!   to remember it; a route change that lowers the delay resets it by itself).
-//! - **Loss intervals** are counted in packets (the distance between two losses' sequence
-//!   numbers; the first from the flow's first packet) and averaged with RFC 5348 §5.4's weights
+//!   to remember it). A route change that lowers the delay resets it by itself; one that raises
+//!   it, or clocks that drift apart in a live run, is read as queue from then on (the reference
+//!   forgets its base after 500 ms without feedback).
+//! - **Loss intervals** are counted in packets between loss *events* (a run of consecutive
+//!   losses is one event, as the reference's sequence gaps are; RFC 5348 groups losses within an
+//!   RTT; the first interval from the flow's first packet) and averaged with RFC 5348 §5.4's weights
 //!   over the last eight (1, 1, 1, 1, 0.8, 0.6, 0.4, 0.2). A loss is "recent" while the packets
 //!   since it number fewer than MULTILOSS average intervals; after that the queuing delay counts
 //!   unwarped at once. Unlike RFC 5348's average (and the reference's), the open interval is not
@@ -114,7 +117,7 @@ controller_config! {
         pub eta: f64 = 2.0,
         /// upper bound of the RTT in the gradual update (TAU)
         pub tau: Duration = Duration::from_millis(500),
-        /// target feedback and update interval (DELTA)
+        /// update interval and Eq. 3's DELTA (feedback itself comes every 100 ms)
         pub delta: Duration = Duration::from_millis(100),
         /// observation window of the receiver's statistics (LOGWIN)
         pub logwin: Duration = Duration::from_millis(500),
@@ -179,10 +182,13 @@ struct ReceiverStats {
     /// The last 15 queuing-delay samples (ms), for the minimum filter.
     recent_d_queue: VecDeque<f64>,
     window: VecDeque<Observation>,
-    /// Packets since the last loss (RFC 5348's I_0), and the completed intervals, newest first.
+    /// Packets since the last loss event began (RFC 5348's I_0), and the completed intervals,
+    /// newest first.
     current_interval: u64,
     intervals: VecDeque<u64>,
     losses_seen: bool,
+    /// The last packet reported was lost: a further loss belongs to the same loss event.
+    in_loss_event: bool,
     p_loss: f64,
     p_mark: f64,
 }
@@ -203,17 +209,25 @@ impl ReceiverStats {
                     }
                     self.recent_d_queue.push_back(q);
                     self.current_interval += 1;
+                    self.in_loss_event = false;
                     let filtered = self.d_queue_ms().unwrap_or(q);
                     (Some((at, p.sent.size)), filtered)
+                }
+                None if self.in_loss_event => {
+                    // A burst is one loss event: its later losses count into the new interval.
+                    self.current_interval += 1;
+                    (None, 0.0)
                 }
                 None => {
                     if self.intervals.len() == LOSS_INTERVAL_WEIGHTS.len() {
                         self.intervals.pop_back();
                     }
-                    // RFC 5348: the distance between two losses in sequence numbers.
+                    // RFC 5348: the distance between two loss events' first losses, in
+                    // sequence numbers (this one included).
                     self.intervals.push_front(self.current_interval + 1);
                     self.current_interval = 0;
                     self.losses_seen = true;
+                    self.in_loss_event = true;
                     (None, 0.0)
                 }
             };
@@ -771,7 +785,7 @@ mod tests {
             Some(100.0),
             "the open interval is not averaged in"
         );
-        assert!(s.losses_seen || !s.loss_is_recent(7.0));
+        assert!(!s.loss_is_recent(7.0), "no loss seen yet");
         s.losses_seen = true;
         assert!(s.loss_is_recent(7.0), "500 packets < 7 × 100");
         s.current_interval = 700;
@@ -781,6 +795,25 @@ mod tests {
         let expected: f64 =
             (1..=8).map(|i| i as f64 * 10.0 * w[i - 1]).sum::<f64>() / w.iter().sum::<f64>();
         assert!((s.average_loss_interval().unwrap() - expected).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_burst_of_losses_is_one_loss_event() {
+        // 20 packets lost in a row every 200: one loss event per 200 packets, so the average
+        // interval is 200 (not 1, as counting each lost packet would make it), and the loss
+        // stays recent for 7 × 200 packets after the last burst.
+        let mut c = nada("start_rate = \"1Mbps\"", Default::default());
+        let mut f = Feed::new(10);
+        f.run(&mut c, 20_000, &mut |seq| (seq % 200 < 180).then_some(30));
+        let avg = c.stats.average_loss_interval().unwrap();
+        assert!((avg - 200.0).abs() < 1e-9, "average loss interval {avg}");
+        f.run(&mut c, 10_000, &mut |_| Some(30));
+        assert!(
+            c.stats.loss_is_recent(7.0),
+            "1000 packets after the burst, fewer than 1400"
+        );
+        f.run(&mut c, 5_000, &mut |_| Some(30));
+        assert!(!c.stats.loss_is_recent(7.0), "1500 packets after the burst");
     }
 
     #[test]
@@ -818,7 +851,7 @@ mod tests {
     }
 
     #[test]
-    fn without_feedback_nothing_moves_and_after_an_outage_one_update_counts_at_most_tau() {
+    fn after_an_outage_one_update_counts_at_most_tau() {
         let mut c = nada("start_rate = \"1Mbps\"", Default::default());
         let mut f = Feed::new(10);
         f.run(&mut c, 3000, &mut |seq| {

@@ -127,6 +127,30 @@ impl LossModel {
             t.p.ok_or_else(|| format!("the {} model needs p", t.model))
                 .and_then(|p| prob("p", p))
         };
+        // Each model's own fields, and no other's (a field of another model would be ignored).
+        let fields: &[&str] = match t.model.as_str() {
+            "random" => &["p"],
+            "gilbert-elliott" => &["p", "r", "loss_good", "loss_bad"],
+            "gilbert-elliott-time" => &["good", "bad", "loss_good", "loss_bad"],
+            _ => &[],
+        };
+        let given = [
+            ("p", t.p.is_some()),
+            ("r", t.r.is_some()),
+            ("good", t.good.is_some()),
+            ("bad", t.bad.is_some()),
+            ("loss_good", t.loss_good.is_some()),
+            ("loss_bad", t.loss_bad.is_some()),
+        ];
+        if !fields.is_empty() {
+            if let Some((name, _)) = given.iter().find(|(n, set)| *set && !fields.contains(n)) {
+                return Err(format!(
+                    "the {} model takes {}, not {name}",
+                    t.model,
+                    fields.join(", ")
+                ));
+            }
+        }
         let loss_good = prob("loss_good", t.loss_good.unwrap_or(0.0))?;
         let loss_bad = prob("loss_bad", t.loss_bad.unwrap_or(1.0))?;
         match t.model.as_str() {
@@ -145,13 +169,6 @@ impl LossModel {
                 })
             }
             "gilbert-elliott-time" => {
-                if t.p.is_some() || t.r.is_some() {
-                    return Err(
-                        "the gilbert-elliott-time model takes good and bad (mean period \
-                                lengths, e.g. good = \"10s\", bad = \"200ms\"), not p and r"
-                            .into(),
-                    );
-                }
                 let period = |name: &str, v: &Option<String>| -> Result<Duration, String> {
                     let text = v.as_deref().ok_or_else(|| {
                         format!("the gilbert-elliott-time model needs {name} (its mean period, e.g. \"1s\")")
@@ -441,11 +458,19 @@ mod tests {
             ),
             (
                 serde_json::json!({"model": "gilbert-elliott-time", "p": 0.1, "good": "1s", "bad": "1s"}),
-                "not p and r",
+                "not p",
             ),
             (
                 serde_json::json!({"model": "gilbert-elliott", "r": 0.5}),
                 "needs p",
+            ),
+            (
+                serde_json::json!({"model": "gilbert-elliott", "p": 0.1, "r": 0.5, "bad": "1s"}),
+                "not bad",
+            ),
+            (
+                serde_json::json!({"model": "random", "p": 0.1, "r": 0.5}),
+                "not r",
             ),
         ] {
             let e = LossModel::from_value(&bad).unwrap_err();
