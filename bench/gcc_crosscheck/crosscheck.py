@@ -91,15 +91,16 @@ def packet_log(case: Case):
     return with_feedback_times(p, _reverse_delay_us(scenario)), scenario, run
 
 
-def with_feedback_times(p: pl.DataFrame, reverse_delay_us: int) -> pl.DataFrame:
-    """A report every 50 ms of receive time covers the packets received since the last one and
-    the losses before them (a lost packet is known once a later one has arrived)."""
+def with_feedback_times(p: pl.DataFrame, reverse_delay_us: int,
+                        interval_us: int = FEEDBACK_INTERVAL_US) -> pl.DataFrame:
+    """A report every ``interval_us`` (50 ms) of receive time covers the packets received since the
+    last one and the losses before them (a lost packet is known once a later one has arrived)."""
     recv = np.where(p["dropped"].to_numpy(), -1, p["recv_ns"].to_numpy() // 1000)
     feedback = np.full(len(recv), -1, dtype=np.int64)
     next_report = -1
     for i in range(len(recv) - 1, -1, -1):
         if recv[i] >= 0:
-            next_report = (recv[i] // FEEDBACK_INTERVAL_US + 1) * FEEDBACK_INTERVAL_US + reverse_delay_us
+            next_report = (recv[i] // interval_us + 1) * interval_us + reverse_delay_us
         feedback[i] = next_report
     return pl.DataFrame({
         "seq": p["seq"].cast(pl.Int64),

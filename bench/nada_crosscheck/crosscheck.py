@@ -83,12 +83,7 @@ def packet_log(case: str):
     scenario = Scenario.from_file(HERE / "cases" / f"{case}.toml")
     run = scenario.run(keep_packets=True)
     p = run.packets.filter(pl.col("flow") == 0).sort("seq")
-    reverse = gcc_crosscheck._reverse_delay_us(scenario)
-    old, gcc_crosscheck.FEEDBACK_INTERVAL_US = gcc_crosscheck.FEEDBACK_INTERVAL_US, FEEDBACK_INTERVAL_US
-    try:
-        log = gcc_crosscheck.with_feedback_times(p, reverse)
-    finally:
-        gcc_crosscheck.FEEDBACK_INTERVAL_US = old
+    log = gcc_crosscheck.with_feedback_times(p, gcc_crosscheck._reverse_delay_us(scenario), FEEDBACK_INTERVAL_US)
     return log, scenario, run
 
 

@@ -146,9 +146,13 @@ def compare_charts(results: dict, title: str = "") -> list[dict]:
 
 
 @lru_cache(maxsize=1)
-def _library() -> tuple[str, str]:
+def _library() -> tuple[str, str, str]:
+    """uPlot's script and style, and ``templates/charts.js``, which starts every chart."""
+    from .report import TEMPLATES
+
     return (VENDOR / "uPlot.iife.min.js").read_text(encoding="utf-8"), \
-        (VENDOR / "uPlot.min.css").read_text(encoding="utf-8")
+        (VENDOR / "uPlot.min.css").read_text(encoding="utf-8"), \
+        (TEMPLATES / "charts.js").read_text(encoding="utf-8")
 
 
 def charts_html(charts: list[dict]):
@@ -158,9 +162,8 @@ def charts_html(charts: list[dict]):
         return ""
     from markupsafe import Markup
 
-    from .report import TEMPLATES, render
+    from .report import render
 
-    script, style = _library()
-    start = (TEMPLATES / "charts.js").read_text(encoding="utf-8")
+    script, style, start = _library()
     return render("charts.html", charts=charts, version=UPLOT_VERSION, script=Markup(script), style=Markup(style),
                   start=Markup(start))

@@ -375,10 +375,10 @@ def throughput_delay_plot(points: dict[str, list[tuple[float, float]]], path: Pa
     delays = np.concatenate([p[:, 0] for p in points.values()]) if points else np.array([])
     log = len(delays) and delays.max() > 3 * max(delays.min(), 1e-3)
     many = any(len(p) > 1 for p in points.values())
+    back = (lambda v: 10 ** v) if log else (lambda v: v)  # from where the mean and ring are taken
     for label, p in points.items():
         x = np.log10(np.maximum(p[:, 0], 1e-3)) if log else p[:, 0]
         mean_x, mean_y = x.mean(), p[:, 1].mean()
-        back = (lambda v: 10 ** v) if log else (lambda v: v)
         if len(p) > 1:
             ax.scatter(p[:, 0], p[:, 1], s=12, color=colors[label], alpha=0.55, zorder=2, linewidths=0)
             if len(p) > 2 or np.ptp(x) > 0 or np.ptp(p[:, 1]) > 0:

@@ -713,11 +713,7 @@ mod tests {
         assert_eq!(max, 12e6, "the max filter still holds the old rate then");
     }
 
-    fn get(c: &dyn Controller, key: &str) -> f64 {
-        let mut s = vec![];
-        c.state(&mut s);
-        s.iter().find(|x| x.0 == key).map(|x| x.1).unwrap()
-    }
+    use crate::cc::test_support::signal as get;
 
     /// 12 Mbit/s (one packet per ms) behind 40 ms: min_rtt 41 ms, BDP 41 packets.
     fn path() -> Path {

@@ -1188,11 +1188,7 @@ mod tests {
         Bbr2::new(parse_config("bbr2", &p).unwrap(), Time::ZERO).unwrap()
     }
 
-    fn get(c: &dyn Controller, key: &str) -> f64 {
-        let mut s = vec![];
-        c.state(&mut s);
-        s.iter().find(|x| x.0 == key).map(|x| x.1).unwrap()
-    }
+    use crate::cc::test_support::signal as get;
 
     /// 12 Mbit/s (one packet per ms) behind 40 ms: min_rtt 41 ms, BDP 41 packets.
     fn path() -> Path {

@@ -544,11 +544,7 @@ mod tests {
         Copa::new(parse_config("copa", &p).unwrap(), Time::ZERO).unwrap()
     }
 
-    fn get(c: &dyn Controller, key: &str) -> f64 {
-        let mut s = vec![];
-        c.state(&mut s);
-        s.iter().find(|x| x.0 == key).map(|x| x.1).unwrap()
-    }
+    use crate::cc::test_support::signal as get;
 
     /// Sends packets one at a time and acknowledges each with a chosen RTT, in its own report;
     /// the flight is reported as large, so the window always counts as used.
@@ -919,14 +915,5 @@ mod tests {
         }
     }
 
-    fn ctx() -> ControllerContext {
-        ControllerContext {
-            now: Time::ZERO,
-            fps: 30.0,
-            max_payload: Bytes(1200),
-            media: Default::default(),
-            capacity: None,
-            coupling: None,
-        }
-    }
+    use crate::cc::test_support::context as ctx;
 }

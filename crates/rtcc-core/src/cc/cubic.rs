@@ -408,11 +408,7 @@ mod tests {
         Cubic::new(parse_config("cubic", &p).unwrap(), Time::ZERO).unwrap()
     }
 
-    fn get(c: &dyn Controller, key: &str) -> f64 {
-        let mut s = vec![];
-        c.state(&mut s);
-        s.iter().find(|x| x.0 == key).map(|x| x.1).unwrap()
-    }
+    use crate::cc::test_support::signal as get;
 
     fn segments(c: &dyn Controller) -> f64 {
         c.decision().cwnd.unwrap() as f64 / MSS as f64

@@ -326,13 +326,37 @@ pub fn parse_config<C: DeserializeOwned>(
         })
 }
 
-/// Controllers for the tests of controllers that wrap others.
+/// What the controllers' tests share: a controller's signal, a plain context, and controllers for
+/// the tests of controllers that wrap others.
 #[cfg(test)]
 pub(crate) mod test_support {
-    use super::{Controller, Decision};
+    use super::{Controller, ControllerContext, Decision};
     use crate::packet::{FeedbackReport, RateReport};
-    use crate::units::{Rate, Time};
+    use crate::units::{Bytes, Rate, Time};
     use std::sync::{Arc, Mutex};
+
+    /// The value of `c`'s signal `key` ([`Controller::state`]); a test fails if it has none.
+    pub fn signal(c: &dyn Controller, key: &str) -> f64 {
+        let mut s = vec![];
+        c.state(&mut s);
+        s.iter()
+            .find(|x| x.0 == key)
+            .map(|x| x.1)
+            .unwrap_or_else(|| panic!("no signal {key:?}"))
+    }
+
+    /// A context at time 0: 30 frame/s, 1200-byte payloads, the default media range, no
+    /// capacity view and no coupling.
+    pub fn context() -> ControllerContext {
+        ControllerContext {
+            now: Time::ZERO,
+            fps: 30.0,
+            max_payload: Bytes(1200),
+            media: Default::default(),
+            capacity: None,
+            coupling: None,
+        }
+    }
 
     /// The rate reports a controller got, with the times they arrived.
     pub type Reports = Arc<Mutex<Vec<(Time, RateReport)>>>;

@@ -238,8 +238,9 @@ impl ReceiverStats {
                 d_queue_ms,
             });
         }
-        // LOGWIN by send time (one clock for lost and received packets alike).
-        if let Some(newest) = self.window.iter().map(|o| o.sent).max() {
+        // LOGWIN by send time (one clock for lost and received packets alike). Sequence numbers
+        // are given in send order, so the newest is the last reported.
+        if let Some(newest) = self.window.back().map(|o| o.sent) {
             while self
                 .window
                 .front()
@@ -499,14 +500,14 @@ impl NadaConfig {
                 return Err(format!("{name} must be positive, got {v}"));
             }
         }
-        let unit = [
+        let bounded = [
             ("eta", self.eta),
             ("gamma_max", self.gamma_max),
             ("lambda", self.lambda),
             ("beta_s", self.beta_s),
             ("beta_v", self.beta_v),
         ];
-        for (name, v) in unit {
+        for (name, v) in bounded {
             if !(v.is_finite() && (0.0..=10.0).contains(&v)) {
                 return Err(format!("{name} must be 0 to 10, got {v}"));
             }
@@ -578,7 +579,6 @@ fn build(params: &Params, ctx: &ControllerContext) -> Result<Box<dyn Controller>
 mod tests {
     use super::*;
     use crate::packet::{Ecn, PacketResult};
-    use crate::units::Bytes;
 
     fn nada(params: &str, media: crate::video::range::MediaRange) -> Nada {
         let p: Params = toml::from_str(params).unwrap();
@@ -589,11 +589,7 @@ mod tests {
         Nada::new(cfg, rmin, start, rmax, 30.0)
     }
 
-    fn get(c: &Nada, key: &str) -> f64 {
-        let mut s = vec![];
-        c.state(&mut s);
-        s.iter().find(|x| x.0 == key).map(|x| x.1).unwrap()
-    }
+    use crate::cc::test_support::signal as get;
 
     /// A sender that sends a 1250-byte packet every `gap_ms` and hears about them every 100 ms,
     /// with each packet's one-way delay (or loss) chosen by `fate(seq)`.
@@ -870,14 +866,7 @@ mod tests {
 
     #[test]
     fn parameters_and_rates_are_checked() {
-        let ctx = ControllerContext {
-            now: Time::ZERO,
-            fps: 30.0,
-            max_payload: Bytes(1200),
-            media: Default::default(),
-            capacity: None,
-            coupling: None,
-        };
+        let ctx = crate::cc::test_support::context();
         for bad in [
             "prio = 0",
             "kappa = -1",

@@ -286,11 +286,7 @@ mod tests {
         Rocc::new(parse_config("rocc", &p).unwrap()).unwrap()
     }
 
-    fn get(c: &dyn Controller, key: &str) -> f64 {
-        let mut s = vec![];
-        c.state(&mut s);
-        s.iter().find(|x| x.0 == key).map(|x| x.1).unwrap()
-    }
+    use crate::cc::test_support::signal as get;
 
     /// Packets 0–3 leave with room in the window (the application had no more); later ones
     /// with a full window.
@@ -435,14 +431,7 @@ mod tests {
 
     #[test]
     fn parameters_are_checked() {
-        let ctx = ControllerContext {
-            now: Time::ZERO,
-            fps: 30.0,
-            max_payload: Bytes(1200),
-            media: Default::default(),
-            capacity: None,
-            coupling: None,
-        };
+        let ctx = crate::cc::test_support::context();
         for bad in ["gamma = 0", "gamma = -1", "alpha = -1", "initial_cwnd = 0"] {
             let p: Params = toml::from_str(bad).unwrap();
             assert!(crate::cc::create("rocc", &p, &ctx).is_err(), "{bad}");

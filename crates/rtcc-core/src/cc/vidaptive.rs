@@ -878,16 +878,7 @@ mod tests {
         }
     }
 
-    fn ctx() -> ControllerContext {
-        ControllerContext {
-            now: Time::ZERO,
-            fps: 30.0,
-            max_payload: Bytes(1200),
-            media: Default::default(),
-            capacity: None,
-            coupling: None,
-        }
-    }
+    use crate::cc::test_support::context as ctx;
 
     #[test]
     fn u3_dummy_blackout_covers_the_5_ms_before_each_capture() {

@@ -16,14 +16,7 @@ const ONE_WAY: Duration = Duration(20_000_000);
 
 fn video_sender(recovery: Recovery) -> VideoSendEndpoint {
     let params: cc::Params = toml::from_str("rate = \"1Mbps\"").unwrap();
-    let ctx = ControllerContext {
-        now: Time::ZERO,
-        fps: 30.0,
-        max_payload: Bytes(1200),
-        media: Default::default(),
-        capacity: None,
-        coupling: None,
-    };
+    let ctx = crate::cc::test_support::context();
     video_sender_with(cc::create("fixed", &params, &ctx).unwrap(), recovery)
 }
 

@@ -1074,16 +1074,8 @@ mod tests {
 
     #[test]
     fn loss_based_is_a_webrtc_option_and_the_paper_profile_rejects_it() {
-        use crate::cc::{create, ControllerContext, Params};
-        use crate::units::Bytes;
-        let ctx = ControllerContext {
-            now: Time::ZERO,
-            fps: 30.0,
-            max_payload: Bytes(1200),
-            media: Default::default(),
-            capacity: None,
-            coupling: None,
-        };
+        use crate::cc::{create, Params};
+        let ctx = crate::cc::test_support::context();
         let build = |text: &str| {
             let params: Params = toml::from_str(text).unwrap();
             create("gcc", &params, &ctx)

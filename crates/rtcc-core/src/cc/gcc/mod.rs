@@ -245,18 +245,7 @@ fn build(params: &Params, ctx: &ControllerContext) -> Result<Box<dyn Controller>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::units::{Bytes, Time};
-
-    fn ctx() -> ControllerContext {
-        ControllerContext {
-            now: Time::ZERO,
-            fps: 30.0,
-            max_payload: Bytes(1200),
-            media: Default::default(),
-            capacity: None,
-            coupling: None,
-        }
-    }
+    use crate::cc::test_support::context as ctx;
 
     fn build_err(toml_text: &str) -> String {
         let params: Params = toml::from_str(toml_text).unwrap();
