@@ -121,6 +121,55 @@ impl Ecn {
     }
 }
 
+/// How a flow uses ECN: which codepoint its data carries and what its receiver reports back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum EcnMode {
+    /// Not-ECT: congested queues drop the flow's packets.
+    #[default]
+    Off,
+    /// RFC 3168 (and RFC 6679 for RTP): data is ECT(0); a TCP receiver echoes CE with
+    /// ECN-Echo once per round trip, a video receiver reports each codepoint (RFC 8888).
+    Classic,
+    /// L4S (RFC 9330, RFC 9331): data is ECT(1), which an L4S queue (DualPI2) serves in its
+    /// low-latency queue with an immediate, shallow mark; every receiver reports each packet's
+    /// codepoint (Accurate ECN for TCP, RFC 8888 for RTP), and the sender reduces in proportion
+    /// to the share marked.
+    L4s,
+}
+
+impl EcnMode {
+    /// The codepoint of the flow's data.
+    pub fn codepoint(self) -> Ecn {
+        match self {
+            EcnMode::Off => Ecn::NotEct,
+            EcnMode::Classic => Ecn::Ect0,
+            EcnMode::L4s => Ecn::Ect1,
+        }
+    }
+    pub fn is_on(self) -> bool {
+        self != EcnMode::Off
+    }
+    /// As a scenario writes it: `false`, `true`, `"l4s"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            EcnMode::Off => "false",
+            EcnMode::Classic => "true",
+            EcnMode::L4s => "\"l4s\"",
+        }
+    }
+}
+
+impl From<bool> for EcnMode {
+    /// `true`: RFC 3168 ECN, what `ecn = true` has always meant.
+    fn from(on: bool) -> EcnMode {
+        if on {
+            EcnMode::Classic
+        } else {
+            EcnMode::Off
+        }
+    }
+}
+
 /// A packet as the sender put it on the wire.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SentPacket {

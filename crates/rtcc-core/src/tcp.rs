@@ -42,10 +42,20 @@
 //!   it is acknowledged): the controller is told ([`Controller::on_ecn_echo`]; Reno and Cubic
 //!   reduce as for a fast retransmit, BBR ignores it as Linux's does), nothing is retransmitted,
 //!   and the next new data segment carries CWR so that the receiver stops echoing.
+//! - L4S (a flow's `ecn = "l4s"`, RFC 9331 §4): every data segment, retransmissions included, is
+//!   sent ECT(1) (Accurate ECN, RFC 9768 §3.2.7.1, lets a sender set ECT on retransmissions,
+//!   and a Not-ECT retransmission would leave the L4S queue for the classic one); the receiver
+//!   reports each segment's codepoint (Accurate ECN's per-packet information, carried here as
+//!   an RFC 8888 report), and the controller reads the CE marks from
+//!   [`PacketResult::ecn`](crate::packet::PacketResult) in its reports. There is no ECN-Echo,
+//!   CWR or once-per-window reaction in the sender: a scalable controller (Prague) decides how
+//!   to respond.
 //! - Not modelled: the receive window (never limiting), handshakes, header options.
 
 use crate::cc::Controller;
-use crate::packet::{Ecn, FeedbackReport, PacketKind, SendHistory, SentPacket, TransportFeedback};
+use crate::packet::{
+    Ecn, EcnMode, FeedbackReport, PacketKind, SendHistory, SentPacket, TransportFeedback,
+};
 use crate::units::{Duration, Time};
 
 use crate::rto::RtoTimer;
@@ -127,8 +137,8 @@ pub struct BulkSender {
     pub retransmissions: u64,
     /// Times the window was restarted after an idle period ([`Controller::on_idle_restart`]).
     pub idle_restarts: u64,
-    /// RFC 3168 ECN: data is sent ECT(0) and ECN-Echo is acted on.
-    ecn: bool,
+    /// RFC 3168 ECN (data ECT(0), ECN-Echo acted on) or L4S (data ECT(1), per-packet marks).
+    ecn: EcnMode,
     /// The next new data segment carries CWR.
     cwr_pending: bool,
     /// The segment last released carries CWR.
@@ -171,7 +181,7 @@ impl BulkSender {
             timeouts: 0,
             retransmissions: 0,
             idle_restarts: 0,
-            ecn: false,
+            ecn: EcnMode::Off,
             cwr_pending: false,
             last_cwr: false,
             cwr_until: None,
@@ -179,15 +189,25 @@ impl BulkSender {
         }
     }
 
-    /// Use ECN (RFC 3168): send new data ECT(0) and react to ECN-Echo. Default off.
-    pub fn set_ecn(&mut self, on: bool) {
-        self.ecn = on;
+    /// Use ECN: `true` or [`EcnMode::Classic`] for RFC 3168 (send new data ECT(0), react to
+    /// ECN-Echo), [`EcnMode::L4s`] for L4S (send ECT(1), marks reach the controller per packet).
+    /// Default off.
+    pub fn set_ecn(&mut self, mode: impl Into<EcnMode>) {
+        self.ecn = mode.into();
     }
 
-    /// The ECN codepoint for a segment this sender released: ECT(0) for new data of an ECN
-    /// flow; Not-ECT for retransmissions (RFC 3168 §6.1.5) and for flows without ECN.
+    pub fn ecn_mode(&self) -> EcnMode {
+        self.ecn
+    }
+
+    /// The ECN codepoint for a segment this sender released: ECT(0) for new data of an RFC 3168
+    /// flow, Not-ECT for its retransmissions (RFC 3168 §6.1.5); ECT(1) for every data segment of
+    /// an L4S flow; Not-ECT for flows without ECN.
     pub fn ecn_codepoint(&self, pkt: &SentPacket) -> Ecn {
-        Ecn::sent(self.ecn && pkt.kind == PacketKind::Media)
+        match self.ecn {
+            EcnMode::Classic if pkt.kind != PacketKind::Media => Ecn::NotEct,
+            mode => mode.codepoint(),
+        }
     }
 
     /// Whether the segment last released carries the CWR flag (RFC 3168 §6.1.2: the first new
@@ -443,7 +463,7 @@ impl BulkSender {
             self.rto.stop();
         }
         self.controller.on_feedback(now, &self.report);
-        if self.ecn && fb.ecn_echo {
+        if self.ecn == EcnMode::Classic && fb.ecn_echo {
             self.on_ecn_echo(now);
         }
         if let App::Finite { bytes } = self.app {

@@ -242,7 +242,7 @@ pub fn summarize(sc: &Scenario, flows: &mut [FlowLogs], streamed: bool) -> Summa
                 f.config.stop,
             ));
         }
-        summary.ce_marked = f.config.ecn().then_some(f.ce_marked);
+        summary.ce_marked = f.config.ecn().is_on().then_some(f.ce_marked);
         summary.audio = f.stats.transits.as_deref().map(metrics::audio::summarize);
         summary.short_tcp = matches!(f.config.kind, FlowKind::ShortTcp(_))
             .then(|| metrics::downloads::summarize(&f.downloads));

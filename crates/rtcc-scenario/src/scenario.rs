@@ -443,6 +443,7 @@ mod tests {
     use crate::flow::{AudioFlow, CbrFlow, ShortTcpFlow, TcpFlow};
     use rtcc_core::dash::{AbrKind, DashConfig, HttpVersion};
     use rtcc_core::net::Capacity;
+    use rtcc_core::packet::EcnMode;
     use rtcc_core::tcp::App;
     use rtcc_core::{Bytes, Rate};
 
@@ -690,7 +691,7 @@ params = { rate = "5Mbps" }
             CbrFlow {
                 rate: Rate(2e6),
                 packet_size: Bytes(1500),
-                ecn: false
+                ecn: EcnMode::Off
             }
         );
         assert_eq!(s.flows[1].controller_name(), "cbr");
@@ -876,7 +877,7 @@ params = { rate = "5Mbps" }
                 rate: Rate(32_000.0),
                 ptime: Duration::from_millis(20),
                 overhead: Bytes(40),
-                ecn: false
+                ecn: EcnMode::Off
             }
         );
         assert_eq!(kind.audio_packet(), Some((Duration::from_millis(20), 120)));

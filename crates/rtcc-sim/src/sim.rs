@@ -85,6 +85,9 @@ impl NetPacket for SimPacket {
     fn set_ce(&mut self) -> bool {
         self.ecn.set_ce()
     }
+    fn ecn(&self) -> Ecn {
+        self.ecn
+    }
 }
 
 /// A flow's two ends: A sends the flow's data, B receives it (and sends feedback back).

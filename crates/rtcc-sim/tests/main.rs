@@ -16,6 +16,7 @@ mod encoders;
 mod endpoints;
 mod gcc;
 mod gcc_loss_v2;
+mod l4s;
 mod liveness;
 mod nada;
 mod rate_reports;

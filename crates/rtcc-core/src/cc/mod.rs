@@ -33,6 +33,7 @@ pub mod gcc;
 pub mod nada;
 pub mod oracle;
 pub(crate) mod params;
+pub mod prague;
 mod registry;
 pub mod reno;
 pub mod rocc;

@@ -249,7 +249,7 @@ fn scenario_value(default: &str) -> toml::Value {
 mod tests {
     use super::*;
     use crate::cc::{bbr, bbr2, c3g, c3g_bbr, copa, coupled, cubic, fixed, gcc, oracle};
-    use crate::cc::{nada, reno, rocc, sqp, vidaptive};
+    use crate::cc::{nada, prague, reno, rocc, sqp, vidaptive};
     use crate::cc::{parse_config, registry, ControllerInfo, ParamDoc, Params};
     use crate::units::{Duration, Rate};
 
@@ -346,6 +346,7 @@ mod tests {
             config!("sqp", sqp::SqpConfig),
             config!("reno", reno::RenoConfig),
             config!("cubic", cubic::CubicConfig),
+            config!("prague", prague::PragueConfig),
             config!("bbr", bbr::BbrConfig),
             config!("bbr-s", bbr::BbrConfig),
             config!("bbr2", bbr2::Bbr2Config),

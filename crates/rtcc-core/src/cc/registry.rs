@@ -93,6 +93,7 @@ static BUILTIN: LazyLock<Registry> = LazyLock::new(|| {
         sqp::info(),
         reno::info(),
         cubic::info(),
+        prague::info(),
         bbr::info(),
         bbr::info_s(),
         bbr2::info(),

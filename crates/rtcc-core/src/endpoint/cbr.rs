@@ -34,8 +34,8 @@ impl CbrSendEndpoint {
 
     /// Send every datagram ECT(0) (an ECN-capable flow; it does not react to marks: CBR has no
     /// feedback). Default Not-ECT.
-    pub fn set_ecn(&mut self, on: bool) {
-        self.ecn = Ecn::sent(on);
+    pub fn set_ecn(&mut self, mode: impl Into<crate::packet::EcnMode>) {
+        self.ecn = mode.into().codepoint();
     }
 }
 

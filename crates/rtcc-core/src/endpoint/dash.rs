@@ -169,7 +169,7 @@ impl Endpoint for DashServerEndpoint {
                         self.malformed += 1;
                         continue;
                     };
-                    apply_feedback(&mut c.sender, now, fb, false);
+                    apply_feedback(&mut c.sender, now, fb, false, &mut Default::default());
                 }
             }
             return;

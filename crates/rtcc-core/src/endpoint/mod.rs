@@ -26,6 +26,7 @@
 
 pub mod cbr;
 pub mod dash;
+mod ecn_feedback;
 pub mod frame_acks;
 pub mod rate_reports;
 pub mod short_tcp;

@@ -92,8 +92,8 @@ impl ShortTcpSendEndpoint {
     }
 
     /// Send data ECT(0) and react to ECN-Echo (RFC 3168), every download. Default off.
-    pub fn set_ecn(&mut self, on: bool) {
-        self.sender.set_ecn(on);
+    pub fn set_ecn(&mut self, mode: impl Into<crate::packet::EcnMode>) {
+        self.sender.set_ecn(mode);
     }
 
     /// Wire bytes of a file of `bytes` data bytes: whole `mss` segments of `mss − 52` data.

@@ -17,11 +17,17 @@
 //! before `tcp_ecn_check_ce()`, so a CWR segment that is itself CE keeps it set), and while it is
 //! set every acknowledgement carries an [`EcnEchoMessage`] after its feedback. A CE mark that
 //! starts echoing is acknowledged at once (Linux enters quick-ACK mode in `__tcp_ecn_check_ce()`).
+//!
+//! L4S (`set_ecn(EcnMode::L4s)` at both ends): data segments carry ECT(1) and every
+//! acknowledgement reports each segment's codepoint, as Accurate ECN (RFC 9768) lets a receiver
+//! do, carried in an RFC 8888 report ahead of the transport-wide feedback in the same compound
+//! ([`super::ecn_feedback`]); there is no ECN-Echo state, and a CE mark is acknowledged at once
+//! (Accurate ECN's receiver also ACKs promptly on a change of the CE count).
 
+use super::ecn_feedback::{push_ecn_reports, EcnReport};
 use super::{unwrap_near, Endpoint, Transmit, PT_TCP};
 use crate::media::ArrivalRecorder;
-use crate::packet::Ecn;
-use crate::packet::TransportFeedback;
+use crate::packet::{Ecn, EcnMode, TransportFeedback};
 use crate::tcp::BulkSender;
 use crate::units::{Duration, Time};
 use crate::wire::rtcp::{self, EcnEchoMessage, RtcpPacket, TransportCcFeedback};
@@ -66,16 +72,24 @@ pub(super) fn transmit_segment(
     })
 }
 
-/// A datagram from the receiver given to the sender: its acknowledgements, with the ECN-Echo the
-/// same compound packet carries. `false` if it is not RTCP the sender can read.
+/// A datagram from the receiver given to the sender: its acknowledgements, with the ECN-Echo
+/// and the per-packet codepoints (an L4S receiver's RFC 8888 report) the same compound packet
+/// carries. `false` if it is not RTCP the sender can read.
 pub(super) fn receive_acks(sender: &mut BulkSender, now: Time, datagram: &[u8]) -> bool {
     let Ok(packets) = rtcp::parse_compound(datagram) else {
         return false;
     };
     let ecn_echo = packets.iter().any(|p| matches!(p, RtcpPacket::EcnEcho(_)));
+    let mut codepoints = EcnReport::default();
     for p in packets {
-        if let RtcpPacket::TransportCc(fb) = p {
-            apply_feedback(sender, now, fb, ecn_echo);
+        match p {
+            RtcpPacket::TransportCc(fb) => {
+                apply_feedback(sender, now, fb, ecn_echo, &mut codepoints);
+            }
+            RtcpPacket::Ccfb(report) if sender.ecn_mode() == EcnMode::L4s => {
+                codepoints.on_report(&report, sender.next_seq().saturating_sub(1));
+            }
+            _ => {}
         }
     }
     true
@@ -83,18 +97,20 @@ pub(super) fn receive_acks(sender: &mut BulkSender, now: Time, datagram: &[u8]) 
 
 /// An acknowledgement (transport-wide feedback, 16-bit sequence numbers) given to a sender:
 /// its base is unwrapped near the sender's newest sequence number. `ecn_echo`: the
-/// acknowledgement carried ECN-Echo.
+/// acknowledgement carried ECN-Echo; `codepoints`: the RFC 8888 report that came before it.
 pub(super) fn apply_feedback(
     sender: &mut BulkSender,
     now: Time,
     fb: TransportCcFeedback,
     ecn_echo: bool,
+    codepoints: &mut EcnReport,
 ) {
     let next = sender.next_seq();
+    let base_seq = unwrap_near(next.saturating_sub(1), fb.base_seq as u64, 16);
     let feedback = TransportFeedback {
-        base_seq: unwrap_near(next.saturating_sub(1), fb.base_seq as u64, 16),
+        base_seq,
+        ecn: codepoints.take(base_seq, fb.receive_times.len()),
         receive_times: fb.receive_times,
-        ecn: Vec::new(),
         ecn_echo,
     };
     sender.on_feedback(now, &feedback);
@@ -174,8 +190,8 @@ pub struct TcpRecvEndpoint {
     feedback_count: u8,
     out: Option<Vec<u8>>,
     malformed: u64,
-    /// RFC 3168: echo CE marks (the connection negotiated ECN).
-    ecn: bool,
+    /// RFC 3168: echo CE marks (the connection negotiated ECN); L4S: report every codepoint.
+    ecn: EcnMode,
     /// ECN-Echo is set on every acknowledgement until a segment with CWR arrives.
     ecn_echo: bool,
     /// Segments that arrived CE-marked.
@@ -185,7 +201,7 @@ pub struct TcpRecvEndpoint {
 impl TcpRecvEndpoint {
     pub fn new(media_ssrc: u32, delayed_ack: bool) -> TcpRecvEndpoint {
         TcpRecvEndpoint {
-            ecn: false,
+            ecn: EcnMode::Off,
             ecn_echo: false,
             ce_received: 0,
             arrivals: ArrivalRecorder::new(),
@@ -200,9 +216,10 @@ impl TcpRecvEndpoint {
         }
     }
 
-    /// Echo CE marks to the sender (RFC 3168 §6.1.3). Default off.
-    pub fn set_ecn(&mut self, on: bool) {
-        self.ecn = on;
+    /// Echo CE marks to the sender (`true`, RFC 3168 §6.1.3) or report every segment's
+    /// codepoint ([`EcnMode::L4s`]). Default off.
+    pub fn set_ecn(&mut self, mode: impl Into<EcnMode>) {
+        self.ecn = mode.into();
     }
 
     /// Segments that arrived CE-marked.
@@ -225,6 +242,17 @@ impl TcpRecvEndpoint {
             return;
         };
         let mut bytes = self.out.take().unwrap_or_default();
+        if self.ecn == EcnMode::L4s {
+            let mut reports = Vec::new();
+            push_ecn_reports(&mut reports, 1, self.media_ssrc, &fb);
+            for r in reports {
+                let encoded = r.encode(&mut bytes);
+                debug_assert!(
+                    encoded.is_ok(),
+                    "an RFC 8888 block of at most 16384 packets fits"
+                );
+            }
+        }
         for m in TransportCcFeedback::build(
             1,
             self.media_ssrc,
@@ -263,13 +291,18 @@ impl Endpoint for TcpRecvEndpoint {
             return;
         };
         let seq = self.seq.unwrap(ts);
-        self.arrivals.on_packet(now, seq);
         self.unacked += 1;
         let mut quick_ack = false;
         if ecn.is_ce() {
             self.ce_received += 1;
         }
-        if self.ecn {
+        if self.ecn == EcnMode::L4s {
+            self.arrivals.on_packet_with_ecn(now, seq, ecn);
+            quick_ack = ecn.is_ce();
+        } else {
+            self.arrivals.on_packet(now, seq);
+        }
+        if self.ecn == EcnMode::Classic {
             // RFC 3168 §6.1.3: CWR ends the echo, a CE mark (re)starts it.
             if cwr {
                 self.ecn_echo = false;

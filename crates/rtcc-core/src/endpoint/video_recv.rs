@@ -32,6 +32,7 @@
 //! frame in between. A real jump (a long loss run) is accepted from the packet after it. Both
 //! are counted in [`Endpoint::discarded`].
 
+use super::ecn_feedback::push_ecn_reports;
 use super::frame_acks::{FrameAckConfig, FrameAcker};
 use super::rate_reports::RateReporter;
 use super::video_send::Ssrcs;
@@ -44,10 +45,8 @@ use crate::media::{ArrivalRecorder, Playout};
 use crate::packet::Ecn;
 use crate::units::{earliest, Duration, Time};
 use crate::wire::fec::{self, FecHeader};
-use crate::wire::rtcp::ccfb::MAX_REPORTS;
 use crate::wire::rtcp::{
-    ntp_middle32, ntp_time, CcfbBlock, CcfbMetric, CcfbReport, FrameAckMessage, Nack, Pli,
-    ReceiverReport, ReportBlock, RtcpPacket, TransportCcFeedback,
+    FrameAckMessage, Nack, Pli, ReceiverReport, ReportBlock, RtcpPacket, TransportCcFeedback,
 };
 use crate::wire::rtp::{is_rtcp, RtpHeader};
 use crate::wire::seq::JumpGuard;
@@ -262,8 +261,8 @@ impl VideoRecvEndpoint {
     }
 
     /// Report the ECN codepoints packets arrive with (RFC 8888 reports). Default off.
-    pub fn set_ecn(&mut self, on: bool) {
-        self.ecn = on;
+    pub fn set_ecn(&mut self, mode: impl Into<crate::packet::EcnMode>) {
+        self.ecn = mode.into().is_on();
     }
 
     fn on_rtp(&mut self, now: Time, datagram: &[u8], size: u32, ecn: Ecn) {
@@ -379,33 +378,10 @@ impl VideoRecvEndpoint {
         let Some(fb) = self.arrivals.build_feedback() else {
             return;
         };
-        if self.ecn && !fb.ecn.is_empty() {
-            // RFC 8888 carries the ECN bits (transport-wide feedback has no room for them):
-            // one block per at most 16384 numbers, first in the compound so that the sender has
-            // the codepoints when the transport-wide feedback on the same packets arrives.
-            // Arrival offsets are against the newest arrival reported (the report's time);
-            // the sender takes its times from the transport-wide feedback.
-            let report_time = fb.receive_times.iter().flatten().max().copied();
-            let report_time = report_time.unwrap_or_default();
-            for (k, times) in fb.receive_times.chunks(MAX_REPORTS).enumerate() {
-                let from = k * MAX_REPORTS;
-                let mut block = CcfbBlock::from_receive_times(
-                    self.media_ssrc,
-                    (fb.base_seq + from as u64) as u16,
-                    times,
-                    report_time,
-                );
-                for (m, ecn) in block.metrics.iter_mut().zip(&fb.ecn[from..]) {
-                    if let Some(CcfbMetric { ecn: bits, .. }) = m {
-                        *bits = ecn.bits();
-                    }
-                }
-                self.pending.push(RtcpPacket::Ccfb(CcfbReport {
-                    sender_ssrc: RECEIVER_SSRC,
-                    blocks: vec![block],
-                    report_timestamp: ntp_middle32(ntp_time(report_time)),
-                }));
-            }
+        if self.ecn {
+            // First in the compound, so that the sender has the codepoints when the
+            // transport-wide feedback on the same packets arrives.
+            push_ecn_reports(&mut self.pending, RECEIVER_SSRC, self.media_ssrc, &fb);
         }
         for m in TransportCcFeedback::build(
             RECEIVER_SSRC,

@@ -29,13 +29,16 @@
 //! `keyframe_request_interval` ([`MIN_KEYFRAME_REQUEST_INTERVAL`], 300 ms, by default) of the
 //! last one served, as in libwebrtc; both are counted in [`Endpoint::discarded`].
 
+use super::ecn_feedback::EcnReport;
 use super::{
     rtp_timestamp, unwrap_near, EncodedFrameInfo, Endpoint, EndpointEvent, Recovery, Transmit,
     PT_FEC, PT_MEDIA, PT_PADDING, PT_RTX,
 };
 use crate::media::protection::RetransmissionBudget;
 use crate::media::{FrameSource, VideoSender};
-use crate::packet::{Ecn, FrameAck, PacketKind, RateReport, SentPacket, TransportFeedback};
+use crate::packet::{
+    Ecn, EcnMode, FrameAck, PacketKind, RateReport, SentPacket, TransportFeedback,
+};
 use crate::units::{earliest, Duration, Time};
 use crate::wire::fec::{FecEncoder, FecHeader};
 use crate::wire::rtcp::{self, RtcpPacket};
@@ -124,10 +127,9 @@ pub struct VideoSendEndpoint {
     budget: RetransmissionBudget,
     /// The codepoint of every RTP packet: ECT(0) with RTP over ECN (RFC 6679), else Not-ECT.
     ecn: Ecn,
-    /// ECN codepoints an RFC 8888 report gave, by transport-wide sequence number from
-    /// `ecn_report_base`, until the transport-wide feedback of the same compound joins them.
-    ecn_report: Vec<Ecn>,
-    ecn_report_base: u64,
+    /// The codepoints of the last RFC 8888 report, until the transport-wide feedback of the
+    /// same compound joins them.
+    ecn_report: EcnReport,
 }
 
 impl VideoSendEndpoint {
@@ -172,8 +174,7 @@ impl VideoSendEndpoint {
             last_keyframe_request: None,
             budget: RetransmissionBudget::default(),
             ecn: Ecn::NotEct,
-            ecn_report: Vec::new(),
-            ecn_report_base: 0,
+            ecn_report: EcnReport::default(),
         }
     }
 
@@ -282,7 +283,7 @@ impl VideoSendEndpoint {
             match p {
                 RtcpPacket::TransportCc(fb) => {
                     let base = self.unwrap_transport_seq(fb.base_seq);
-                    let ecn = self.take_ecn_report(base, fb.receive_times.len());
+                    let ecn = self.ecn_report.take(base, fb.receive_times.len());
                     let feedback = TransportFeedback {
                         base_seq: base,
                         receive_times: fb.receive_times,
@@ -292,17 +293,8 @@ impl VideoSendEndpoint {
                     self.sender.on_feedback(now, &feedback);
                 }
                 RtcpPacket::Ccfb(report) => {
-                    // The ECN receiver's RFC 8888 report precedes the transport-wide feedback
-                    // on the same sequence numbers: keep its codepoints for it.
-                    for block in report.blocks {
-                        let base = self.unwrap_transport_seq(block.begin_seq);
-                        self.ecn_report_base = base;
-                        self.ecn_report = block
-                            .metrics
-                            .iter()
-                            .map(|m| m.map_or(Ecn::NotEct, |m| Ecn::from_bits(m.ecn)))
-                            .collect();
-                    }
+                    let newest = self.sender.next_transport_seq().saturating_sub(1);
+                    self.ecn_report.on_report(&report, newest);
                 }
                 RtcpPacket::FrameAck(a) => {
                     let newest = (self.frames_from + self.frames.len() as u64).saturating_sub(1);
@@ -349,25 +341,10 @@ impl VideoSendEndpoint {
         }
     }
 
-    /// Send RTP ECT(0) (RFC 6679) and read the receiver's ECN reports. Default off.
-    pub fn set_ecn(&mut self, on: bool) {
-        self.ecn = Ecn::sent(on);
-    }
-
-    /// The codepoints of the last RFC 8888 report for `len` packets from `base` (Not-ECT for
-    /// any it does not cover); empty when there is none.
-    fn take_ecn_report(&mut self, base: u64, len: usize) -> Vec<Ecn> {
-        if self.ecn_report.is_empty() {
-            return Vec::new();
-        }
-        let (from, report) = (self.ecn_report_base, std::mem::take(&mut self.ecn_report));
-        (base..base + len as u64)
-            .map(|seq| {
-                seq.checked_sub(from)
-                    .and_then(|i| report.get(i as usize).copied())
-                    .unwrap_or(Ecn::NotEct)
-            })
-            .collect()
+    /// Send RTP ECT(0) (RFC 6679), or ECT(1) for an L4S flow (RFC 9331), and read the
+    /// receiver's ECN reports. Default off.
+    pub fn set_ecn(&mut self, mode: impl Into<EcnMode>) {
+        self.ecn = mode.into().codepoint();
     }
 
     /// Write the RTP packet for `pkt` (released by the pacer) into `buf`.

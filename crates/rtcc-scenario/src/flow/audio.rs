@@ -6,6 +6,7 @@ use crate::error::FieldError;
 use crate::MAX_PACKET;
 use rtcc_core::endpoint::video_send::Ssrcs;
 use rtcc_core::endpoint::{CbrSendEndpoint, Endpoint, Sink};
+use rtcc_core::packet::EcnMode;
 use rtcc_core::{Bytes, Duration, Rate};
 use serde::Deserialize;
 
@@ -36,7 +37,7 @@ pub struct AudioFlow {
     pub rate: Rate,
     pub ptime: Duration,
     pub overhead: Bytes,
-    pub ecn: bool,
+    pub ecn: EcnMode,
 }
 
 /// Payload bytes per audio packet: `rate · ptime / 8`, rounded to whole bytes.

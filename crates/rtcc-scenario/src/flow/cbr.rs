@@ -6,6 +6,7 @@ use crate::error::FieldError;
 use crate::MAX_PACKET;
 use rtcc_core::endpoint::video_send::Ssrcs;
 use rtcc_core::endpoint::{CbrSendEndpoint, Endpoint, Sink};
+use rtcc_core::packet::EcnMode;
 use rtcc_core::{Bytes, Duration, Rate};
 use serde::Deserialize;
 
@@ -26,7 +27,7 @@ pub struct CbrSpec {
 pub struct CbrFlow {
     pub rate: Rate,
     pub packet_size: Bytes,
-    pub ecn: bool,
+    pub ecn: EcnMode,
 }
 
 impl CbrSpec {

@@ -34,6 +34,7 @@ use crate::path::{resolve_flow_hops, HopConfig};
 use rtcc_core::cc::{self, ControllerContext, Registry};
 use rtcc_core::endpoint::Endpoint;
 use rtcc_core::media::range::MediaRange;
+use rtcc_core::packet::EcnMode;
 use rtcc_core::{Bytes, Duration, Time};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -337,16 +338,16 @@ impl FlowConfig {
         self.controller().map_or("cbr", |c| c.name.as_str())
     }
 
-    /// ECN-capable data (ECT(0)) and CE reports back (RFC 3168; RFC 8888 for video, ECN-Echo
-    /// for TCP).
-    pub fn ecn(&self) -> bool {
+    /// ECN-capable data (ECT(0), or ECT(1) for L4S) and CE reports back (RFC 3168; RFC 8888
+    /// for video, ECN-Echo for TCP, per-packet reports for L4S TCP).
+    pub fn ecn(&self) -> EcnMode {
         match &self.kind {
             FlowKind::Video(v) => v.ecn,
             FlowKind::Cbr(c) => c.ecn,
             FlowKind::Audio(a) => a.ecn,
             FlowKind::Tcp(t) => t.ecn,
             FlowKind::ShortTcp(s) => s.ecn,
-            FlowKind::Dash(_) => false,
+            FlowKind::Dash(_) => EcnMode::Off,
         }
     }
 
@@ -526,19 +527,46 @@ impl CommonSpec {
     }
 }
 
-/// `ecn = true`: a flag whose error says what is allowed.
+/// `ecn = true` (RFC 3168, ECT(0)), `false`, or `"l4s"` (ECT(1), RFC 9331): a value whose
+/// error says what is allowed.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct EcnFlag(pub bool);
+pub struct EcnFlag(pub EcnMode);
 
 impl<'de> Deserialize<'de> for EcnFlag {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<EcnFlag, D::Error> {
         match serde_json::Value::deserialize(d)? {
-            serde_json::Value::Bool(b) => Ok(EcnFlag(b)),
+            serde_json::Value::Bool(b) => Ok(EcnFlag(b.into())),
+            serde_json::Value::String(s) if s == "l4s" => Ok(EcnFlag(EcnMode::L4s)),
             other => Err(serde::de::Error::custom(format!(
-                "expected true or false, found {other}"
+                "expected true or false (RFC 3168 ECN, ECT(0)) or \"l4s\" (ECT(1)), found {other}"
             ))),
         }
     }
+}
+
+/// The builtin video controllers that answer CE marks in proportion to how many there are (the
+/// L4S response, RFC 9331 §4.3), so that they may send ECT(1): `nada`, whose rate rests where
+/// `x_curr = PRIO·XREF·RMAX / r` (RFC 8698 §4.3) and whose `x_curr` carries `p_mark·DMARK`
+/// (§4.2), so its rate goes as `1/p_mark`; and `prague`. A controller that ignores CE (gcc) or
+/// halves on it would either fill the L4S queue or starve in it.
+pub(crate) const L4S_VIDEO_CONTROLLERS: [&str; 2] = ["nada", "prague"];
+
+/// A video flow's `ecn = "l4s"` needs a controller of [`L4S_VIDEO_CONTROLLERS`]; controllers
+/// registered by the user are trusted to answer the marks.
+pub(crate) fn check_l4s_video(at: At, controller: &str, mode: EcnMode) -> Result<(), FieldError> {
+    let builtin = rtcc_core::cc::registry().lookup(controller).is_ok();
+    if mode == EcnMode::L4s && builtin && !L4S_VIDEO_CONTROLLERS.contains(&controller) {
+        return Err(at.err(
+            "ecn",
+            format!(
+                "ecn = \"l4s\" puts the flow in an L4S queue, whose frequent marks its controller \
+                 must answer in proportion (RFC 9331 §4.3): {} do; {controller} does not (write \
+                 ecn = true for RFC 3168 ECN)",
+                L4S_VIDEO_CONTROLLERS.join(", ")
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// A flow's `packet_size`: `default` when absent, else between 1 byte and a full packet.

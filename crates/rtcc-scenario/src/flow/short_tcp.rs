@@ -7,6 +7,7 @@ use crate::seeds::derive_seed;
 use rtcc_core::endpoint::dash::ControllerFactory;
 use rtcc_core::endpoint::video_send::Ssrcs;
 use rtcc_core::endpoint::{Endpoint, ShortTcpSendEndpoint, TcpRecvEndpoint};
+use rtcc_core::packet::EcnMode;
 use rtcc_core::short_tcp::{ShortFlowConfig, ShortFlowGenerator};
 use rtcc_core::{Bytes, Duration, Time};
 
@@ -17,7 +18,7 @@ pub struct ShortTcpFlow {
     pub config: ShortFlowConfig,
     pub delayed_ack: bool,
     pub mss: Bytes,
-    pub ecn: bool,
+    pub ecn: EcnMode,
 }
 
 impl ShortTcpFlow {

@@ -4,13 +4,14 @@
 //! "short" }` makes it short downloads on fresh connections instead ([`super::short_tcp`]).
 
 use super::short_tcp::{resolve_short, ShortTcpFlow};
-use super::{packet_size, Building, Checking, Common, EcnFlag, FlowConfig, FlowKind};
+use super::{packet_size, At, Building, Checking, Common, EcnFlag, FlowConfig, FlowKind};
 use crate::controller::ControllerRecipe;
 use crate::error::FieldError;
 use crate::MAX_PACKET;
 use rtcc_core::cc::Params;
 use rtcc_core::endpoint::video_send::Ssrcs;
 use rtcc_core::endpoint::{Endpoint, TcpRecvEndpoint, TcpSendEndpoint};
+use rtcc_core::packet::EcnMode;
 use rtcc_core::short_tcp::ShortFlowConfig;
 use rtcc_core::tcp::{App, BulkSender};
 use rtcc_core::{Bytes, Duration};
@@ -32,7 +33,8 @@ pub struct TcpSpec {
     /// The sender restarts its window after an idle period longer than its RTO (Linux
     /// `tcp_slow_start_after_idle`; default false).
     pub slow_start_after_idle: Option<bool>,
-    /// ECN-capable segments and ECN-Echo (RFC 3168; default false).
+    /// ECN-capable segments and ECN-Echo (`true`, RFC 3168; default false), or `"l4s"`: ECT(1)
+    /// segments and per-packet marks for a scalable controller (`prague`, whose default it is).
     pub ecn: Option<EcnFlag>,
 }
 
@@ -44,7 +46,7 @@ pub struct TcpFlow {
     pub delayed_ack: bool,
     pub mss: Bytes,
     pub slow_start_after_idle: bool,
-    pub ecn: bool,
+    pub ecn: EcnMode,
 }
 
 impl TcpSpec {
@@ -82,7 +84,7 @@ impl TcpSpec {
             &ctx,
             check.registry,
         )?;
-        let ecn = self.ecn.unwrap_or_default().0;
+        let ecn = tcp_ecn(at, &controller.name, self.ecn.map(|e| e.0))?;
         Ok(match app {
             TcpApp::Sender(app) => FlowKind::Tcp(TcpFlow {
                 controller,
@@ -186,5 +188,36 @@ fn resolve_app(v: Option<&serde_json::Value>) -> Result<TcpApp, (String, String)
         }
         Some("short") => resolve_short(obj).map(TcpApp::Short),
         _ => Err(whole(ALLOWED.into())),
+    }
+}
+
+/// The TCP controllers whose reduction scales with the marked share (they need per-packet marks
+/// and ECT(1) to reach an L4S queue).
+const SCALABLE_TCP: [&str; 1] = ["prague"];
+
+/// A TCP flow's ECN: a scalable controller runs L4S (its default; RFC 3168's one echo per round
+/// trip cannot tell it how much was marked), a classic one RFC 3168 or none (ECT(1) would put it
+/// in an L4S queue, whose marks it would answer with a classic halving, RFC 9331 §4.3).
+fn tcp_ecn(at: At, controller: &str, given: Option<EcnMode>) -> Result<EcnMode, FieldError> {
+    let scalable = SCALABLE_TCP.contains(&controller);
+    match (scalable, given) {
+        (true, None | Some(EcnMode::L4s)) => Ok(EcnMode::L4s),
+        (true, Some(other)) => Err(at.err(
+            "ecn",
+            format!(
+                "{controller} is a scalable (L4S) controller: it needs ecn = \"l4s\" (its \
+                 default), not {}",
+                other.name()
+            ),
+        )),
+        (false, Some(EcnMode::L4s)) => Err(at.err(
+            "ecn",
+            format!(
+                "ecn = \"l4s\" needs a scalable TCP controller ({}); {controller} reacts to \
+                 RFC 3168 ECN: write ecn = true",
+                SCALABLE_TCP.join(", ")
+            ),
+        )),
+        (false, given) => Ok(given.unwrap_or_default()),
     }
 }

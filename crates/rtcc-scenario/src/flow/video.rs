@@ -19,6 +19,7 @@ use rtcc_core::media::encoder::EncoderConfig;
 use rtcc_core::media::range::{MediaRange, DEFAULT_MIN_BITRATE, DEFAULT_MIN_FPS};
 use rtcc_core::media::source::JitterModel;
 use rtcc_core::media::{FrameSource, Packetizer, VideoSender};
+use rtcc_core::packet::EcnMode;
 use rtcc_core::{Bytes, Duration, Rate};
 use serde::Deserialize;
 
@@ -122,7 +123,7 @@ pub struct VideoFlow {
     pub degradation: Preference,
     pub pushback: bool,
     pub frame_dropper: bool,
-    pub ecn: bool,
+    pub ecn: EcnMode,
 }
 
 impl VideoSpec {
@@ -217,6 +218,8 @@ impl VideoSpec {
             &ctx,
             check.registry,
         )?;
+        let ecn = self.ecn.unwrap_or_default().0;
+        super::check_l4s_video(at, &controller.name, ecn)?;
         let feedback = self.feedback.unwrap_or(controller.feedback);
         feedback
             .check()
@@ -237,7 +240,7 @@ impl VideoSpec {
             degradation,
             pushback: self.pushback.unwrap_or(true),
             frame_dropper: self.frame_dropper.unwrap_or(true),
-            ecn: self.ecn.unwrap_or_default().0,
+            ecn,
         }))
     }
 

@@ -11,12 +11,14 @@
 //! queue = { kind = "fq_codel", target = "13ms" }
 //! queue = { kind = "droptail", limit = "300ms" }
 //! queue = { kind = "sfq", preset = "gcc-aqm" }        # Table 1 of the GCC × AQM paper
+//! queue = { kind = "dualpi2" }                         # L4S: RFC 9332 with Linux's defaults
 //! ```
 //!
 //! Every kind has the presets `linux` (the default: today's Linux defaults) and `gcc-aqm` (the
 //! settings of Table 1 of Carlucci, De Cicco & Mascolo, "Controlling Queuing Delays for
 //! Real-Time Communication: The Interplay of E2E and AQM Algorithms", 2016); PIE also has
-//! `linux-3.16` (the kernel of that paper's testbed). Parameters given in the table override
+//! `linux-3.16` (the kernel of that paper's testbed); DualPI2, newer than that paper, has only
+//! `linux`. Parameters given in the table override
 //! the preset's. Some presets depend on the link's rate (a 300 ms buffer, CoDel's 13 ms target at
 //! 1 Mbit/s), so they are resolved by [`QueueConfig::build`] / [`QueueConfig::resolve`], given the
 //! link's nominal rate. Unknown kinds, presets and fields are rejected with the valid ones listed;
@@ -29,9 +31,11 @@
 //! | `pie` | `target`, `tupdate`, `burst`, `alpha`, `beta`, `limit`, `estimator` (`"timestamp"` or `"dq-rate"`), `mtu`, `ecn` |
 //! | `sfq` | `limit` (packets, or a time converted to 1500-byte packets at the link rate), `depth`, `flows`, `divisor`, `quantum` |
 //! | `fq_codel` | `target`, `interval`, `limit` (as for sfq), `flows`, `quantum`, `drop_batch`, `mtu`, `mtu_guard` (`"qdisc"` or `"flow"`), `ecn`, `ce_threshold` |
+//! | `dualpi2` | `target`, `tupdate`, `alpha`, `beta`, `step_thresh` (a sojourn like `"1ms"` or a length like `"5pkts"`), `coupling`, `drop_overload`, `c_protection` (percent), `limit`, `mtu` |
 //!
 //! ECN marking (`ecn`, `ce_threshold`, `mark_threshold`) is off unless written, in every preset:
-//! only packets of flows with `ecn = true` can be marked (see `docs/queues.md`).
+//! only packets of flows with `ecn = true` (or `"l4s"`) can be marked (see `docs/queues.md`).
+//! DualPI2 always marks: it is an ECN AQM by design.
 //!
 //! `docs/queues.md` documents each discipline, its defaults and the presets.
 //!
@@ -51,8 +55,9 @@
 //! [`QueueConfig::validate`].)
 
 use super::{
-    Codel, CodelParams, DropTail, FqCodel, FqCodelParams, InvalidParam, MtuGuard, NetPacket, Pie,
-    PieEstimator, PieParams, Queue, QueueLimit, Sfq, SfqParams,
+    Codel, CodelParams, DropTail, DualPi2, DualPi2Params, FqCodel, FqCodelParams, InvalidParam,
+    MtuGuard, NetPacket, Pie, PieEstimator, PieParams, Queue, QueueLimit, Sfq, SfqParams,
+    StepThreshold,
 };
 use crate::units::{Bytes, Duration, Rate};
 use serde::de::{
@@ -63,7 +68,7 @@ use serde::Deserialize;
 use std::fmt;
 
 /// The queue kinds, as written in a configuration.
-pub const QUEUE_KINDS: [&str; 5] = ["droptail", "codel", "pie", "sfq", "fq_codel"];
+pub const QUEUE_KINDS: [&str; 6] = ["droptail", "codel", "pie", "sfq", "fq_codel", "dualpi2"];
 
 /// Linux's default `txqueuelen`, the drop-tail default.
 pub const DEFAULT_DROPTAIL_LIMIT: QueueLimit = QueueLimit::Packets(1000);
@@ -197,6 +202,35 @@ pub struct FqCodelConfig {
     pub ce_threshold: Option<Duration>,
 }
 
+/// DualPI2 configuration (RFC 9332, Linux `sch_dualpi2`).
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DualPi2Config {
+    pub preset: Preset,
+    #[serde(deserialize_with = "duration")]
+    pub target: Option<Duration>,
+    #[serde(deserialize_with = "duration")]
+    pub tupdate: Option<Duration>,
+    #[serde(deserialize_with = "number")]
+    pub alpha: Option<f64>,
+    #[serde(deserialize_with = "number")]
+    pub beta: Option<f64>,
+    /// The L queue's step: a sojourn (`"1ms"`) or a length (`"5pkts"`).
+    #[serde(deserialize_with = "limit")]
+    pub step_thresh: Option<QueueLimit>,
+    #[serde(deserialize_with = "number")]
+    pub coupling: Option<f64>,
+    #[serde(deserialize_with = "flag")]
+    pub drop_overload: Option<bool>,
+    /// The classic queue's weight in the round robin, percent.
+    #[serde(deserialize_with = "number")]
+    pub c_protection: Option<f64>,
+    #[serde(deserialize_with = "limit")]
+    pub limit: Option<QueueLimit>,
+    #[serde(deserialize_with = "size")]
+    pub mtu: Option<Bytes>,
+}
+
 /// A queue as configured: a kind, a preset and overrides.
 #[derive(Debug, Clone, PartialEq)]
 pub enum QueueConfig {
@@ -205,6 +239,7 @@ pub enum QueueConfig {
     Pie(PieConfig),
     Sfq(SfqConfig),
     FqCodel(FqCodelConfig),
+    DualPi2(DualPi2Config),
 }
 
 impl Default for QueueConfig {
@@ -238,6 +273,7 @@ pub enum QueueParams {
     Pie(PieParams),
     Sfq(SfqParams),
     FqCodel(FqCodelParams),
+    DualPi2(DualPi2Params),
 }
 
 /// What is wrong with a queue configuration, as read or as resolved for a link.
@@ -441,6 +477,7 @@ impl QueueConfig {
             QueueConfig::Pie(_) => "pie",
             QueueConfig::Sfq(_) => "sfq",
             QueueConfig::FqCodel(_) => "fq_codel",
+            QueueConfig::DualPi2(_) => "dualpi2",
         }
     }
 
@@ -452,6 +489,7 @@ impl QueueConfig {
             QueueConfig::Pie(c) => c.preset,
             QueueConfig::Sfq(c) => c.preset,
             QueueConfig::FqCodel(c) => c.preset,
+            QueueConfig::DualPi2(c) => c.preset,
         }
     }
 
@@ -573,6 +611,50 @@ impl QueueConfig {
                 p.validate().map_err(invalid)?;
                 Ok(QueueParams::FqCodel(p))
             }
+            QueueConfig::DualPi2(c) => {
+                let mut p = DualPi2Params::linux();
+                p.target = c.target.unwrap_or(p.target);
+                p.tupdate = c.tupdate.unwrap_or(p.tupdate);
+                p.alpha = c.alpha.unwrap_or(p.alpha);
+                p.beta = c.beta.unwrap_or(p.beta);
+                p.step = match c.step_thresh {
+                    None => p.step,
+                    Some(QueueLimit::Time(d)) => StepThreshold::Sojourn(d),
+                    Some(QueueLimit::Packets(n)) => {
+                        StepThreshold::Packets(n.min(u32::MAX as u64) as u32)
+                    }
+                    Some(other) => {
+                        return Err(QueueConfigError::Field {
+                            kind,
+                            field: "step_thresh".into(),
+                            reason: format!(
+                                "expected a sojourn time (\"1ms\") or a number of packets \
+                                 (\"5pkts\"), not {other}"
+                            ),
+                        })
+                    }
+                };
+                p.coupling = c.coupling.unwrap_or(p.coupling);
+                p.drop_overload = c.drop_overload.unwrap_or(p.drop_overload);
+                if let Some(w) = c.c_protection {
+                    if !(0.0..=100.0).contains(&w) || w.fract() != 0.0 {
+                        return Err(QueueConfigError::Field {
+                            kind,
+                            field: "c_protection".into(),
+                            reason: format!("expected a whole percentage from 0 to 100, not {w}"),
+                        });
+                    }
+                    p.c_protection = w as u8;
+                }
+                if let Some(l) = c.limit {
+                    p.limit = any_limit(kind, "limit", l)?;
+                }
+                if let Some(m) = c.mtu {
+                    p.mtu = u32_bytes(kind, "mtu", m)?;
+                }
+                p.validate().map_err(invalid)?;
+                Ok(QueueParams::DualPi2(p))
+            }
         }
     }
 
@@ -595,6 +677,7 @@ impl QueueConfig {
             QueueParams::Pie(p) => Box::new(Pie::new(p, seed).map_err(invalid)?),
             QueueParams::Sfq(p) => Box::new(Sfq::new(p, seed).map_err(invalid)?),
             QueueParams::FqCodel(p) => Box::new(FqCodel::new(p, seed).map_err(invalid)?),
+            QueueParams::DualPi2(p) => Box::new(DualPi2::new(p, seed).map_err(invalid)?),
         })
     }
 
@@ -607,6 +690,7 @@ impl QueueConfig {
     pub fn presets(kind: &str) -> &'static [Preset] {
         match kind {
             "pie" => &[Preset::Linux, Preset::Linux316, Preset::GccAqm],
+            "dualpi2" => &[Preset::Linux],
             _ => &[Preset::Linux, Preset::GccAqm],
         }
     }
@@ -632,6 +716,7 @@ impl QueueConfig {
             "codel" => QueueConfig::Codel(CodelConfig::deserialize(table)?),
             "pie" => QueueConfig::Pie(PieConfig::deserialize(table)?),
             "sfq" => QueueConfig::Sfq(SfqConfig::deserialize(table)?),
+            "dualpi2" => QueueConfig::DualPi2(DualPi2Config::deserialize(table)?),
             _ => QueueConfig::FqCodel(FqCodelConfig::deserialize(table)?),
         };
         config.validate()?;
@@ -1157,6 +1242,18 @@ impl fmt::Display for QueueConfig {
                 s("ecn", c.ecn.map(|v| v.to_string()));
                 s("ce_threshold", c.ce_threshold.map(|v| q(&v)));
             }
+            QueueConfig::DualPi2(c) => {
+                s("target", c.target.map(|v| q(&v)));
+                s("tupdate", c.tupdate.map(|v| q(&v)));
+                s("alpha", c.alpha.map(|v| format!("{v:?}")));
+                s("beta", c.beta.map(|v| format!("{v:?}")));
+                s("step_thresh", c.step_thresh.map(|v| q(&v)));
+                s("coupling", c.coupling.map(|v| format!("{v:?}")));
+                s("drop_overload", c.drop_overload.map(|v| v.to_string()));
+                s("c_protection", c.c_protection.map(|v| format!("{v:?}")));
+                s("limit", c.limit.map(|v| q(&v)));
+                s("mtu", c.mtu.map(|v| q(&v)));
+            }
         }
         write!(f, "{{ {} }}", parts.join(", "))
     }
@@ -1587,6 +1684,7 @@ mod tests {
             r#"{ kind = "sfq", preset = "gcc-aqm" }"#,
             r#"{ kind = "fq_codel" }"#,
             r#"{ kind = "fq_codel", preset = "gcc-aqm" }"#,
+            r#"{ kind = "dualpi2" }"#,
         ] {
             let c = toml(s).unwrap();
             let mut q = c.build::<Tp>(Rate(10.0 * MBPS), 7).unwrap();
@@ -1611,6 +1709,59 @@ mod tests {
     }
 
     #[test]
+    fn dualpi2_reads_linux_defaults_and_overrides() {
+        assert_eq!(
+            resolve(r#"{ kind = "dualpi2" }"#, 100.0),
+            QueueParams::DualPi2(DualPi2Params::linux())
+        );
+        let QueueParams::DualPi2(p) = resolve(
+            r#"{ kind = "dualpi2", step_thresh = "2ms", coupling = 3, c_protection = 50, limit = "1000pkts" }"#,
+            100.0,
+        ) else {
+            panic!()
+        };
+        assert_eq!(p.step, StepThreshold::Sojourn(Duration::from_millis(2)));
+        assert_eq!((p.coupling, p.c_protection), (3.0, 50));
+        assert_eq!(p.limit, QueueLimit::Packets(1000));
+        let QueueParams::DualPi2(p) =
+            resolve(r#"{ kind = "dualpi2", step_thresh = "3pkts" }"#, 100.0)
+        else {
+            panic!()
+        };
+        assert_eq!(p.step, StepThreshold::Packets(3));
+        for (s, words) in [
+            (
+                r#"{ kind = "dualpi2", step_thresh = "3KB" }"#,
+                &["dualpi2 step_thresh", "sojourn time"][..],
+            ),
+            (
+                r#"{ kind = "dualpi2", c_protection = 120 }"#,
+                &["dualpi2 c_protection", "0 to 100"][..],
+            ),
+            (
+                r#"{ kind = "dualpi2", coupling = 0 }"#,
+                &["dualpi2: coupling must be"][..],
+            ),
+            (
+                r#"{ kind = "dualpi2", preset = "gcc-aqm" }"#,
+                &[
+                    "dualpi2 preset \"gcc-aqm\" is unknown",
+                    "valid presets: linux",
+                ][..],
+            ),
+            (
+                r#"{ kind = "dualpi2", ecn = true }"#,
+                &["dualpi2 queue has no field \"ecn\""][..],
+            ),
+        ] {
+            let e = toml(s).unwrap_err();
+            for w in words {
+                assert!(e.contains(w), "{s}: {e} lacks {w:?}");
+            }
+        }
+    }
+
+    #[test]
     fn display_writes_what_reads_back() {
         for s in [
             "\"100pkts\"",
@@ -1621,6 +1772,7 @@ mod tests {
             r#"{ kind = "pie", preset = "linux-3.16", target = "5ms", tupdate = "10ms", burst = "0ms", alpha = 0.5, beta = 2.0, limit = "100pkts", estimator = "timestamp", mtu = "9000B" }"#,
             r#"{ kind = "sfq", limit = "300ms", depth = 64, flows = 32, divisor = 512, quantum = "3028B" }"#,
             r#"{ kind = "fq_codel", preset = "gcc-aqm", limit = "1000pkts", flows = 16, quantum = "300B", drop_batch = 4, mtu_guard = "flow" }"#,
+            r#"{ kind = "dualpi2", target = "20ms", tupdate = "10ms", alpha = 0.3, beta = 4.0, step_thresh = "5pkts", coupling = 1.5, drop_overload = false, c_protection = 20.0, limit = "250ms", mtu = "1500B" }"#,
         ] {
             let c = toml(s).unwrap();
             let written = c.to_string();

@@ -13,7 +13,9 @@
 //!   split out so that [`FqCodel`] runs one per flow;
 //! - [`Pie`]: PIE (RFC 8033, Linux `sch_pie`), today's Linux algorithm and the Linux 3.16 one;
 //! - [`Sfq`]: stochastic fairness queueing (Linux `sch_sfq`);
-//! - [`FqCodel`]: flow queueing with CoDel (RFC 8290, Linux `sch_fq_codel`).
+//! - [`FqCodel`]: flow queueing with CoDel (RFC 8290, Linux `sch_fq_codel`);
+//! - [`DualPi2`]: the DualQ Coupled AQM of L4S (RFC 9332, Linux `sch_dualpi2`): a classic and
+//!   an L4S queue, picked by the ECN codepoint, one PI² controller signalling both.
 //!
 //! [`QueueConfig`] is how a scenario names one, with presets, and builds it for a link.
 //!
@@ -36,10 +38,17 @@
 //!   (RFC 8033 §5.1, Linux `pie_qdisc_enqueue()`), and drops above;
 //! - [`DropTail`]: `mark_threshold` marks ECT arrivals that find the queue beyond a step (a
 //!   DCTCP-style K, RFC 8257 §3.1), and drops only when the queue is full.
+//!
+//! These classic disciplines treat ECT(1) exactly as ECT(0) (RFC 3168 §5; RFC 9331 §5.4 asks
+//! the same of a queue that does not know L4S): both are marked where the AQM would drop.
+//! [`DualPi2`] is the one discipline that reads the codepoint ([`NetPacket::ecn`]): ECT(1) and CE
+//! pick its L4S queue, and its marking is always on (an L4S queue without it would be a
+//! drop-tail buffer).
 
 pub mod codel;
 pub mod config;
 pub mod droptail;
+pub mod dualpi2;
 pub mod fq_codel;
 pub mod pie;
 pub mod sfq;
@@ -50,6 +59,7 @@ pub use config::{
     SfqConfig,
 };
 pub use droptail::DropTail;
+pub use dualpi2::{DualPi2, DualPi2Params, StepThreshold};
 pub use fq_codel::{FqCodel, FqCodelParams, MtuGuard};
 pub use pie::{Pie, PieEstimator, PieParams, PieScaling};
 pub use sfq::{Sfq, SfqParams};
@@ -70,6 +80,11 @@ pub trait NetPacket {
     /// packet, which the queue must drop. Packet types without an ECN field are never marked.
     fn set_ce(&mut self) -> bool {
         false
+    }
+    /// The ECN codepoint of the packet's IP header (DualPI2 classifies by it). Packet types
+    /// without an ECN field read Not-ECT.
+    fn ecn(&self) -> crate::packet::Ecn {
+        crate::packet::Ecn::NotEct
     }
 }
 
@@ -121,6 +136,13 @@ pub enum InvalidParam {
     /// SFQ's hash `divisor` is not a power of two up to 65536.
     #[error("divisor must be a power of two up to 65536, not {0}")]
     Divisor(u32),
+    /// DualPI2's coupling factor `k` is below 1, above 255 (Linux keeps it in a byte) or not
+    /// finite.
+    #[error("coupling must be a number from 1 to 255, not {0}")]
+    Coupling(f64),
+    /// DualPI2's classic weight is above 100 %.
+    #[error("c_protection must be a percentage from 0 to 100, not {0}")]
+    CProtection(u8),
     /// fq_codel's `quantum` is outside the kernel's bounds.
     #[error("quantum must be between 256 bytes and 1 MiB (the kernel's bounds), not {0} bytes")]
     FqCodelQuantum(u32),
@@ -271,15 +293,19 @@ pub(crate) mod tests {
         fn set_ce(&mut self) -> bool {
             self.ecn.set_ce()
         }
+        fn ecn(&self) -> Ecn {
+            self.ecn
+        }
     }
 
     /// The codepoint the conservation workloads give a flow: even flows are ECN-capable
-    /// (ECT(0)), odd ones are not, so a marking queue sees both.
+    /// (ECT(0), or ECT(1) for every fourth, so that classic queues see both and DualPI2 fills
+    /// both its queues), odd ones are not, so a marking queue sees every kind.
     pub fn ecn_of_flow(flow: u32) -> Ecn {
-        if flow.is_multiple_of(2) {
-            Ecn::Ect0
-        } else {
-            Ecn::NotEct
+        match flow % 4 {
+            0 => Ecn::Ect0,
+            2 => Ecn::Ect1,
+            _ => Ecn::NotEct,
         }
     }
 
