@@ -28,6 +28,15 @@ fn prague_keeps_its_queue_under_2ms_beside_cubic_and_both_get_a_share() {
     for seed in [1, 2] {
         let r = run(DUALPI2, &format!("{PRAGUE}{CUBIC}"), seed);
         let (p, c) = (&r.summary.flows[0], &r.summary.flows[1]);
+        eprintln!(
+            "seed {seed}: prague {:.2} Mbit/s, queuing P50 {:?} P99 {:?} ms; cubic {:.2} Mbit/s, \
+             P50 {:?} ms",
+            p.throughput_bps / MBPS,
+            p.queuing_delay_ms.p50,
+            p.queuing_delay_ms.p99,
+            c.throughput_bps / MBPS,
+            c.queuing_delay_ms.p50
+        );
         // RFC 9332 §1: "queuing delay ... sub-millisecond on average" for L4S, with the
         // classic queue at its 15 ms target. Measured: P99 1.7 ms, P50 1.0 ms (the step).
         let p99 = p.queuing_delay_ms.p99.unwrap();
@@ -37,9 +46,11 @@ fn prague_keeps_its_queue_under_2ms_beside_cubic_and_both_get_a_share() {
             (10.0..=20.0).contains(&c50),
             "seed {seed}: Cubic's median queue {c50} ms, PI² target 15 ms"
         );
-        // The coupling (k = 2) balances the windows at equal RTT (RFC 9332 §2.1); Cubic's RTT
-        // here carries its 15 ms queue, so Prague's rate is the larger per window. Measured:
-        // Prague 7.9, Cubic 12.1 Mbit/s. Each gets at least 30 %, together the link.
+        // The coupling (k = 2) is meant to balance a scalable flow with Reno (RFC 9332 §2.1).
+        // Measured: Prague 7.6 and 8.5 Mbit/s, Cubic 12.3 and 11.5 (seeds 1, 2). Two things
+        // tilt it: Prague also gets the L queue's step marks, which Linux applies on top of
+        // the coupled ones (with the step off, Prague and Reno split 9.8 / 10.1), and Cubic is
+        // more aggressive than Reno (Reno beside Prague: 11.3). Each gets at least 30 %.
         for f in [p, c] {
             let share = f.throughput_bps / (20.0 * MBPS);
             assert!(share > 0.3, "seed {seed}: {} got {share:.2}", f.name);
@@ -60,7 +71,7 @@ fn prague_keeps_its_queue_under_2ms_beside_cubic_and_both_get_a_share() {
 fn prague_alone_fills_the_link_on_a_millisecond_queue() {
     let r = run(DUALPI2, PRAGUE, 1);
     let f = &r.summary.flows[0];
-    // Measured: 19.7 Mbit/s, P50 1.0 ms, P99 2.2 ms, no loss.
+    // Measured: 19.7 Mbit/s, P50 1.2 ms, P99 2.2 ms, no loss.
     assert!(
         f.throughput_bps > 0.95 * 20.0 * MBPS,
         "{}",
@@ -120,7 +131,7 @@ fn ecn_l4s_goes_with_a_scalable_controller() {
 fn an_l4s_nada_call_rides_the_low_latency_queue_beside_cubic() {
     // The example experiments/basics/l4s-dualpi2.toml: Prague, Cubic, and a NADA call with
     // ECT(1) from 10 s. Measured: the call 8.0 Mbit/s at a 1.5 ms queuing P95, frame latency
-    // P95 44 ms; Prague 4.7 Mbit/s at 1.6 ms; Cubic 9.2 Mbit/s at 25.6 ms.
+    // P95 44 ms; Prague 4.2 Mbit/s at 1.6 ms; Cubic 9.7 Mbit/s at 25.1 ms.
     let toml = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../experiments/basics/l4s-dualpi2.toml"

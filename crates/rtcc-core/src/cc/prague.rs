@@ -27,8 +27,8 @@
 //! - **Loss** falls back to classic behaviour (RFC 9330 §4.3's "Reno-friendly on loss"): the
 //!   window halves as Reno's does, once per window of losses; a timeout collapses it to one
 //!   segment. Prague's L4S queue rarely drops, so this is the path for a classic bottleneck.
-//! - **Pacing** is on (Linux Prague requires it): `cwnd/srtt` times 2 in slow start and 1.2
-//!   after, Linux's `tcp_update_pacing_rate`.
+//! - **Pacing** is on (Linux Prague requires it): `cwnd/srtt` times 2 while `cwnd < ssthresh/2`
+//!   and 1.2 after, Linux's `tcp_update_pacing_rate`.
 //!
 //! The per-packet marks come from the flow's L4S feedback (`ecn = "l4s"` on a TCP flow: ECT(1)
 //! data, Accurate ECN's per-packet codepoints, see [`crate::tcp`]); Prague reads them from

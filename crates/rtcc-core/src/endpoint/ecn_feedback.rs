@@ -72,18 +72,45 @@ impl EcnReport {
     }
 
     /// The codepoints for `len` packets from `base` (Not-ECT for any the report did not cover);
-    /// empty when there is no report. The report is used up.
+    /// empty when there is no report. What the report holds up to `base + len` is used up; the
+    /// rest waits for the next transport-wide message (one acknowledgement split in several).
     pub fn take(&mut self, base: u64, len: usize) -> Vec<Ecn> {
         if self.codepoints.is_empty() {
             return Vec::new();
         }
-        let (from, report) = (self.base, std::mem::take(&mut self.codepoints));
-        (base..base + len as u64)
+        let from = self.base;
+        let got = (base..base + len as u64)
             .map(|seq| {
                 seq.checked_sub(from)
-                    .and_then(|i| report.get(i as usize).copied())
+                    .and_then(|i| self.codepoints.get(i as usize).copied())
                     .unwrap_or(Ecn::NotEct)
             })
-            .collect()
+            .collect();
+        let used = ((base + len as u64).saturating_sub(from) as usize).min(self.codepoints.len());
+        self.codepoints.drain(..used);
+        self.base = from + used as u64;
+        got
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_split_over_two_acknowledgements_keeps_its_marks_for_the_second() {
+        let mut r = EcnReport {
+            base: 100,
+            codepoints: vec![Ecn::Ect1, Ecn::Ce, Ecn::Ect1, Ecn::Ce],
+        };
+        assert_eq!(r.take(100, 2), [Ecn::Ect1, Ecn::Ce]);
+        assert_eq!(r.take(102, 2), [Ecn::Ect1, Ecn::Ce]);
+        assert!(r.take(104, 2).is_empty(), "used up");
+        // Packets the report did not cover read Not-ECT.
+        let mut r = EcnReport {
+            base: 10,
+            codepoints: vec![Ecn::Ce, Ecn::Ce],
+        };
+        assert_eq!(r.take(11, 3), [Ecn::Ce, Ecn::NotEct, Ecn::NotEct]);
     }
 }

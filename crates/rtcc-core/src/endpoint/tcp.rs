@@ -21,8 +21,9 @@
 //! L4S (`set_ecn(EcnMode::L4s)` at both ends): data segments carry ECT(1) and every
 //! acknowledgement reports each segment's codepoint, as Accurate ECN (RFC 9768) lets a receiver
 //! do, carried in an RFC 8888 report ahead of the transport-wide feedback in the same compound
-//! ([`super::ecn_feedback`]); there is no ECN-Echo state, and a CE mark is acknowledged at once
-//! (Accurate ECN's receiver also ACKs promptly on a change of the CE count).
+//! ([`super::ecn_feedback`]); there is no ECN-Echo state. A CE segment that follows a segment
+//! that was not CE is acknowledged at once (RFC 9768 §3.2.2.5.1's change-triggered ACK), so
+//! delayed ACKs stay on while every segment is marked.
 
 use super::ecn_feedback::{push_ecn_reports, EcnReport};
 use super::{unwrap_near, Endpoint, Transmit, PT_TCP};
@@ -196,6 +197,8 @@ pub struct TcpRecvEndpoint {
     ecn_echo: bool,
     /// Segments that arrived CE-marked.
     ce_received: u64,
+    /// The last data segment arrived CE-marked (L4S change-triggered ACKs).
+    last_ce: bool,
 }
 
 impl TcpRecvEndpoint {
@@ -204,6 +207,7 @@ impl TcpRecvEndpoint {
             ecn: EcnMode::Off,
             ecn_echo: false,
             ce_received: 0,
+            last_ce: false,
             arrivals: ArrivalRecorder::new(),
             seq: SeqUnwrapper::new(),
             media_ssrc,
@@ -298,7 +302,8 @@ impl Endpoint for TcpRecvEndpoint {
         }
         if self.ecn == EcnMode::L4s {
             self.arrivals.on_packet_with_ecn(now, seq, ecn);
-            quick_ack = ecn.is_ce();
+            quick_ack = ecn.is_ce() && !self.last_ce;
+            self.last_ce = ecn.is_ce();
         } else {
             self.arrivals.on_packet(now, seq);
         }

@@ -544,11 +544,14 @@ impl<'de> Deserialize<'de> for EcnFlag {
     }
 }
 
-/// The builtin video controllers that answer CE marks in proportion to how many there are (the
-/// L4S response, RFC 9331 §4.3), so that they may send ECT(1): `nada`, whose rate rests where
-/// `x_curr = PRIO·XREF·RMAX / r` (RFC 8698 §4.3) and whose `x_curr` carries `p_mark·DMARK`
-/// (§4.2), so its rate goes as `1/p_mark`; and `prague`. A controller that ignores CE (gcc) or
-/// halves on it would either fill the L4S queue or starve in it.
+/// The builtin video controllers that answer CE marks smoothly, by the share marked, so that
+/// they may send ECT(1) (RFC 9331 §4.3 asks an L4S sender to respond to the marks): `prague`,
+/// whose rate goes as `1/p` (DCTCP's scalable response); and `nada`, whose price term grows
+/// with the marked share (`DMARK·(p_mark/PMRREF)²`, RFC 8698 §4.2) so that its rate rests where
+/// that price meets `PRIO·XREF·RMAX / r` (§4.3): it goes as `1/p_mark²`, not L4S's `1/p`, but it
+/// neither ignores a mark nor halves on one, and over DualPI2 it keeps the L queue under 2 ms
+/// beside Prague (`crates/rtcc-sim/tests/l4s.rs`). A controller that ignores CE (gcc) would fill
+/// the L4S queue; one that halves on every mark would starve in it.
 pub(crate) const L4S_VIDEO_CONTROLLERS: [&str; 2] = ["nada", "prague"];
 
 /// A video flow's `ecn = "l4s"` needs a controller of [`L4S_VIDEO_CONTROLLERS`]; controllers
@@ -560,8 +563,8 @@ pub(crate) fn check_l4s_video(at: At, controller: &str, mode: EcnMode) -> Result
             "ecn",
             format!(
                 "ecn = \"l4s\" puts the flow in an L4S queue, whose frequent marks its controller \
-                 must answer in proportion (RFC 9331 §4.3): {} do; {controller} does not (write \
-                 ecn = true for RFC 3168 ECN)",
+                 must answer by the share marked (RFC 9331 §4.3): {} do; {controller} does not \
+                 (write ecn = true for RFC 3168 ECN)",
                 L4S_VIDEO_CONTROLLERS.join(", ")
             ),
         ));

@@ -56,8 +56,8 @@
 //! |---|---|---|
 //! | `target` | 15 ms | RFC 9332 Appendix A; `dualpi2_reset_default()` |
 //! | `tupdate` | 16 ms | same |
-//! | `alpha` | 0.16 per s | same ("~0.16 Hz", 41/256) |
-//! | `beta` | 3.2 per s | same ("~3.2 Hz", 819/256); both for a 10 dB stability margin up to 100 ms RTT |
+//! | `alpha` | 0.16 per s | RFC 9332 A.1; Linux "~0.16 Hz" (41/256 = 0.1602) |
+//! | `beta` | 3.2 per s | same; Linux "~3.2 Hz" (819/256 = 3.1992); both for a 10 dB stability margin up to 100 ms RTT |
 //! | `step_thresh` | 1 ms of sojourn | same; RFC 9332 §A.1's ramp has `minTh` 800 µs + 400 µs |
 //! | `min_qlen_step` | 0 packets | mainline Linux: the step applies whatever the L queue's length |
 //! | `coupling` | 2 | RFC 9332 §2.1 (window fairness at equal RTT) |
@@ -65,7 +65,7 @@
 //! | `c_protection` | 10 % | same (`wc`) |
 //! | `limit` | 10 000 packets | same ("125 ms at 1 Gbit/s"); RFC 9332 suggests 250 ms at the link rate |
 //! | `mtu` | 1514 bytes | `psched_mtu()`, as for PIE |
-//! | first update | 500 ms after time zero | `mod_timer(..., jiffies + HZ / 2)` in `dualpi2_init()` |
+//! | first update | `tupdate` after time zero | mainline `dualpi2_init()` starts its hrtimer at now + `tupdate` (the L4S team's out-of-tree module waited `HZ / 2`, as `sch_pie` does) |
 //!
 //! The gains are RFC 9332's: each update moves `p'` by `α` per second of delay error (a 10 ms
 //! excess adds 0.0016). Linux keeps them in fixed point (1/256 Hz over netlink, 64 ns inside);
@@ -145,7 +145,7 @@ impl DualPi2Params {
             c_protection: 10,
             limit: QueueLimit::Packets(10_000),
             mtu: LINUX_MTU,
-            first_update: Duration::from_millis(500),
+            first_update: Duration::from_millis(16),
         }
     }
 
@@ -200,7 +200,8 @@ pub struct DualPi2<P> {
     credit: i64,
     next_update: Time,
     rng: ChaCha8Rng,
-    /// Packets marked CE (coupled and step marks; Linux `ecn_mark`).
+    /// CE marks applied, coupled and step (Linux `ecn_mark`; a packet marked by both counts
+    /// twice, as there).
     ecn_marks: u64,
     /// Of those, marks of the step (Linux `step_marks`).
     step_marks: u64,
@@ -244,7 +245,8 @@ impl<P> DualPi2<P> {
     pub fn coupled_probability(&self) -> f64 {
         (self.params.coupling * self.prob).min(1.0)
     }
-    /// Packets marked CE, by the coupling and the step together.
+    /// CE marks applied by the coupling and the step together (a packet marked by both counts
+    /// twice, as Linux's `ecn_mark` does).
     pub fn ecn_marks(&self) -> u64 {
         self.ecn_marks
     }
@@ -273,8 +275,12 @@ impl<P> DualPi2<P> {
                 break;
             }
             let idle = self.classic.is_empty() && self.l4s.is_empty();
-            if idle && before == (self.prob, self.qdelay_c, self.qdelay_l) {
-                // Empty queues and an unchanged state: later updates change nothing either.
+            if idle
+                && before == (self.prob, self.qdelay_c, self.qdelay_l)
+                && self.next_update <= now
+            {
+                // Empty queues and an unchanged state: the updates due before `now` change
+                // nothing either (no packet arrived in between).
                 let skipped = (now - self.next_update).0 / step.0 + 1;
                 self.next_update += Duration(step.0.saturating_mul(skipped));
             }
@@ -505,21 +511,23 @@ mod tests {
         // RFC 9332 A.1: p' += alpha·(curq − target) + beta·(curq − prevq), with the Linux gains.
         let mut q: DualPi2<Tp> = DualPi2::new(DualPi2Params::linux(), 1).unwrap();
         let rate = Rate::from_mbps(1.0);
+        assert_eq!(q.params().first_update, q.params().tupdate);
         for i in 0..20 {
-            q.enqueue(Time::ZERO, pkt(i, Ecn::NotEct), rate).unwrap();
+            q.enqueue(Time::from_millis(10), pkt(i, Ecn::NotEct), rate)
+                .unwrap();
         }
-        // First update at 500 ms: the head has waited 500 ms; prevq was 0.
-        q.update_to(Time::from_millis(500));
-        let first: f64 = 0.16 * (0.5 - 0.015) + 3.2 * 0.5;
+        // The first update at tupdate = 16 ms: the head came at 10 ms and has waited 6 ms;
+        // prevq was 0. Below target, the integral term pulls down, the proportional one up.
+        q.update_to(Time::from_millis(16));
+        let first = 0.16 * (0.006 - 0.015) + 3.2 * 0.006;
         assert!(
-            (q.base_probability() - first.min(1.0)).abs() < 1e-12,
-            "{}",
+            (q.base_probability() - first).abs() < 1e-12,
+            "{} vs {first}",
             q.base_probability()
         );
-        // Lower p' by hand and check one more step: the head waited 516 ms, prevq 500 ms.
-        q.prob = 0.1;
-        q.update_to(Time::from_millis(516));
-        let second = 0.1 + 0.16 * (0.516 - 0.015) + 3.2 * 0.016;
+        // The next at 32 ms: the head has waited 22 ms, prevq 6 ms.
+        q.update_to(Time::from_millis(32));
+        let second = first + 0.16 * (0.022 - 0.015) + 3.2 * 0.016;
         assert!((q.base_probability() - second).abs() < 1e-12);
         assert!((q.classic_probability() - second * second).abs() < 1e-12);
         assert!((q.coupled_probability() - (2.0 * second).min(1.0)).abs() < 1e-12);
@@ -531,17 +539,34 @@ mod tests {
     }
 
     #[test]
+    fn an_arrival_after_an_idle_spell_is_seen_by_the_next_update() {
+        // Idle through the first updates (p' stays 0), then a burst at 105 ms: the update at
+        // 112 ms (16 ms × 7) must see its 7 ms head sojourn, not be skipped as idle.
+        let mut q: DualPi2<Tp> = DualPi2::new(DualPi2Params::linux(), 1).unwrap();
+        let rate = Rate::from_mbps(1.0);
+        q.update_to(Time::from_millis(100));
+        for i in 0..10 {
+            q.enqueue(Time::from_millis(105), pkt(i, Ecn::NotEct), rate)
+                .unwrap();
+        }
+        q.update_to(Time::from_millis(112));
+        assert_eq!(q.qdelay_c, Duration::from_millis(7));
+        let expect = 0.16 * (0.007 - 0.015) + 3.2 * 0.007;
+        assert!((q.base_probability() - expect).abs() < 1e-12);
+    }
+
+    #[test]
     fn the_update_reads_the_larger_head_sojourn_of_the_two_queues() {
         let mut q: DualPi2<Tp> = DualPi2::new(DualPi2Params::linux(), 1).unwrap();
         let rate = Rate::from_mbps(1.0);
-        q.enqueue(Time::from_millis(400), pkt(0, Ecn::NotEct), rate)
+        q.enqueue(Time::from_millis(10), pkt(0, Ecn::NotEct), rate)
             .unwrap();
-        q.enqueue(Time::from_millis(300), pkt(1, Ecn::Ect1), rate)
+        q.enqueue(Time::from_millis(5), pkt(1, Ecn::Ect1), rate)
             .unwrap();
-        q.update_to(Time::from_millis(500));
-        assert_eq!(q.qdelay_c, Duration::from_millis(100));
-        assert_eq!(q.qdelay_l, Duration::from_millis(200));
-        let expect = 0.16 * (0.2 - 0.015) + 3.2 * 0.2;
+        q.update_to(Time::from_millis(16));
+        assert_eq!(q.qdelay_c, Duration::from_millis(6));
+        assert_eq!(q.qdelay_l, Duration::from_millis(11));
+        let expect = 0.16 * (0.011 - 0.015) + 3.2 * 0.011;
         assert!((q.base_probability() - expect).abs() < 1e-12);
     }
 
