@@ -66,7 +66,14 @@
 //! phase (0 is the 1.25 probe, 1 the 0.75 drain, 2–7 cruising at 1.0); `btl_bw_bps` is the
 //! estimate the model uses.
 //!
-//! Left out: the long-term ("policer") bandwidth estimator (`lt_bw`) and TSO autosizing; the
+//! Long-term ("policer") bandwidth (`bbr_common/lt_bw.rs`, Linux `bbr_lt_bw_sampling`): after
+//! two sampling intervals of at least 4 rounds with ≥ 20 % loss and delivery rates within 1/8
+//! of each other, BBR deems the flow policed and uses their average instead of the filter (Linux
+//! `bbr_bw()`: pacing rate, window, ACK aggregation and the packets in the network), with
+//! PROBE_BW's gain held at 1, for 48 round trips. The filter (`bbr_max_bw()`) still decides the
+//! full pipe, DRAIN's exit and the gain-cycle phases, as in Linux.
+//!
+//! Left out: TSO autosizing; the
 //! earliest-departure-time correction of inflight (`bbr_packets_in_net_at_edt`) uses the
 //! departure time the pacing rate gives the next packet. The encoder target is
 //! `min(cwnd / srtt, pacing_rate)`: what the window allows, never more than BBR sends.
@@ -74,6 +81,7 @@
 use super::bbr_common::{bbr_config, with_percentile, BwEstimator, PercentileFilter};
 use super::bbr_common::{bdp_packets, full_bw_round, gains, grow_cwnd, saved_cwnd};
 use super::bbr_common::{seeded_rng, tso_segs_goal, window_decision, AckAggregation};
+use super::bbr_common::{LongTermBw, LtAck, LtEvent};
 use super::bbr_common::{Pacing, ProbeRtt, ProbeRttAck, Rounds};
 use super::bbr_common::{CWND_MIN_TARGET, CYCLE_RAND, EXTRA_ACKED_WIN_RTTS, FULL_BW_CNT};
 use super::bbr_common::{HIGH_GAIN, MIN_RTT_WIN, PACING_GAIN};
@@ -158,6 +166,7 @@ pub struct Bbr {
     cwnd: u64,
     pacing: Pacing,
     aggregation: AckAggregation,
+    lt: LongTermBw,
 }
 
 impl Bbr {
@@ -198,6 +207,7 @@ impl Bbr {
             cwnd: cfg.initial_cwnd as u64 * mss,
             pacing: Pacing::new(now, cfg.initial_cwnd as u64 * mss),
             aggregation: AckAggregation::new(now),
+            lt: LongTermBw::default(),
         })
     }
 
@@ -206,6 +216,31 @@ impl Bbr {
         match &self.pct {
             Some(p) => p.estimate(),
             None => self.bw.get(),
+        }
+    }
+
+    /// Linux `bbr_bw`: the policed rate while the long-term estimator holds one, else
+    /// [`Bbr::max_bw`].
+    fn bw(&self) -> f64 {
+        self.lt.rate().unwrap_or_else(|| self.max_bw())
+    }
+
+    /// Linux `bbr_lt_bw_sampling`, on an acknowledgement with a valid rate sample or (`timeout`)
+    /// at a retransmission timeout, which counts as a loss.
+    fn lt_bw_sampling(&mut self, losses: u64, is_app_limited: bool) {
+        let ack = LtAck {
+            round_start: self.round_start,
+            losses,
+            is_app_limited,
+            delivered: self.rate.delivered(),
+            lost: self.rate.lost(),
+            delivered_time: self.rate.delivered_time(),
+            probe_bw: self.mode == Mode::ProbeBw,
+        };
+        match self.lt.on_ack(&ack) {
+            LtEvent::Policed => self.pacing_gain = 1.0,
+            LtEvent::Expired => self.reset_probe_bw(),
+            LtEvent::None => {}
         }
     }
 
@@ -244,7 +279,7 @@ impl Bbr {
     fn in_net_at_edt(&self, now: Time, inflight: u64) -> u64 {
         let quantum = self.quantum() * self.mss;
         self.pacing
-            .in_net_at_edt(now, inflight, self.max_bw(), self.pacing_gain, quantum)
+            .in_net_at_edt(now, inflight, self.bw(), self.pacing_gain, quantum)
     }
 
     /// Linux `bbr_save_cwnd`.
@@ -282,6 +317,7 @@ impl Bbr {
             self.round_start = true;
             self.packet_conservation = false;
         }
+        self.lt_bw_sampling(s.lost, rs.is_app_limited);
         let bw = rs.bytes_per_sec();
         self.last_sample = bw;
         if !rs.is_app_limited || bw >= self.bw.get() {
@@ -300,7 +336,7 @@ impl Bbr {
             return;
         }
         let now = self.rate.delivered_time();
-        let bw = self.max_bw();
+        let bw = self.bw();
         self.aggregation.update(
             self.round_start,
             EXTRA_ACKED_WIN_RTTS,
@@ -397,6 +433,9 @@ impl Bbr {
 
     fn update_gains(&mut self) {
         (self.pacing_gain, self.cwnd_gain) = gains(self.mode, self.cycle_idx);
+        if self.mode == Mode::ProbeBw && self.lt.rate().is_some() {
+            self.pacing_gain = 1.0; // no probing above a policed rate
+        }
     }
 
     /// Linux `bbr_set_cwnd_to_recover_or_restore`: the window and whether it is conserving.
@@ -457,7 +496,7 @@ impl Controller for Bbr {
             self.idle_restart = true;
             self.aggregation.restart_epoch(now);
             match self.mode {
-                Mode::ProbeBw => self.set_pacing_rate(self.max_bw(), 1.0),
+                Mode::ProbeBw => self.set_pacing_rate(self.bw(), 1.0),
                 Mode::ProbeRtt => self.check_probe_rtt_done(now),
                 _ => {}
             }
@@ -482,7 +521,7 @@ impl Controller for Bbr {
         self.check_drain(now, &s);
         self.update_min_rtt(now, &s);
         self.update_gains();
-        let bw = self.max_bw();
+        let bw = self.bw();
         self.set_pacing_rate(bw, self.pacing_gain);
         self.set_cwnd(&s, bw);
     }
@@ -495,6 +534,7 @@ impl Controller for Bbr {
         self.prev_ca_state = CaState::Loss;
         self.full_bw = 0.0;
         self.round_start = true;
+        self.lt_bw_sampling(self.mss, false);
         self.cwnd = self.mss;
         self.rate.on_rto();
     }
@@ -507,7 +547,9 @@ impl Controller for Bbr {
         let mss = self.mss as f64;
         out.push(("mode", self.mode as u8 as f64));
         out.push(("cwnd_packets", self.cwnd as f64 / mss));
-        out.push(("btl_bw_bps", self.max_bw() * 8.0));
+        out.push(("btl_bw_bps", self.bw() * 8.0));
+        out.push(("lt_bw_bps", self.lt.estimate() * 8.0));
+        out.push(("lt_use_bw", self.lt.rate().is_some() as u8 as f64));
         out.push((
             "min_rtt_ms",
             self.min_rtt.map_or(f64::NAN, |d| d.as_millis_f64()),

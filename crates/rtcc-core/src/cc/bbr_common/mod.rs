@@ -12,6 +12,7 @@
 //!   departure;
 //! - `ack_aggregation.rs`: the ACK-aggregation estimator and its window allowance;
 //! - `probe_rtt.rs`: PROBE_RTT's timer;
+//! - `lt_bw.rs`: v1's long-term ("policer") bandwidth estimator;
 //! - `percentile.rs`: the BBR-S / BBR2-S bandwidth estimator (Vargas et al., "BBR Bufferbloat in
 //!   DASH Video", WWW '21, §7).
 //!
@@ -27,11 +28,13 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 
 mod ack_aggregation;
+mod lt_bw;
 mod pacing;
 pub mod percentile;
 mod probe_rtt;
 
 pub(crate) use ack_aggregation::{AckAggregation, EXTRA_ACKED_WIN_RTTS};
+pub(crate) use lt_bw::{LongTermBw, LtAck, LtEvent};
 pub(crate) use pacing::{tso_segs_goal, Pacing, GSO_MAX_SIZE};
 pub(crate) use percentile::with_percentile;
 pub use percentile::{BwEstimator, PercentileFilter, PercentileReading};
