@@ -104,6 +104,21 @@ fn rtp_corpus() -> Vec<Vec<u8>> {
     out
 }
 
+/// An RFC 8888 block whose received packets carry every ECN codepoint in turn (Not-ECT, ECT(1),
+/// ECT(0), CE): what an L4S flow's receiver reports.
+fn ecn_block(now: Time) -> CcfbBlock {
+    let times: Vec<Option<Time>> = (0..9)
+        .map(|i| (i != 4).then(|| Time::from_millis(4900 + 10 * i)))
+        .collect();
+    let mut block = CcfbBlock::from_receive_times(10, 40_000, &times, now);
+    for (i, m) in block.metrics.iter_mut().enumerate() {
+        if let Some(m) = m {
+            m.ecn = (i % 4) as u8;
+        }
+    }
+    block
+}
+
 fn rtcp_corpus() -> Vec<Vec<u8>> {
     let block = ReportBlock {
         ssrc: 5,
@@ -147,6 +162,7 @@ fn rtcp_corpus() -> Vec<Vec<u8>> {
             blocks: vec![
                 CcfbBlock::from_receive_times(8, 65535, &times, now),
                 CcfbBlock::from_receive_times(9, 1, &times[..2], now),
+                ecn_block(now),
             ],
             report_timestamp: rtcp::ntp_middle32(rtcp::ntp_time(now)),
         }),
