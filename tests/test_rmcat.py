@@ -10,6 +10,7 @@ import pytest
 
 from rtcc import rmcat
 from rtcc.cli import main
+from rtcc.registry import ControllerSpec
 from rtcc.rmcat import CASES, FlowView, RunView
 from rtcc.scenario import Scenario
 
@@ -175,6 +176,18 @@ def test_coupling_refusal_reads_the_reason_from_the_scenario_error():
                'from outside (Controller::set_rate), which RFC 8699 §5.3 requires of a coupled controller')
     assert rmcat.coupling_refusal(message).startswith('controller "coupled": inner controller "sqp" cannot')
     assert rmcat.coupling_refusal("scenario: flows[0].params.rate: bad") is None
+    l4s = ('scenario: flows[0].ecn: ecn = "l4s" puts the flow in an L4S queue, whose frequent marks its '
+           'controller must answer by the share marked (RFC 9331 §4.3): nada, prague do; gcc does not')
+    assert rmcat.coupling_refusal(l4s).startswith("not an L4S controller")
+
+
+def test_l4s_cases_sort_after_their_rfc_case_and_refuse_classic_controllers(tmp_path):
+    assert sorted(["5.6P", "8869", "5.1L", "5.2", "5.1", "5.6L", "5.6"], key=rmcat._case_key) == [
+        "5.1", "5.1L", "5.2", "5.6", "5.6L", "5.6P", "8869"]
+    rows = rmcat.run_suite(tmp_path / "out", controllers=[ControllerSpec.make("gcc")], cases=["5.6P"],
+                           seeds=[1], jobs=1, plots=False)
+    assert [(r["case"], r["verdict"]) for r in rows] == [("5.6P", "n/a")]
+    assert "not an L4S controller" in rows[0]["failing"]
 
 
 def test_share_against_cross_traffic():
@@ -325,8 +338,8 @@ def test_a_runs_facts_give_its_windowed_rates_and_route(tmp_path):
 def test_every_case_file_has_rules_and_every_rule_entry_a_file():
     files = rmcat.case_files()
     assert set(files) == set(CASES)
-    assert rmcat.select_cases(None) == ["5.1", "5.2", "5.3", "5.4", "5.5", "5.6", "5.7", "5.8", "6.1", "6.2", "6.3",
-                                           "8869"]
+    assert rmcat.select_cases(None) == ["5.1", "5.1L", "5.2", "5.3", "5.4", "5.4L", "5.5", "5.6", "5.6L", "5.6P",
+                                           "5.7", "5.8", "6.1", "6.2", "6.3", "8869"]
 
 
 @pytest.mark.parametrize("case_id", sorted(CASES))
@@ -345,7 +358,7 @@ def test_case_file_validates_and_cites_its_section(case_id):
         assert (f["min_bitrate"], f["start_bitrate"], f["max_bitrate"]) == ("150kbps", "150kbps", "1.5Mbps")
 
 
-WIRED = ["5.1", "5.2", "5.3", "5.4", "5.5", "5.6", "5.7", "5.8", "6.1", "6.2", "6.3"]
+WIRED = ["5.1", "5.1L", "5.2", "5.3", "5.4", "5.4L", "5.5", "5.6", "5.6L", "5.6P", "5.7", "5.8", "6.1", "6.2", "6.3"]
 RFC8868_30MS = {"model": "nr-rbpdv", "std": "10ms", "n_std": 3}
 
 
@@ -497,7 +510,7 @@ def test_bad_arguments(tmp_path, capsys):
     err = error_of(capsys, ["rmcat", "-c", "gcx", "-o", out])
     assert "'gcx' is not registered" in err and "gcc" in err and "sqp" in err
     err = error_of(capsys, ["rmcat", "--cases", "5.1,5.9", "-o", out])
-    assert "unknown case '5.9'" in err and "5.1, 5.2, 5.3" in err
+    assert "unknown case '5.9'" in err and "5.1, 5.1L, 5.2, 5.3" in err
     assert "--cases" in error_of(capsys, ["rmcat", "--cases", ",", "-o", out])
     assert "--seeds" in error_of(capsys, ["rmcat", "--seeds", "0", "-o", out])
     assert "--jobs" in error_of(capsys, ["rmcat", "-j", "0", "-o", out])

@@ -648,6 +648,10 @@ MAX_MIN_MIN = 0.6
 # §6.1: each flow's rate over its priority within a factor 1.25 of the others' (2 : 1 priorities:
 # a rate ratio in [1.6, 2.5]); equal shares, what uncoupled flows get, are a factor 2 off
 PRIORITY_DEVIATION_MAX = 1.25
+# L4S cases: the media flows ride DualPI2's low-latency queue, whose reason to exist is a queuing delay
+# far below a classic AQM's (RFC 9330 §1, RFC 9332 §1); their P95 must stay under the classic queue's own
+# target (15 ms, RFC 9332 Appendix A), what a classic flow through the same queue is held near
+L4S_DELAY_P95_MS = 15.0
 
 
 def _basic(section: str) -> list[Rule]:
@@ -657,6 +661,19 @@ def _basic(section: str) -> list[Rule]:
         loss_bounded(LOSS_MAX, f"{section}; RFC 8868 §3 (packet loss)"),
         no_starvation(STARVED_MAX, f"{section}; RFC 8868 §4 media range (minimum rate)"),
     ]
+
+
+def _l4s_delay(source: str) -> Rule:
+    return queuing_delay_bounded(L4S_DELAY_P95_MS, DROP_GRACE_S, f"{source}; RFC 9332 Appendix A (classic target)")
+
+
+def _l4s_basic(section: str) -> list[Rule]:
+    """:func:`_basic` with the L4S delay bound."""
+    return [_l4s_delay(section)] + _basic(section)[1:]
+
+
+L4S_NOTE = ("The media flows send ECT(1) over DualPI2 (RFC 9332, Linux's defaults); not applicable to a controller "
+            "that does not answer CE marks by their share (rtcc refuses ecn = \"l4s\" for it).")
 
 
 def _variable(section: str) -> list[Rule]:
@@ -702,6 +719,22 @@ CASES: dict[str, Case] = {c.id: c for c in [
               "what they leave without starving."),
     Case("5.8", "Media pause and resume", "RFC 8867 §5.8",
          tuple(_sharing("RFC 8867 §5.8") + _basic("RFC 8867 §5.8"))),
+    Case("5.1L", "Variable available capacity, single flow, over DualPI2 (L4S)", "RFC 8867 §5.1 (over RFC 9332)",
+         tuple(_variable("RFC 8867 §5.1") + _l4s_basic("RFC 8867 §5.1 over RFC 9332")),
+         note=L4S_NOTE),
+    Case("5.4L", "Competing media flows over DualPI2 (L4S)", "RFC 8867 §5.4 (over RFC 9332)",
+         tuple(_sharing("RFC 8867 §5.4") + _l4s_basic("RFC 8867 §5.4 over RFC 9332")),
+         note=L4S_NOTE),
+    Case("5.6L", "L4S media flow against a long classic (Cubic) flow, DualPI2", "RFC 8867 §5.6 (over RFC 9332)",
+         (no_starvation(STARVED_MAX, "RFC 8867 §5.6 expected behaviour: the media flow is not starved"),
+          share_against_cross_traffic(TCP_SHARE_MIN, "RFC 8867 §5.6; RFC 8868 §3 (fairness)"),
+          _l4s_delay("RFC 9332 §1: the coupling keeps L4S delay low beside a classic flow")),
+         note=L4S_NOTE + " Cubic stays in the classic queue; its standing queue must not reach the media."),
+    Case("5.6P", "L4S media flow against a long TCP Prague flow, DualPI2", "RFC 8867 §5.6 (over RFC 9332)",
+         (no_starvation(STARVED_MAX, "RFC 8867 §5.6 expected behaviour: the media flow is not starved"),
+          share_against_cross_traffic(TCP_SHARE_MIN, "RFC 8867 §5.6; RFC 8868 §3 (fairness)"),
+          _l4s_delay("RFC 9330 §1: L4S flows share the low-latency queue")),
+         note=L4S_NOTE + " The TCP flow is Prague (ECT(1)): both share the low-latency queue."),
     Case("6.1", "Media flows with priority (coupled)", "RFC 8867 §6.1",
          (rate_follows_capacity(RATE_LOW, "RFC 8867 §6.1; RFC 8868 §3 (bandwidth utilization)"),
           priority_share(PRIORITY_DEVIATION_MAX, SETTLE_S, "RFC 8867 §6.1 expected behaviour: shares by "
@@ -741,7 +774,13 @@ def case_files() -> dict[str, Path]:
 
 
 def _case_key(case_id: str) -> tuple:
-    return tuple(int(x) for x in case_id.split("."))
+    """Sort key of a case id: its numbers, then its suffix ("5.1" before "5.1L" before "5.2")."""
+    import re
+
+    m = re.fullmatch(r"([\d.]*\d)([A-Za-z]*)", case_id)
+    if m is None:
+        return (math.inf, case_id)
+    return (*(int(x) for x in m.group(1).split(".")), m.group(2))
 
 
 def select_cases(text: str | None) -> list[str]:
@@ -1002,12 +1041,15 @@ def _index_html(folder: Path, rows: list[dict], judged: list[Judged], cases: lis
 
 
 def coupling_refusal(message: str) -> str | None:
-    """Why a case's coupled flow cannot run the controller under test (the scenario error names a
-    flow's ``coupling`` field), or None for any other error."""
+    """Why a case cannot run the controller under test: a coupled flow it cannot join (the scenario
+    error names a flow's ``coupling`` field), or an L4S flow it cannot drive (``ecn``); None for any other
+    error."""
     marker = ".coupling: "
-    if marker not in message:
-        return None
-    return message.split(marker, 1)[1].strip()
+    if marker in message:
+        return message.split(marker, 1)[1].strip()
+    if ".ecn: " in message and 'ecn = "l4s"' in message:
+        return "not an L4S controller: it does not answer CE marks by their share (RFC 9331 §4.3)"
+    return None
 
 
 def run_suite(out_dir: str | os.PathLike, controllers: list | None = None, cases: list[str] | None = None,
