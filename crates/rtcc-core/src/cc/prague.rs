@@ -196,11 +196,6 @@ fn build(
 mod tests {
     use super::super::reno::CaState;
     use super::*;
-
-    /// Whether the window is held after a reduction for marks (Linux's CWR state).
-    fn in_cwr(p: &Prague) -> bool {
-        p.w.episodes.state == CaState::Cwr
-    }
     use crate::packet::{Ecn, PacketKind, PacketResult};
     use crate::units::Duration;
 
@@ -210,21 +205,31 @@ mod tests {
         Prague::new(parse_config("prague", &Params::new()).unwrap()).unwrap()
     }
 
+    /// Whether the window is held after a reduction for marks (Linux's CWR state).
+    fn in_cwr(p: &Prague) -> bool {
+        p.w.episodes.state == CaState::Cwr
+    }
+
+    /// A full-size data segment sent at `t`, the `i`-th of a burst.
+    fn segment(seq: u64, t: Time, i: u64) -> SentPacket {
+        SentPacket {
+            seq,
+            size: MSS as u32,
+            send_time: t,
+            frame: None,
+            index_in_frame: 0,
+            packets_in_frame: 0,
+            kind: PacketKind::Media,
+            in_flight: (i + 1) * MSS,
+        }
+    }
+
     /// Send `n` packets from `seq` at `t`; 20 ms later each is acknowledged by its own report,
     /// the first `marked` of them CE. Returns the time of the last report.
     fn round(c: &mut Prague, seq: &mut u64, t: Time, n: u64, marked: u64) -> Time {
         let mut sent = Vec::new();
         for i in 0..n {
-            let p = SentPacket {
-                seq: *seq,
-                size: MSS as u32,
-                send_time: t,
-                frame: None,
-                index_in_frame: 0,
-                packets_in_frame: 0,
-                kind: PacketKind::Media,
-                in_flight: (i + 1) * MSS,
-            };
+            let p = segment(*seq, t, i);
             c.on_packet_sent(t, &p);
             sent.push(p);
             *seq += 1;
@@ -326,22 +331,11 @@ mod tests {
         c.w.cwnd = 40 * MSS;
         c.w.ssthresh = 40 * MSS;
         c.alpha = 0.01;
-        let mut seq = 0;
         let t = Time::ZERO;
         let sent: Vec<SentPacket> = (0..40)
             .map(|i| {
-                let p = SentPacket {
-                    seq: i,
-                    size: MSS as u32,
-                    send_time: t,
-                    frame: None,
-                    index_in_frame: 0,
-                    packets_in_frame: 0,
-                    kind: PacketKind::Media,
-                    in_flight: (i + 1) * MSS,
-                };
+                let p = segment(i, t, i);
                 c.on_packet_sent(t, &p);
-                seq += 1;
                 p
             })
             .collect();
