@@ -37,6 +37,7 @@ pub mod prague;
 mod registry;
 pub mod reno;
 pub mod rocc;
+pub mod scream;
 pub(crate) mod rtt_window;
 pub mod sqp;
 pub mod vidaptive;

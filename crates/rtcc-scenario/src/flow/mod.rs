@@ -547,9 +547,10 @@ impl<'de> Deserialize<'de> for EcnFlag {
 /// The builtin video controllers that answer CE marks in proportion to how many there are (the
 /// L4S response, RFC 9331 §4.3), so that they may send ECT(1): `nada`, whose rate rests where
 /// `x_curr = PRIO·XREF·RMAX / r` (RFC 8698 §4.3) and whose `x_curr` carries `p_mark·DMARK`
-/// (§4.2), so its rate goes as `1/p_mark`; and `prague`. A controller that ignores CE (gcc) or
+/// (§4.2), so its rate goes as `1/p_mark`; `prague`; and `scream`, SCReAM v2, whose window backs
+/// off by `l4sAlpha/2` with `l4sAlpha` the marked fraction (L4S's reference video sender). A controller that ignores CE (gcc) or
 /// halves on it would either fill the L4S queue or starve in it.
-pub(crate) const L4S_VIDEO_CONTROLLERS: [&str; 2] = ["nada", "prague"];
+pub(crate) const L4S_VIDEO_CONTROLLERS: [&str; 3] = ["nada", "prague", "scream"];
 
 /// A video flow's `ecn = "l4s"` needs a controller of [`L4S_VIDEO_CONTROLLERS`]; controllers
 /// registered by the user are trusted to answer the marks.
