@@ -1128,3 +1128,270 @@ fn build(params: &Params, ctx: &ControllerContext) -> Result<Box<dyn Controller>
         Ok(Scream::new(config, ctx.now, min, start, max, ctx.max_payload.0)),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::test_support::signal as get;
+    use crate::packet::Ecn;
+
+    fn scream(params: &str) -> Scream {
+        let p: Params = toml::from_str(params).unwrap();
+        let cfg: ScreamConfig = parse_config("scream", &p).unwrap();
+        let (min, start, max) = rates(&cfg, &crate::cc::test_support::context());
+        Scream::new(cfg, Time::ZERO, min, start, max, 1200)
+    }
+
+    /// A sender of 1200-byte packets, one every `gap_us`, each reported `fb_ms` after it was
+    /// sent in batches every 5 ms; `fate(seq)` gives the one-way delay in ms (`None`: lost) and
+    /// whether it arrived CE-marked.
+    struct Feed {
+        seq: u64,
+        now_us: u64,
+        gap_us: u64,
+        pending: Vec<PacketResult>,
+    }
+
+    impl Feed {
+        fn new(gap_us: u64) -> Feed {
+            Feed {
+                seq: 0,
+                now_us: 0,
+                gap_us,
+                pending: vec![],
+            }
+        }
+
+        fn run(&mut self, c: &mut Scream, ms: u64, fate: &mut dyn FnMut(u64) -> (Option<u64>, bool)) {
+            let end = self.now_us + ms * 1000;
+            while self.now_us < end {
+                self.now_us += self.gap_us;
+                let send = Time(self.now_us * 1000);
+                let sent = SentPacket {
+                    seq: self.seq,
+                    size: 1200,
+                    send_time: send,
+                    frame: None,
+                    index_in_frame: 0,
+                    packets_in_frame: 0,
+                    kind: PacketKind::Media,
+                    in_flight: 1200 * 10,
+                };
+                c.on_packet_sent(send, &sent);
+                let (owd, ce) = fate(self.seq);
+                self.pending.push(PacketResult {
+                    sent,
+                    receive_time: owd.map(|d| Time(send.0 + d * 1_000_000)),
+                    ecn: if ce { Ecn::Ce } else { Ecn::Ect1 },
+                });
+                self.seq += 1;
+                if self.now_us.is_multiple_of(5000) {
+                    // The report comes back 10 ms after the newest packet left (RTT of the
+                    // newest packet: its one-way delay + 10 ms).
+                    let now = Time(self.now_us * 1000 + 10_000_000 + 20_000_000);
+                    let report = FeedbackReport {
+                        feedback_time: now,
+                        packets: std::mem::take(&mut self.pending),
+                        in_flight: 0,
+                    };
+                    c.on_feedback(now, &report);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn l4s_alpha_rises_fast_to_the_marked_fraction_and_decays_slowly() {
+        let mut c = scream("");
+        assert_eq!(get(&c, "l4s_alpha"), 0.1, "the reference starts at 0.1");
+        // Every second packet marked: each update (≥ 10 ms apart) sees a fraction of 0.5 ≥ alpha,
+        // so alpha ← 1/8·0.5 + 7/8·alpha: after n updates 0.5 − 0.4·(7/8)^n.
+        let mut f = Feed::new(500);
+        let before = c.l4s_alpha;
+        f.run(&mut c, 15, &mut |s| (Some(20), s % 2 == 0));
+        let after_one = c.l4s_alpha;
+        assert!(
+            (after_one - (0.125 * 0.5 + 0.875 * before)).abs() < 1e-12,
+            "one update at fraction 0.5: {after_one}"
+        );
+        f.run(&mut c, 2000, &mut |s| (Some(20), s % 2 == 0));
+        assert!((c.l4s_alpha - 0.5).abs() < 0.01, "{}", c.l4s_alpha);
+        // No marks: alpha decays by 1/128 per update (updates are > 10 ms apart, reports 5 ms):
+        // after 100 ms it is a·(127/128)^k for a whole number k of updates, 6 to 10.
+        let a = c.l4s_alpha;
+        f.run(&mut c, 100, &mut |_| (Some(20), false));
+        let k = (c.l4s_alpha / a).ln() / (1.0f64 - 1.0 / 128.0).ln();
+        assert!((k - k.round()).abs() < 1e-9, "not a whole number of decays: {k}");
+        assert!((6.0..=10.0).contains(&k.round()), "{k} updates in 100 ms");
+    }
+
+    /// A controller in steady state at `cwnd` with `alpha`, far from its inflexion point.
+    fn at_window(params: &str, cwnd: f64, alpha: f64, srtt: f64) -> Scream {
+        let mut c = scream(params);
+        c.cwnd = cwnd;
+        c.cwnd_i = cwnd / 2.0; // sclI = (8·1)² clamped to 1
+        c.l4s_alpha = alpha;
+        c.srtt = srtt;
+        c.last_congestion_detected = 0.0;
+        c
+    }
+
+    #[test]
+    fn an_l4s_ce_event_backs_off_alpha_over_two_scaled_by_rtt() {
+        // l4sAlpha = 0.2: cwnd × (1 − 0.1), exactly (no bytes acked, so no growth).
+        let mut c = at_window("", 100_000.0, 0.2, 0.025);
+        c.ecn_ce_event = true;
+        c.update_cwnd(1.0);
+        assert!((c.cwnd - 90_000.0).abs() < 1e-6, "{}", c.cwnd);
+        // sRTT 60 ms is two 30 ms backoff intervals: the backoff is halved, 5 %.
+        // (30 ms is 1966/65536 s in the reference, so the divisor is 2.0002.)
+        let mut c = at_window("", 100_000.0, 0.2, 0.060);
+        c.ecn_ce_event = true;
+        c.update_cwnd(1.0);
+        let halved = 100_000.0 * (1.0 - 0.1 / (0.060 / MIN_BACKOFF_INTERVAL));
+        assert!((c.cwnd - halved).abs() < 1e-6, "{} vs {halved}", c.cwnd);
+        assert!((c.cwnd - 95_000.0).abs() < 1.0);
+        // Near the inflexion point (sclI = 0.1, floored at 0.25) with no queue: a quarter.
+        let mut c = at_window("", 100_000.0, 0.2, 0.025);
+        c.cwnd_i = 100_000.0;
+        c.ecn_ce_event = true;
+        c.update_cwnd(1.0);
+        assert!((c.cwnd - 97_500.0).abs() < 1e-6, "{}", c.cwnd);
+        // Classic ECN (l4s = false): × ecn_ce_beta = 0.9 whatever alpha.
+        let mut c = at_window("l4s = false", 100_000.0, 0.0, 0.025);
+        c.ecn_ce_event = true;
+        c.update_cwnd(1.0);
+        assert!((c.cwnd - 90_000.0).abs() < 1e-6, "{}", c.cwnd);
+        // A loss event: × loss_beta = 0.7.
+        let mut c = at_window("", 100_000.0, 0.2, 0.025);
+        c.loss_event = true;
+        c.update_cwnd(1.0);
+        assert!((c.cwnd - 70_000.0).abs() < 1e-6, "{}", c.cwnd);
+        assert_eq!(c.cwnd_i, 100_000.0, "the inflexion point is the window before the cut");
+    }
+
+    #[test]
+    fn a_queue_past_half_the_target_is_a_virtual_ce_of_proportional_alpha() {
+        // 20 ms one way, then 100 ms from packet 2000 on: an 80 ms queue against a 100 ms target
+        // gives a virtual alpha of (80 − 50)/50 = 0.6, divided by sRTT/30 ms.
+        let mut c = scream("");
+        let mut f = Feed::new(1000);
+        f.run(&mut c, 2000, &mut |_| (Some(20), false));
+        assert_eq!(get(&c, "virtual_ce_events"), 0.0, "no queue, no virtual CE");
+        f.run(&mut c, 3000, &mut |_| (Some(100), false));
+        assert!(get(&c, "virtual_ce_events") > 10.0);
+        let expected = 0.6 / (c.srtt / MIN_BACKOFF_INTERVAL).max(1.0);
+        // queueDelayAvg converges on 80 ms with gain 1/4 per 30 ms: exact after 3 s to 1e-6.
+        assert!(
+            (c.virtual_l4s_alpha - expected).abs() < 1e-6,
+            "{} vs {expected}",
+            c.virtual_l4s_alpha
+        );
+        // A queue under half the target never triggers it.
+        let mut c = scream("");
+        let mut f = Feed::new(1000);
+        f.run(&mut c, 2000, &mut |_| (Some(20), false));
+        f.run(&mut c, 3000, &mut |_| (Some(65), false));
+        assert_eq!(get(&c, "virtual_ce_events"), 0.0, "45 ms < 50 ms");
+    }
+
+    #[test]
+    fn the_window_grows_about_one_mss_per_rtt_and_never_past_twice_what_is_in_flight() {
+        // One update with 10 packets (12 000 bytes) acknowledged at cwnd 120 000, sRTT 25 ms,
+        // far from cwndI, long after congestion: MSS·acked/cwnd = 120, times the multiplicative
+        // term 1 + 0.05·cwnd/MSS = 6.
+        let mut c = at_window("", 120_000.0, 0.0, 0.025);
+        c.last_congestion_detected = f64::NEG_INFINITY;
+        c.max_bytes_in_flight = 100_000;
+        c.bytes_newly_acked = 12_000;
+        c.update_cwnd(1.0);
+        assert!((c.cwnd - 120_720.0).abs() < 1e-6, "{}", c.cwnd);
+        // Just after congestion (postCongestionScale 0) only the additive part: + 120.
+        let mut c = at_window("", 120_000.0, 0.0, 0.025);
+        c.last_congestion_detected = 1.0;
+        c.max_bytes_in_flight = 100_000;
+        c.bytes_newly_acked = 12_000;
+        c.update_cwnd(1.0);
+        assert!((c.cwnd - 120_120.0).abs() < 1e-6, "{}", c.cwnd);
+        // sRTT of 10 ms: the increment is scaled by 10/25.
+        let mut c = at_window("", 120_000.0, 0.0, 0.010);
+        c.last_congestion_detected = 1.0;
+        c.max_bytes_in_flight = 100_000;
+        c.bytes_newly_acked = 12_000;
+        c.update_cwnd(1.0);
+        assert!((c.cwnd - 120_048.0).abs() < 1e-6, "{}", c.cwnd);
+        // An application-limited flow: 10 packets in flight allow at most MSS + 2·12 000.
+        let mut c = scream("start_rate = \"1Mbps\"");
+        let mut f = Feed::new(1000);
+        f.run(&mut c, 20_000, &mut |_| (Some(20), false));
+        let limit = 1200.0 + 2.0 * 12_000.0;
+        assert!(c.cwnd <= limit, "cwnd {} > {limit}", c.cwnd);
+        assert!(c.cwnd > 0.9 * limit, "it does grow to the limit: {}", c.cwnd);
+    }
+
+    #[test]
+    fn the_target_is_the_windows_rate_share() {
+        // 8·cwnd/(sRTT + 1 ms), / 1.1, times MSS/(MSS + 20), with cwnd ≥ 10 MSS (no small-window
+        // scale), within the rate bounds.
+        let mut c = at_window("max_rate = \"100Mbps\"", 120_000.0, 0.0, 0.025);
+        c.update_cwnd(1.0);
+        c.stream.update_target(0.0);
+        let expected = 8.0 * c.cwnd / 0.026 / 1.1 * 1200.0 / 1220.0;
+        assert!((c.target() - expected).abs() < 1e-6, "{} vs {expected}", c.target());
+        assert!((c.pacing_rate - 1.5 * c.stream.target).abs() < 1e-6 || c.pacing_rate > 0.0);
+    }
+
+    #[test]
+    fn isolated_losses_on_an_empty_queue_are_ignored_frequent_ones_cut() {
+        // One loss in 1000 (0.1 % < 1 %) with no queue: no loss event.
+        let mut c = scream("start_rate = \"5Mbps\"");
+        let mut f = Feed::new(1000);
+        f.run(&mut c, 5000, &mut |s| ((s % 1000 != 999).then_some(20), false));
+        assert_eq!(get(&c, "loss_events"), 0.0);
+        // One in 20 (5 %): the loss rate passes 1 % and losses become events.
+        f.run(&mut c, 5000, &mut |s| ((s % 20 != 19).then_some(20), false));
+        assert!(get(&c, "loss_events") > 0.0);
+    }
+
+    #[test]
+    fn a_queue_older_than_100ms_resets_the_encoder_at_most_every_250ms() {
+        let mut c = scream("");
+        let view = |age_ms: u64, now_ms: u64| FrameView {
+            oldest_queued: Some(Time::from_millis(now_ms - age_ms)),
+            resolution: None,
+        };
+        let a = c.frame_action(Time::from_millis(1000), &view(50, 1000));
+        assert_eq!(a.encode, EncodeAction::Encode);
+        let a = c.frame_action(Time::from_millis(1033), &view(120, 1033));
+        assert_eq!(a.encode, EncodeAction::Reset);
+        let a = c.frame_action(Time::from_millis(1066), &view(150, 1066));
+        assert_eq!(a.encode, EncodeAction::Encode, "within 250 ms of the last discard");
+        let a = c.frame_action(Time::from_millis(1300), &view(150, 1300));
+        assert_eq!(a.encode, EncodeAction::Reset);
+        assert!(get(&c, "rate_adjust_factor") > 0.0, "a lingering queue lowers the target");
+    }
+
+    #[test]
+    fn parameters_and_rates_are_checked() {
+        let ctx = crate::cc::test_support::context();
+        for bad in [
+            "loss_beta = 0",
+            "loss_beta = 1.5",
+            "ecn_ce_beta = -1",
+            "packet_pacing_headroom = 0.5",
+            "max_window_headroom = 1",
+            "multiplicative_increase = 2",
+            "hysteresis = -0.1",
+            "queue_delay_target = \"0ms\"",
+            "min_rate = \"20Mbps\"",
+            "start_rate = \"30Mbps\"",
+            "no_such_parameter = 1",
+        ] {
+            let p: Params = toml::from_str(bad).unwrap();
+            assert!(crate::cc::create("scream", &p, &ctx).is_err(), "{bad}");
+        }
+        let p: Params = toml::from_str("l4s = false\nmax_rate = \"50Mbps\"").unwrap();
+        let c = crate::cc::create("scream", &p, &ctx).unwrap();
+        assert!(c.decision().cwnd.is_some(), "a window controller");
+    }
+}
