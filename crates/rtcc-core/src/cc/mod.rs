@@ -37,8 +37,8 @@ pub mod prague;
 mod registry;
 pub mod reno;
 pub mod rocc;
-pub mod scream;
 pub(crate) mod rtt_window;
+pub mod scream;
 pub mod sqp;
 pub mod vidaptive;
 

@@ -291,13 +291,15 @@ impl Stream {
             self.rate_rtp_hist[self.rate_rtp_hist_ix] = self.bytes_rtp as f64 * 8.0 / dt;
             self.rate_rtp_hist_ix = (self.rate_rtp_hist_ix + 1) % RATE_UPDATE_HIST;
             self.rate_rtp_avg = self.rate_rtp_hist.iter().sum::<f64>() / RATE_UPDATE_HIST as f64;
-            if self.rate_rtp_avg > 0.0 && adaptive_scale && self.rate_updates > RATE_UPDATE_HIST as u64
+            if self.rate_rtp_avg > 0.0
+                && adaptive_scale
+                && self.rate_updates > RATE_UPDATE_HIST as u64
             {
                 // Gain 0.02 towards target·scale / produced, within [0.8, 1.1].
                 let diff = self.target * self.target_rate_scale / self.rate_rtp_avg;
                 let alpha = 0.02;
-                self.target_rate_scale = (self.target_rate_scale * (1.0 - alpha) + alpha * diff)
-                    .clamp(0.8, 1.1);
+                self.target_rate_scale =
+                    (self.target_rate_scale * (1.0 - alpha) + alpha * diff).clamp(0.8, 1.1);
             }
         }
         self.bytes_transmitted = 0;
@@ -326,7 +328,9 @@ impl Stream {
         let frame_size = (self.queued_bytes as f64).max(size);
         if size > frame_size_avg {
             // Only the growth over the previous frame counts (a sluggish encoder's ramp).
-            let diff = (size - frame_size_avg).min(size - self.frame_size_prev).max(0.0);
+            let diff = (size - frame_size_avg)
+                .min(size - self.frame_size_prev)
+                .max(0.0);
             self.frame_size_prev = size;
             let bins = REL_FRAME_SIZE_HIST_BINS;
             let ix = (diff / (frame_size_avg * (REL_FRAME_SIZE_HIST_RANGE - 1.0)) * bins as f64)
@@ -636,8 +640,7 @@ impl Scream {
         }
         // A slow average of the minimum, every 100 RTTs: what a standing queue or clock drift
         // adds to every sample.
-        if t - self.last_queue_delay_min_slow_avg_update
-            > self.srtt * QUEUE_DELAY_MIN_SLOW_AVG_RTTS
+        if t - self.last_queue_delay_min_slow_avg_update > self.srtt * QUEUE_DELAY_MIN_SLOW_AVG_RTTS
         {
             if self.queue_delay_min < self.queue_delay_min_slow_avg {
                 self.queue_delay_min_slow_avg = self.queue_delay_min;
@@ -799,7 +802,9 @@ impl Scream {
         }
 
         // Growth: about one MSS per RTT of unmarked acknowledged bytes, scaled.
-        let acked_unmarked = self.bytes_newly_acked.saturating_sub(self.bytes_newly_acked_ce);
+        let acked_unmarked = self
+            .bytes_newly_acked
+            .saturating_sub(self.bytes_newly_acked_ce);
         let mut increment = GAIN_UP * acked_unmarked as f64 * cwnd_ratio;
         increment *= scl_i.max(0.25);
         increment *= (self.srtt / SRTT_VIRTUAL).min(1.0);
@@ -893,9 +898,8 @@ impl Controller for Scream {
                 Some(at) => {
                     self.mark_acked(t, p, at);
                     self.count_loss_rate(false);
-                    newest_received = Some(
-                        newest_received.map_or(p.sent.send_time, |n| n.max(p.sent.send_time)),
-                    );
+                    newest_received =
+                        Some(newest_received.map_or(p.sent.send_time, |n| n.max(p.sent.send_time)));
                 }
                 None => {
                     if t - self.last_loss_event > self.srtt && self.cfg.loss_beta < 1.0 {
@@ -1055,21 +1059,27 @@ impl ScreamConfig {
                 return Err(format!("{name} must be at least 1, got {v}"));
             }
         }
-        if !(self.max_window_headroom.is_finite() && self.max_window_headroom >= MIN_WINDOW_HEADROOM)
+        if !(self.max_window_headroom.is_finite()
+            && self.max_window_headroom >= MIN_WINDOW_HEADROOM)
         {
             return Err(format!(
                 "max_window_headroom must be at least {MIN_WINDOW_HEADROOM}, got {}",
                 self.max_window_headroom
             ));
         }
-        if !(self.multiplicative_increase.is_finite() && (0.0..=1.0).contains(&self.multiplicative_increase)) {
+        if !(self.multiplicative_increase.is_finite()
+            && (0.0..=1.0).contains(&self.multiplicative_increase))
+        {
             return Err(format!(
                 "multiplicative_increase must be 0 to 1, got {}",
                 self.multiplicative_increase
             ));
         }
         if !(self.hysteresis.is_finite() && (0.0..=1.0).contains(&self.hysteresis)) {
-            return Err(format!("hysteresis must be 0 to 1, got {}", self.hysteresis));
+            return Err(format!(
+                "hysteresis must be 0 to 1, got {}",
+                self.hysteresis
+            ));
         }
         for (name, d) in [
             ("queue_delay_target", self.queue_delay_target),
@@ -1125,7 +1135,14 @@ fn build(params: &Params, ctx: &ControllerContext) -> Result<Box<dyn Controller>
     }
     boxed(
         "scream",
-        Ok(Scream::new(config, ctx.now, min, start, max, ctx.max_payload.0)),
+        Ok(Scream::new(
+            config,
+            ctx.now,
+            min,
+            start,
+            max,
+            ctx.max_payload.0,
+        )),
     )
 }
 
@@ -1162,7 +1179,12 @@ mod tests {
             }
         }
 
-        fn run(&mut self, c: &mut Scream, ms: u64, fate: &mut dyn FnMut(u64) -> (Option<u64>, bool)) {
+        fn run(
+            &mut self,
+            c: &mut Scream,
+            ms: u64,
+            fate: &mut dyn FnMut(u64) -> (Option<u64>, bool),
+        ) {
             let end = self.now_us + ms * 1000;
             while self.now_us < end {
                 self.now_us += self.gap_us;
@@ -1221,7 +1243,10 @@ mod tests {
         let a = c.l4s_alpha;
         f.run(&mut c, 100, &mut |_| (Some(20), false));
         let k = (c.l4s_alpha / a).ln() / (1.0f64 - 1.0 / 128.0).ln();
-        assert!((k - k.round()).abs() < 1e-9, "not a whole number of decays: {k}");
+        assert!(
+            (k - k.round()).abs() < 1e-9,
+            "not a whole number of decays: {k}"
+        );
         assert!((6.0..=10.0).contains(&k.round()), "{k} updates in 100 ms");
     }
 
@@ -1267,7 +1292,10 @@ mod tests {
         c.loss_event = true;
         c.update_cwnd(1.0);
         assert!((c.cwnd - 70_000.0).abs() < 1e-6, "{}", c.cwnd);
-        assert_eq!(c.cwnd_i, 100_000.0, "the inflexion point is the window before the cut");
+        assert_eq!(
+            c.cwnd_i, 100_000.0,
+            "the inflexion point is the window before the cut"
+        );
     }
 
     #[test]
@@ -1326,7 +1354,11 @@ mod tests {
         f.run(&mut c, 20_000, &mut |_| (Some(20), false));
         let limit = 1200.0 + 2.0 * 12_000.0;
         assert!(c.cwnd <= limit, "cwnd {} > {limit}", c.cwnd);
-        assert!(c.cwnd > 0.9 * limit, "it does grow to the limit: {}", c.cwnd);
+        assert!(
+            c.cwnd > 0.9 * limit,
+            "it does grow to the limit: {}",
+            c.cwnd
+        );
     }
 
     #[test]
@@ -1337,7 +1369,11 @@ mod tests {
         c.update_cwnd(1.0);
         c.stream.update_target(0.0);
         let expected = 8.0 * c.cwnd / 0.026 / 1.1 * 1200.0 / 1220.0;
-        assert!((c.target() - expected).abs() < 1e-6, "{} vs {expected}", c.target());
+        assert!(
+            (c.target() - expected).abs() < 1e-6,
+            "{} vs {expected}",
+            c.target()
+        );
         assert!((c.pacing_rate - 1.5 * c.stream.target).abs() < 1e-6 || c.pacing_rate > 0.0);
     }
 
@@ -1346,7 +1382,9 @@ mod tests {
         // One loss in 1000 (0.1 % < 1 %) with no queue: no loss event.
         let mut c = scream("start_rate = \"5Mbps\"");
         let mut f = Feed::new(1000);
-        f.run(&mut c, 5000, &mut |s| ((s % 1000 != 999).then_some(20), false));
+        f.run(&mut c, 5000, &mut |s| {
+            ((s % 1000 != 999).then_some(20), false)
+        });
         assert_eq!(get(&c, "loss_events"), 0.0);
         // One in 20 (5 %): the loss rate passes 1 % and losses become events.
         f.run(&mut c, 5000, &mut |s| ((s % 20 != 19).then_some(20), false));
@@ -1365,10 +1403,17 @@ mod tests {
         let a = c.frame_action(Time::from_millis(1033), &view(120, 1033));
         assert_eq!(a.encode, EncodeAction::Reset);
         let a = c.frame_action(Time::from_millis(1066), &view(150, 1066));
-        assert_eq!(a.encode, EncodeAction::Encode, "within 250 ms of the last discard");
+        assert_eq!(
+            a.encode,
+            EncodeAction::Encode,
+            "within 250 ms of the last discard"
+        );
         let a = c.frame_action(Time::from_millis(1300), &view(150, 1300));
         assert_eq!(a.encode, EncodeAction::Reset);
-        assert!(get(&c, "rate_adjust_factor") > 0.0, "a lingering queue lowers the target");
+        assert!(
+            get(&c, "rate_adjust_factor") > 0.0,
+            "a lingering queue lowers the target"
+        );
     }
 
     #[test]
