@@ -57,6 +57,22 @@
 //! - The base-delay refresh that empties the RTP queue for two RTTs after ~8 minutes without a
 //!   sub-millisecond queue is not done (the rate-halving reset of `getTargetBitrate` is).
 //! - `ceDensity` stays 1: it only differs when pacing is off, and pacing is always on here.
+//!
+//! # Judgment calls
+//!
+//! - **Application limited** (which slows sRTT's decay to 1/1024 per update) also requires the
+//!   encoder to produce less than 90 % of the target, the reference's stated purpose. Its test
+//!   alone (the window above twice what is in flight) also holds when SCReAM's own target keeps
+//!   little in flight after an RTT spike, and then held the rate at a third of a 4 Mbit/s link
+//!   for 10 s after a 1 s outage on a deep buffer.
+//! - **The start**: the reference's window starts at 2 MSS and its target falls to that
+//!   window's share at the first frame, whatever start rate it was given. Here the window starts
+//!   where its share equals the flow's `start_bitrate`, and without one at the rate the
+//!   reference's first window gives (2 MSS per 51 ms through the margins, ≈ 340 kbit/s at
+//!   1200 bytes).
+//! - **`l4s` defaults to true** (the reference's constructor: false), see [`ScreamConfig::l4s`].
+//! - **The default maximum rate** is 10 Mbit/s (the reference's BW test tool's), when neither
+//!   the parameters nor the flow give one.
 
 use super::params::controller_config;
 use super::{
