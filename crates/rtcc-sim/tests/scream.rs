@@ -103,7 +103,7 @@ fn rate_at_fixed_marking(p: f64, evenly: bool) -> f64 {
                 ecn,
             });
         }
-        if t % 5_000_000 == 0 && !arrived.is_empty() {
+        if t.is_multiple_of(5_000_000) && !arrived.is_empty() {
             reports.push_back((t + OWD_NS, std::mem::take(&mut arrived)));
         }
         while reports.front().is_some_and(|(at, _)| *at <= t) {
