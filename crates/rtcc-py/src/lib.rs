@@ -541,9 +541,11 @@ fn parse_duration(s: &str) -> PyResult<f64> {
 /// Replay a packet log open loop into the controller of `flow` of a scenario
 /// (`rtcc_sim::replay`). Columns, one entry per packet in sequence order: receive and
 /// feedback times are -1 for "lost" and "never reported", frames -1 for none, kinds the log's
-/// codes. Returns `{"time_ns", "target_bps", "signals": {name: values}}`, one entry per report
+/// codes, `ecn` (optional, Not-ECT without it) the two-bit codepoint each packet arrived with.
+/// Returns `{"time_ns", "target_bps", "signals": {name: values}}`, one entry per report
 /// (NaN where a signal has no value at that report).
 #[pyfunction]
+#[pyo3(signature = (scenario_json, base_dir, flow, seq, send_ns, recv_ns, size, frame, kind, feedback_ns, ecn=None))]
 #[allow(clippy::too_many_arguments)]
 fn replay_feedback<'py>(
     py: Python<'py>,
@@ -557,6 +559,7 @@ fn replay_feedback<'py>(
     frame: Vec<i64>,
     kind: Vec<u8>,
     feedback_ns: Vec<i64>,
+    ecn: Option<Vec<u8>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     use rtcc_sim::replay::{replay_feedback as replay, LoggedPacket};
     let n = seq.len();
@@ -567,6 +570,7 @@ fn replay_feedback<'py>(
         frame.len(),
         kind.len(),
         feedback_ns.len(),
+        ecn.as_ref().map_or(n, |e| e.len()),
     ]
     .iter()
     .any(|&len| len != n)
@@ -595,6 +599,7 @@ fn replay_feedback<'py>(
             kind: rtcc_core::packet::PacketKind::try_from(kind[i])
                 .map_err(|e| PyValueError::new_err(format!("packet {}: {e}", seq[i])))?,
             feedback_ns: time(feedback_ns[i]),
+            ecn: rtcc_core::packet::Ecn::from_bits(ecn.as_ref().map_or(0, |e| e[i])),
         });
     }
     let steps = replay(&sc, flow, &registry, &packets).map_err(ScenarioError::new_err)?;

@@ -12,11 +12,12 @@
 //!
 //! What the replay cannot give a controller: probe clusters are not marked (a probe packet of
 //! the log is plain [`PacketKind::Probe`] padding to the replayed controller, so its probe
-//! estimator sees no clusters), and the sender's in-flight bytes are those of the log.
+//! estimator sees no clusters), the sender's in-flight bytes are those of the log, and no
+//! encoder runs (a frame controller hears of no frames).
 
 use crate::scenario::Scenario;
 use rtcc_core::cc::{self, Controller};
-use rtcc_core::packet::{FeedbackReport, PacketKind, PacketResult, SentPacket};
+use rtcc_core::packet::{Ecn, FeedbackReport, PacketKind, PacketResult, SentPacket};
 use rtcc_core::units::Time;
 use std::collections::HashMap;
 
@@ -34,6 +35,8 @@ pub struct LoggedPacket {
     pub kind: PacketKind,
     /// When the report that carries this packet reaches the sender; `None`: never reported.
     pub feedback_ns: Option<u64>,
+    /// The ECN codepoint it arrived with (RFC 8888 reports it per packet).
+    pub ecn: Ecn,
 }
 
 /// The controller's state after one report: its target and every signal it exposes.
@@ -138,7 +141,7 @@ pub fn replay_feedback(
             .map(|&i| PacketResult {
                 sent: sent[i],
                 receive_time: packets[i].recv_ns.map(Time),
-                ecn: rtcc_core::packet::Ecn::NotEct,
+                ecn: packets[i].ecn,
             })
             .collect();
         in_flight -= results.iter().map(|r| r.sent.size as u64).sum::<u64>();
@@ -217,6 +220,7 @@ mod tests {
                     frame: Some(fr),
                     kind: PacketKind::Media,
                     feedback_ns: Some((recv / 50_000_000 + 1) * 50_000_000 + 20_000_000),
+                    ecn: Ecn::NotEct,
                 });
             }
         }
