@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""SCReAM v2 against Ericsson's reference implementation, on the same packets.
+
+A case is a scenario rtcc runs with SCReAM flows (`cases/`). Flow 0's packet log (send time,
+receive time or loss, size, frame, transport-wide sequence number, ECN codepoint on arrival) is
+replayed open loop, so both controllers see exactly the same arrivals, one RFC 8888 report per
+5 ms of receive time (rtcc's SCREAM_FEEDBACK interval) reaching the sender after the reverse
+path's delay:
+
+- rtcc's `scream` (`rtcc_sim::replay`), its target bitrate (`target_bps`) and window
+  (`window_bytes`);
+- Ericsson's `ScreamV2Tx` (built from `../shared/reference/scream/code` with `driver.cc`; never
+  copied into this repository), its `getTargetBitrate` and `getCwnd`, given the flow's media
+  min/start/max rates, the constructor's defaults and `isL4s` as rtcc's `l4s` parameter.
+
+Neither side is given the encoder's frames (the replay has no encoder): both run without their
+RTP-queue and frame-size terms, so this compares the network congestion control.
+
+For each case: both trajectories on one plot, and the median of |ours / theirs - 1| on a 100 ms
+grid after the first second. The differences that remain are traced to their rules in
+docs/scream.md ("Against the reference").
+
+    python bench/scream_crosscheck/crosscheck.py -o out/scream-crosscheck
+
+Needs the `rtcc` package, a C++17 compiler (`c++`, `g++` or `clang++`) and the reference
+sources; without them the report says what is missing and exits with status 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+REFERENCE = REPO.parent / "shared" / "reference" / "scream" / "code"
+FEEDBACK_INTERVAL_US = 5_000  # rtcc's SCREAM_FEEDBACK interval
+GRID_US = 100_000
+COMPARE_FROM_S = 1.0
+CASES = ["step", "lte", "two", "l4s"]
+
+# The log, the grid and the difference measure are the GCC cross-check's.
+_spec = importlib.util.spec_from_file_location("gcc_crosscheck", REPO / "bench" / "gcc_crosscheck" / "crosscheck.py")
+gcc_crosscheck = importlib.util.module_from_spec(_spec)
+sys.modules["gcc_crosscheck"] = gcc_crosscheck  # its dataclasses look themselves up there
+_spec.loader.exec_module(gcc_crosscheck)
+
+
+def reference_sources(root: Path = REFERENCE) -> tuple[list[Path], str]:
+    """The reference's source files, or why they cannot be had."""
+    files = [root / f for f in ("ScreamV2Tx.cpp", "ScreamV2TxStream.cpp", "ScreamTx.cpp", "RtpQueue.cpp")]
+    missing = [f for f in files + [root / "ScreamTx.h", root / "RtpQueue.h"] if not f.is_file()]
+    if missing:
+        return [], f"the reference SCReAM is not at {root} (see ../shared/reference/README.md)"
+    return files, ""
+
+
+def compiler() -> str | None:
+    return next((c for c in ("c++", "g++", "clang++") if shutil.which(c)), None)
+
+
+def build(main: Path, out: Path) -> tuple[Path | None, str]:
+    """Compile `main` with the reference sender; (binary, "") or (None, why not)."""
+    sources, why = reference_sources()
+    if why:
+        return None, why
+    cxx = compiler()
+    if cxx is None:
+        return None, "no C++ compiler (c++, g++ or clang++) is installed"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # IGNORE_PACKET: the RTP queue holds sizes only (no payloads to free).
+    done = subprocess.run([cxx, "-std=c++17", "-O2", "-w", "-DIGNORE_PACKET", "-I", str(REFERENCE),
+                           str(main), *map(str, sources), "-o", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        return None, "building the reference failed: " + (done.stderr.strip().splitlines() or ["?"])[-1]
+    return out, ""
+
+
+def build_reference(out: Path) -> tuple[Path | None, str]:
+    """The replay driver (driver.cc) with the reference sender."""
+    return build(HERE / "driver.cc", out)
+
+
+def packet_log(case: str):
+    """Run the case (closed loop, rtcc's scream) and return flow 0's packets with the time their
+    report reaches the sender, its frame marker and RTP timestamp, the scenario and the run."""
+    from rtcc.scenario import Scenario
+
+    scenario = Scenario.from_file(HERE / "cases" / f"{case}.toml")
+    run = scenario.run(keep_packets=True)
+    p = run.packets.filter(pl.col("flow") == 0).sort("seq")
+    log = gcc_crosscheck.with_feedback_times(p, gcc_crosscheck._reverse_delay_us(scenario), FEEDBACK_INTERVAL_US)
+    # The codepoint each packet arrived with, RFC 3168's two bits (0 Not-ECT, 1 ECT(1), 2 ECT(0),
+    # 3 CE), as RFC 8888 reports them and the reference reads them (ceBits); Not-ECT from an
+    # extension whose packet log has no `ecn` column.
+    ecn = p["ecn"].cast(pl.Int64) if "ecn" in p.columns else pl.Series(np.zeros(len(p), dtype=np.int64))
+    log = log.with_columns(ecn.alias("ecn"))
+    # The RTP marker bit on each frame's last packet, its timestamp the frame's first send (90 kHz).
+    by_frame = (log.filter(pl.col("frame") >= 0).group_by("frame")
+                .agg(pl.col("seq").max().alias("last_seq"), pl.col("send_us").min().alias("first_us")))
+    log = log.join(by_frame, on="frame", how="left").sort("seq").with_columns(
+        (pl.col("seq") == pl.col("last_seq")).fill_null(True).cast(pl.Int64).alias("mark"),
+        ((pl.col("first_us").fill_null(pl.col("send_us")) * 9 // 100) % (1 << 32)).alias("ts90k"),
+    ).drop("last_seq", "first_us")
+    return log, scenario, run
+
+
+def flow_settings(scenario) -> tuple[float, float, float, bool]:
+    """(min, start, max) in bit/s of flow 0 and its `l4s` parameter, as both are given them."""
+    from rtcc._core import parse_rate
+
+    f = scenario.to_dict()["flows"][0]
+    params = f.get("params") or {}
+    rates = tuple(parse_rate(params.get(k2, f[k])) for k, k2 in
+                  (("min_bitrate", "min_rate"), ("start_bitrate", "start_rate"), ("max_bitrate", "max_rate")))
+    return (*rates, bool(params.get("l4s", True)))
+
+
+def rtcc_replay(scenario, log: pl.DataFrame) -> pl.DataFrame:
+    """rtcc's scream fed the log open loop: time and every signal after each report."""
+    from rtcc import _core
+
+    args = [scenario.to_json(), str(scenario.base_dir), 0,
+            log["seq"].to_list(), (log["send_us"] * 1000).to_list(),
+            [(-1 if r < 0 else r * 1000) for r in log["recv_us"].to_list()],
+            log["size"].to_list(), log["frame"].to_list(), log["kind"].to_list(),
+            [(-1 if f < 0 else f * 1000) for f in log["feedback_us"].to_list()]]
+    try:
+        out = _core.replay_feedback(*args, ecn=log["ecn"].to_list())
+    except TypeError:  # an extension built before the replay took ECN codepoints
+        out = _core.replay_feedback(*args)
+    frame = {"time_us": np.asarray(out["time_ns"]) // 1000, "target_bps": out["target_bps"]}
+    frame.update(out["signals"])
+    return pl.DataFrame(frame)
+
+
+def reference_replay(binary: Path, log: pl.DataFrame, settings: tuple[float, float, float, bool]) -> pl.DataFrame:
+    rmin, start, rmax, l4s = settings
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = Path(tmp) / "in.csv", Path(tmp) / "out.csv"
+        log.select("seq", "send_us", "recv_us", "size", "feedback_us", "ecn", "mark", "ts90k").write_csv(src)
+        done = subprocess.run([str(binary), str(src), str(dst), repr(rmin), repr(start), repr(rmax), str(int(l4s))],
+                              capture_output=True, text=True, timeout=600)
+        if done.returncode != 0:
+            raise RuntimeError(f"the reference replay failed: {done.stderr.strip()}")
+        return pl.read_csv(dst)
+
+
+def run_case(case: str, binary: Path) -> dict:
+    log, scenario, run = packet_log(case)
+    end_us = int(log["send_us"].max())
+    grid = np.arange(int(COMPARE_FROM_S * 1e6), end_us, GRID_US)
+    ours = rtcc_replay(scenario, log)
+    theirs = reference_replay(binary, log, flow_settings(scenario))
+    state = run.state.filter((pl.col("flow") == 0) & (pl.col("signal") == "target_bps")).sort("time_ns")
+    g = gcc_crosscheck.on_grid
+    series = {
+        "rtcc scream, closed loop (the run)": g(state["time_ns"].to_numpy() // 1000, state["value"].to_numpy(), grid),
+        "rtcc scream": g(ours["time_us"].to_numpy(), ours["target_bps"].to_numpy(), grid),
+        "Ericsson scream": g(theirs["time_us"].to_numpy(), theirs["target_bps"].to_numpy(), grid),
+    }
+    windows = {
+        "rtcc scream": g(ours["time_us"].to_numpy(), ours["window_bytes"].to_numpy(), grid),
+        "Ericsson scream": g(theirs["time_us"].to_numpy(), theirs["cwnd_bytes"].to_numpy(), grid),
+    }
+    m = gcc_crosscheck.median_relative_difference
+    differences = {
+        "rtcc scream vs rtcc scream, closed loop (the run)":
+            m(series["rtcc scream"], series["rtcc scream, closed loop (the run)"]),
+        "rtcc scream vs Ericsson scream": m(series["rtcc scream"], series["Ericsson scream"]),
+        "cwnd: rtcc scream vs Ericsson scream": m(windows["rtcc scream"], windows["Ericsson scream"]),
+    }
+    return {"case": case, "grid": grid, "series": series, "windows": windows, "differences": differences}
+
+
+def plot(results: list[dict], path: Path) -> None:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(12, 3.2 * len(results)), layout="constrained")
+    axes = fig.subplots(len(results), 2, squeeze=False)
+    for (ax, axw), r in zip(axes, results):
+        for name, values in r["series"].items():
+            ax.plot(r["grid"] / 1e6, values / 1e6, label=name, lw=1.0, ls=":" if "closed loop" in name else "-")
+        for name, values in r["windows"].items():
+            axw.plot(r["grid"] / 1e6, values / 1e3, label=name, lw=1.0)
+        d = r["differences"]
+        ax.set_title(f"{r['case']}: target, the same packets into each "
+                     f"(median difference {d['rtcc scream vs Ericsson scream']:.1%})", fontsize="medium")
+        axw.set_title(f"{r['case']}: cwnd (median difference {d['cwnd: rtcc scream vs Ericsson scream']:.1%})",
+                      fontsize="medium")
+        ax.set_ylabel("Mbit/s")
+        axw.set_ylabel("kB")
+        for a in (ax, axw):
+            a.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left")
+    axes[-1][0].set_xlabel("time (s)")
+    axes[-1][1].set_xlabel("time (s)")
+    tmp = path.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=100)
+    os.replace(tmp, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-o", "--output", type=Path, required=True, help="folder for the report")
+    parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
+    args = parser.parse_args(argv)
+    cases = [c for c in args.cases.split(",") if c]
+    unknown = [c for c in cases if c not in CASES]
+    if unknown:
+        parser.error(f"unknown case(s) {', '.join(unknown)}; the cases are {', '.join(CASES)}")
+    binary, why = build_reference(REPO / "target" / "scream-crosscheck" / "scream-replay")
+    args.output.mkdir(parents=True, exist_ok=True)
+    if binary is None:
+        print(f"skipped: {why}", file=sys.stderr)
+        (args.output / "summary.json").write_text(json.dumps({"skipped": why}, indent=2) + "\n")
+        return 3
+    results = [run_case(c, binary) for c in cases]
+    plot(results, args.output / "trajectories.png")
+    summary = {"cases": {r["case"]: {"median_relative_difference": r["differences"]} for r in results}}
+    tmp = args.output / "summary.json.tmp"
+    tmp.write_text(json.dumps(summary, indent=2) + "\n")
+    os.replace(tmp, args.output / "summary.json")
+    for r in results:
+        for pair, d in r["differences"].items():
+            print(f"{r['case']}: {pair}: median relative difference {d:.1%}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
