@@ -154,7 +154,7 @@ def reference_replay(binary: Path, log: pl.DataFrame, settings: tuple[float, flo
                               capture_output=True, text=True, timeout=600)
         if done.returncode != 0:
             raise RuntimeError(f"the reference replay failed: {done.stderr.strip()}")
-        return pl.read_csv(dst)
+        return pl.read_csv(dst, infer_schema_length=None)
 
 
 def run_case(case: str, binary: Path) -> dict:

@@ -12,8 +12,8 @@
 //
 //     scream-marking P [SECONDS] [EVENLY(0|1)]
 //
-// prints: p, the delivered rate over [20 s, SECONDS) in bit/s, (2/p)·MSS·8/RTT, their ratio, the
-// mean l4sAlpha is not exposed by the reference, so the mean cwnd and target are printed instead.
+// EVENLY = 1 marks every 1/p-th packet instead. Prints p, the delivered rate over [20 s, SECONDS)
+// in bit/s, (2/p)·MSS·8/RTT, their ratio, and the mean window and target over the same time.
 
 #include "RtpQueue.h"
 #include "ScreamTx.h"
@@ -22,7 +22,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
-#include <random>
 #include <vector>
 
 namespace {
@@ -63,8 +62,14 @@ int main(int argc, char** argv) {
     RtpQueue queue;
     scream.registerNewStream(&queue, kSsrc, 1.0f, 150e3f, 1e6f, 200e6f);
 
-    std::mt19937_64 rng(0x9E3779B97F4A7C15ULL ^ uint64_t(p * 1e6));
-    std::uniform_real_distribution<double> uniform(0.0, 1.0);
+    // The Rust test's generator and seed (xorshift64*), drawn once per arriving packet.
+    uint64_t rng = 0x9E3779B97F4A7C15ULL ^ uint64_t(p * 1e6);
+    auto uniform = [&rng]() {
+        rng ^= rng >> 12;
+        rng ^= rng << 25;
+        rng ^= rng >> 27;
+        return double((rng * 0x2545F4914F6CDD1DULL) >> 11) / double(1ULL << 53);
+    };
     std::deque<InFlight> in_flight;
     std::vector<Arrival> arrived;
     std::deque<std::pair<int64_t, std::vector<Arrival>>> reports;
@@ -102,7 +107,7 @@ int main(int argc, char** argv) {
             const InFlight f = in_flight.front();
             in_flight.pop_front();
             if (f.arrive_us >= from && f.arrive_us < to) delivered += kMss;
-            const bool ce = evenly ? uint64_t(f.count * p) != uint64_t((f.count + 1) * p) : uniform(rng) < p;
+            const bool ce = evenly ? uint64_t(f.count * p) != uint64_t((f.count + 1) * p) : uniform() < p;
             arrived.push_back({f.seq, f.arrive_us, ce});
         }
         if (t % 5000 == 0 && !arrived.empty()) {

@@ -15,8 +15,10 @@
 //! - **L4S marks** (scalable, like DCTCP/Prague): `l4sAlpha` follows the fraction of packets that
 //!   arrived CE-marked, fast up (gain 1/8 when a fraction above it is seen) and slow down
 //!   (decays by 1/128 per update otherwise); a CE event — at most one per min(30 ms, sRTT) —
-//!   cuts the window by `l4sAlpha/2`. A flow marked on a fraction p of its packets settles where
-//!   two packets per RTT are marked: `rate ≈ (2/p)·MSS·8/RTT` (the reference's README).
+//!   cuts the window by `l4sAlpha/2`. The reference's README says a flow marked on a fraction p
+//!   of its packets settles where two packets per RTT are marked, `rate ≈ (2/p)·MSS·8/RTT`; the
+//!   reference's own code settles at about half of that (0.50-0.57 at p = 0.02-0.1, 25 ms RTT,
+//!   `bench/scream_crosscheck/marking.cc`), and so does this port (within 1.2 % of it).
 //! - **Queue delay**, for paths without L4S: the one-way delay above its minimum over the last
 //!   ~8 minutes (the clocks' offset cancels). When its average exceeds half the queue-delay
 //!   target (100 ms by default) the sender acts as if marked ("virtual CE") with a virtual alpha
@@ -93,8 +95,9 @@ const L4S_G_DOWN: f64 = 1.0 / 128.0;
 const L4S_ALPHA_MAX: f64 = 1.0;
 /// The reference's initial `l4sAlpha` (constructor).
 const L4S_ALPHA_INIT: f64 = 0.1;
-/// `lastL4sAlphaUpdateT_ntp` test: l4sAlpha is updated at most every min(10 ms, sRTT).
-const L4S_ALPHA_UPDATE_INTERVAL: f64 = 0.010;
+/// `lastL4sAlphaUpdateT_ntp` test (655/65536 s): l4sAlpha is updated at most every
+/// min(10 ms, sRTT).
+const L4S_ALPHA_UPDATE_INTERVAL: f64 = 655.0 / 65536.0;
 /// `kMinCongestionBackOffInterval_ntp` (1966/65536 s = 30 ms): congestion events, the queue
 /// delay averages and the window updates happen at most every min(30 ms, sRTT).
 const MIN_BACKOFF_INTERVAL: f64 = 1966.0 / 65536.0;
@@ -138,6 +141,7 @@ const RATE_LIMIT_RTTS: f64 = 5.0;
 const RATE_LIMIT_MIN: f64 = 6554.0 / 65536.0;
 /// The reference's initial sRTT (constructor: 50 ms).
 const SRTT_INIT: f64 = 0.05;
+const SRTT_INIT_NTP: f64 = 3277.0 / 65536.0;
 /// `ScreamV2TxStream.cpp`: `kMinRtpQueueDiscardInterval_ntp` (250 ms).
 const MIN_RTP_QUEUE_DISCARD_INTERVAL: f64 = 0.25;
 /// `ScreamV2TxStream.cpp`: frame-size histogram (`kRelFrameSizeHist*`).
@@ -302,7 +306,8 @@ impl Stream {
     fn update_rate(&mut self, t: f64, adaptive_scale: bool) {
         if let Some(last) = self.last_rate_update {
             let dt = t - last;
-            if dt < RATE_UPDATE_INTERVAL {
+            // `isOkToTransmit`: `time_ntp - lastRateUpdateT_ntp > kRateUpdateInterval_ntp`.
+            if dt <= RATE_UPDATE_INTERVAL {
                 return;
             }
             self.rate_updates += 1;
@@ -456,8 +461,19 @@ struct Counts {
     virtual_ce_events: u64,
 }
 
+/// The reference's time base: Q16 seconds (`time_ntp`, 1/65536 s ticks), truncated as an NTP
+/// clock reads. Its interval tests compare whole ticks with a strict `>` (`time_ntp - last >
+/// kMinCongestionBackOffInterval_ntp`, 1966 ticks), so on feedback exactly 5 ms apart a 30 ms gap
+/// (1966.08 ticks, 1966 or 1967 whole ones) mostly does not pass and events come every 35 ms;
+/// the same test in continuous seconds passed at 30 ms and backed off a sixth more often
+/// (found by bench/scream_crosscheck). Every time here is therefore a whole number of ticks.
 fn secs(t: Time) -> f64 {
-    t.as_secs_f64()
+    ticks(t) as f64 / 65536.0
+}
+
+/// `t` in whole Q16 ticks (the reference's `uint32_t time_ntp`, without its wrap).
+fn ticks(t: Time) -> i64 {
+    ((t.0 as u128 * 65536) / 1_000_000_000) as i64
 }
 
 impl Scream {
@@ -487,9 +503,10 @@ impl Scream {
             max_bytes_in_flight_hist: [0; MAX_BYTES_IN_FLIGHT_HIST],
             max_bytes_in_flight_hist_ix: 0,
             is_application_limited: false,
-            srtt: SRTT_INIT,
-            srtt_sh: SRTT_INIT,
-            srtt_sh_prev: SRTT_INIT,
+            // The constructor's `sRtt_ntp(3277)`: 50 ms in whole ticks.
+            srtt: SRTT_INIT_NTP,
+            srtt_sh: SRTT_INIT_NTP,
+            srtt_sh_prev: SRTT_INIT_NTP,
             last_srtt_update: t,
             base_owd: None,
             base_owd_hist: VecDeque::with_capacity(BASE_OWD_HIST),
@@ -599,10 +616,11 @@ impl Scream {
             self.packets_marked += 1;
             self.ce_this_feedback = true;
         }
-        let owd = at.0 as i64 - p.sent.send_time.0 as i64;
+        // `markAcked`: `ackedOwd = timestamp - timeTx_ntp` in Q16 ticks.
+        let owd = ticks(at) - ticks(p.sent.send_time);
         self.estimate_owd(t, owd);
         let base = self.base_owd().unwrap_or(owd);
-        self.queue_delay = (owd - base).max(0) as f64 / 1e9;
+        self.queue_delay = (owd - base).max(0) as f64 / 65536.0;
         // Per received packet (`incomingStandardizedFeedback`): the min/max queue-delay trackers.
         self.queue_delay_min_avg = self.queue_delay_min_avg.min(self.queue_delay);
         self.queue_delay_max_avg = self
@@ -611,17 +629,27 @@ impl Scream {
             .min(self.queue_delay_target());
     }
 
-    /// `markAcked`'s RTT part, for the newest packet of a report.
-    fn update_rtt(&mut self, t: f64, rtt: f64) {
+    /// `markAcked`'s RTT part, for the newest packet of a report. The reference filters in whole
+    /// Q16 ticks with integer division (`sRttSh_ntp = (7 * sRttSh_ntp + rtt) / 8`), which
+    /// truncates each step: both averages settle about 3.5 ticks (53 µs) under the RTT, 0.1 ms
+    /// for sRTT; done the same way here.
+    fn update_rtt(&mut self, t: f64, rtt_ticks: i64) {
+        if !(0..1_000_000).contains(&rtt_ticks) {
+            return; // `rtt < 1000000`
+        }
+        let q16 = |s: f64| (s * 65536.0).round() as i64;
+        let from_q16 = |n: i64| n as f64 / 65536.0;
+        let (srtt, srtt_sh) = (q16(self.srtt), q16(self.srtt_sh));
         self.srtt_sh_prev = self.srtt_sh;
-        self.srtt_sh = (7.0 * self.srtt_sh + rtt) / 8.0;
+        let srtt_sh = (7 * srtt_sh + rtt_ticks) / 8;
+        self.srtt_sh = from_q16(srtt_sh);
         if t - self.last_srtt_update > self.srtt_sh {
-            self.srtt = if self.is_application_limited && self.srtt > self.srtt_sh {
+            self.srtt = from_q16(if self.is_application_limited && srtt > srtt_sh {
                 // Application limited: a falling RTT must not raise the target quickly.
-                (1023.0 * self.srtt + self.srtt_sh) / 1024.0
+                (1023 * srtt + srtt_sh) / 1024
             } else {
-                (7.0 * self.srtt + self.srtt_sh) / 8.0
-            };
+                (7 * srtt + srtt_sh) / 8
+            });
             self.last_srtt_update = t;
         }
     }
@@ -939,7 +967,7 @@ impl Controller for Scream {
         let Some(newest_sent) = newest_received else {
             return; // only losses: the reference acts on received packets
         };
-        self.update_rtt(t, (now - newest_sent).as_secs_f64());
+        self.update_rtt(t, ticks(now) - ticks(newest_sent));
 
         // The end of a report (`isLast`): events, alpha, averages, and the window.
         if t - self.last_loss_event > self.backoff_interval() && self.ce_this_feedback {
@@ -1258,11 +1286,12 @@ mod tests {
     fn l4s_alpha_rises_fast_to_the_marked_fraction_and_decays_slowly() {
         let mut c = scream("");
         assert_eq!(get(&c, "l4s_alpha"), 0.1, "the reference starts at 0.1");
-        // Every second packet marked: each update (≥ 10 ms apart) sees a fraction of 0.5 ≥ alpha,
-        // so alpha ← 1/8·0.5 + 7/8·alpha: after n updates 0.5 − 0.4·(7/8)^n.
+        // Every second packet marked: each update (> 655 ticks ≈ 10 ms apart) sees a fraction of
+        // 0.5 ≥ alpha, so alpha ← 1/8·0.5 + 7/8·alpha: after n updates 0.5 − 0.4·(7/8)^n.
+        // 10 ms of packets are two reports 5 ms apart: one update.
         let mut f = Feed::new(500);
         let before = c.l4s_alpha;
-        f.run(&mut c, 15, &mut |s| (Some(20), s % 2 == 0));
+        f.run(&mut c, 10, &mut |s| (Some(20), s % 2 == 0));
         let after_one = c.l4s_alpha;
         assert!(
             (after_one - (0.125 * 0.5 + 0.875 * before)).abs() < 1e-12,
@@ -1341,9 +1370,10 @@ mod tests {
         f.run(&mut c, 3000, &mut |_| (Some(100), false));
         assert!(get(&c, "virtual_ce_events") > 10.0);
         let expected = 0.6 / (c.srtt / MIN_BACKOFF_INTERVAL).max(1.0);
-        // queueDelayAvg converges on 80 ms with gain 1/4 per 30 ms: exact after 3 s to 1e-6.
+        // queueDelayAvg converges on 80 ms with gain 1/4 per 30 ms: exact after 3 s to 1e-6, but
+        // for the one-way delays' Q16 ticks (80 ms is 5242.88 ticks: 5242 or 5243 whole ones).
         assert!(
-            (c.virtual_l4s_alpha - expected).abs() < 1e-6,
+            (c.virtual_l4s_alpha - expected).abs() < 1e-3,
             "{} vs {expected}",
             c.virtual_l4s_alpha
         );
@@ -1386,8 +1416,11 @@ mod tests {
         f.run(&mut c, 20_000, &mut |_| (Some(20), false));
         let limit = 1200.0 + 2.0 * 12_000.0;
         assert!(c.cwnd <= limit, "cwnd {} > {limit}", c.cwnd);
+        // It grows until the next step would pass the limit (`if (cwndTmp <= maxAllowed)`): a
+        // step is 72 000 acknowledged bytes per 30 ms × MSS/cwnd, ×(1 + 5 % of cwnd/MSS), about
+        // 7 kB here, so where it stops depends on the steps' phase (measured 0.86 of the limit).
         assert!(
-            c.cwnd > 0.9 * limit,
+            c.cwnd > 0.7 * limit,
             "it does grow to the limit: {}",
             c.cwnd
         );
