@@ -927,9 +927,12 @@ impl Controller for Scream {
         let t = secs(now);
         if t - self.last_mss_update > 1.0 {
             // `kMssUpdateInterval_ntp`: the MSS is the largest packet of the last two seconds.
+            // `ScreamV2Tx::isOkToTransmit` also floors the window at `kMinCwndMss` = 3 MSS then
+            // (2 MSS at every packet, `addTransmitted`).
             self.prev_mss = self.mss;
             self.mss = 0.0;
             self.last_mss_update = t;
+            self.cwnd = self.cwnd.max(3.0 * self.get_mss());
         }
         self.mss = self.mss.max(pkt.size as f64);
         self.cwnd_min = 2.0 * self.get_mss();
@@ -1047,9 +1050,11 @@ impl FrameController for Scream {
     fn on_frame_encoded(&mut self, _now: Time, frame: &FrameInfo) {
         self.stream.queued_bytes += frame.size as u64;
         self.stream.bytes_rtp += frame.size as u64;
+        // `Stream::newMediaFrame` counts the frame (`nFrames++`) before its histogram's preamble
+        // test (`nFrames > kRelFrameSizeHistPreamble`).
+        self.stream.frames += 1;
         self.stream
             .on_frame(frame.size as f64, self.cfg.max_adaptive_pacing_rate_scale);
-        self.stream.frames += 1;
         self.is_new_frame = true;
     }
 
@@ -1072,10 +1077,11 @@ impl FrameController for Scream {
         self.stream.rate_adjust_factor =
             (self.stream.rate_adjust_factor + error * RATE_ADJUST_GAIN_2).clamp(0.0, 0.5);
         let mut action = FrameAction::default();
-        let discard_allowed = self
-            .stream
-            .last_discard
-            .is_none_or(|d| t - d > MIN_RTP_QUEUE_DISCARD_INTERVAL);
+        // `Stream::updateTargetBitrate` starts its discard clock at the first frame
+        // (`lastRtpQueueDiscardT_ntp = time_ntp`): no discard in the first 250 ms, "as there is
+        // no reliable estimate of the throughput in the initial phase".
+        let last_discard = *self.stream.last_discard.get_or_insert(t);
+        let discard_allowed = t - last_discard > MIN_RTP_QUEUE_DISCARD_INTERVAL;
         if delay > self.cfg.max_rtp_queue_delay.as_secs_f64() && discard_allowed {
             // The RTP queue is discarded and the encoder restarts from a key frame.
             action.encode = EncodeAction::Reset;
@@ -1467,14 +1473,20 @@ mod tests {
         let a = c.frame_action(Time::from_millis(1000), &view(50, 1000));
         assert_eq!(a.encode, EncodeAction::Encode);
         let a = c.frame_action(Time::from_millis(1033), &view(120, 1033));
+        assert_eq!(
+            a.encode,
+            EncodeAction::Encode,
+            "within 250 ms of the first frame (the reference's discard clock starts there)"
+        );
+        let a = c.frame_action(Time::from_millis(1300), &view(120, 1300));
         assert_eq!(a.encode, EncodeAction::Reset);
-        let a = c.frame_action(Time::from_millis(1066), &view(150, 1066));
+        let a = c.frame_action(Time::from_millis(1366), &view(150, 1366));
         assert_eq!(
             a.encode,
             EncodeAction::Encode,
             "within 250 ms of the last discard"
         );
-        let a = c.frame_action(Time::from_millis(1300), &view(150, 1300));
+        let a = c.frame_action(Time::from_millis(1600), &view(150, 1600));
         assert_eq!(a.encode, EncodeAction::Reset);
         assert!(
             get(&c, "rate_adjust_factor") > 0.0,
