@@ -541,11 +541,14 @@ fn parse_duration(s: &str) -> PyResult<f64> {
 /// Replay a packet log open loop into the controller of `flow` of a scenario
 /// (`rtcc_sim::replay`). Columns, one entry per packet in sequence order: receive and
 /// feedback times are -1 for "lost" and "never reported", frames -1 for none, kinds the log's
-/// codes, `ecn` (optional, Not-ECT without it) the two-bit codepoint each packet arrived with.
+/// codes, `ecn` (optional, Not-ECT without it) the two-bit codepoint each packet arrived with;
+/// `frames` (optional, none without it) the encoder's frames in capture order as
+/// `(frame, capture_ns, size, packets, keyframe, target_bps)`, announced to a frame controller at
+/// each capture (`rtcc_sim::replay::replay_feedback_with_frames`).
 /// Returns `{"time_ns", "target_bps", "signals": {name: values}}`, one entry per report
 /// (NaN where a signal has no value at that report).
 #[pyfunction]
-#[pyo3(signature = (scenario_json, base_dir, flow, seq, send_ns, recv_ns, size, frame, kind, feedback_ns, ecn=None))]
+#[pyo3(signature = (scenario_json, base_dir, flow, seq, send_ns, recv_ns, size, frame, kind, feedback_ns, ecn=None, frames=None))]
 #[allow(clippy::too_many_arguments)]
 fn replay_feedback<'py>(
     py: Python<'py>,
@@ -560,8 +563,9 @@ fn replay_feedback<'py>(
     kind: Vec<u8>,
     feedback_ns: Vec<i64>,
     ecn: Option<Vec<u8>>,
+    frames: Option<Vec<(u64, i64, u32, u16, bool, f64)>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    use rtcc_sim::replay::{replay_feedback as replay, LoggedPacket};
+    use rtcc_sim::replay::{replay_feedback_with_frames as replay, LoggedFrame, LoggedPacket};
     let n = seq.len();
     if [
         send_ns.len(),
@@ -602,7 +606,24 @@ fn replay_feedback<'py>(
             ecn: rtcc_core::packet::Ecn::from_bits(ecn.as_ref().map_or(0, |e| e[i])),
         });
     }
-    let steps = replay(&sc, flow, &registry, &packets).map_err(ScenarioError::new_err)?;
+    let mut logged_frames = Vec::new();
+    for (frame, capture_ns, size, packets, keyframe, target_bps) in frames.unwrap_or_default() {
+        if capture_ns < 0 {
+            return Err(PyValueError::new_err(format!(
+                "frame {frame}: no capture time"
+            )));
+        }
+        logged_frames.push(LoggedFrame {
+            frame,
+            capture_ns: capture_ns as u64,
+            size,
+            packets,
+            keyframe,
+            target_bps,
+        });
+    }
+    let steps =
+        replay(&sc, flow, &registry, &packets, &logged_frames).map_err(ScenarioError::new_err)?;
     if let Some(e) = pycontroller::take_error() {
         return Err(e);
     }
