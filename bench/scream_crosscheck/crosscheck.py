@@ -13,8 +13,13 @@ path's delay:
   copied into this repository), its `getTargetBitrate` and `getCwnd`, given the flow's media
   min/start/max rates, the constructor's defaults and `isL4s` as rtcc's `l4s` parameter.
 
-Neither side is given the encoder's frames (the replay has no encoder): both run without their
-RTP-queue and frame-size terms, so this compares the network congestion control.
+Each case is replayed twice. Without frames: neither side hears of the encoder, which compares
+the network congestion control alone (the issue's bar). With frames: each side is also told of the
+run's encoded frames at their captures (rtcc's `frame_action` and `on_frame_encoded`, the
+reference's RTP queue and `newMediaFrame`), so the stream's terms run too (the RTP queue's rate
+adjustment and discard, frame-size statistics, the adaptive pacing scale, window updates at each
+frame), with the adaptive target rate scale off on both sides: open loop the encoder follows the
+run's target, not the replayed one, and that scale would learn the mismatch.
 
 For each case: both trajectories on one plot, and the median of |ours / theirs - 1| on a 100 ms
 grid after the first second. The differences that remain are traced to their rules in
@@ -112,8 +117,26 @@ def packet_log(case: str):
     log = log.join(by_frame, on="frame", how="left").sort("seq").with_columns(
         (pl.col("seq") == pl.col("last_seq")).fill_null(True).cast(pl.Int64).alias("mark"),
         ((pl.col("first_us").fill_null(pl.col("send_us")) * 9 // 100) % (1 << 32)).alias("ts90k"),
+        ((pl.col("kind") == 0) & (pl.col("frame") >= 0)).cast(pl.Int64).alias("media"),
     ).drop("last_seq", "first_us")
     return log, scenario, run
+
+
+def frame_log(run, log: pl.DataFrame) -> pl.DataFrame:
+    """Flow 0's frames in capture order: what the encoder produced and the media packets of the
+    log that carry each (a frame the run's RTP queue discarded has fewer or none)."""
+    media = (log.filter(pl.col("media") == 1).group_by("frame")
+             .agg(pl.len().alias("logged"), pl.col("size").sum().alias("logged_bytes")))
+    f = run.frames.filter(pl.col("flow") == 0).sort("capture_ns")
+    f = f.join(media, on="frame", how="left").with_columns(
+        pl.col("logged").fill_null(0), pl.col("logged_bytes").fill_null(0))
+    return f.select(
+        pl.col("frame").cast(pl.Int64), (pl.col("capture_ns") // 1000).alias("capture_us"),
+        pl.col("size").cast(pl.Int64), pl.col("logged").cast(pl.Int64).alias("packets"),
+        (pl.col("logged_bytes") // pl.max_horizontal(pl.col("logged"), pl.lit(1))).cast(pl.Int64).alias("packet_bytes"),
+        pl.col("capture_ns"), pl.col("packets").cast(pl.Int64).alias("encoded_packets"),
+        pl.col("keyframe"), pl.col("target_bps").cast(pl.Float64),
+    )
 
 
 def flow_settings(scenario) -> tuple[float, float, float, bool]:
@@ -127,31 +150,41 @@ def flow_settings(scenario) -> tuple[float, float, float, bool]:
     return (*rates, bool(params.get("l4s", True)))
 
 
-def rtcc_replay(scenario, log: pl.DataFrame) -> pl.DataFrame:
-    """rtcc's scream fed the log open loop: time and every signal after each report."""
+def rtcc_replay(scenario, log: pl.DataFrame, frames: pl.DataFrame | None = None) -> pl.DataFrame:
+    """rtcc's scream fed the log (and the frames, with the adaptive target rate scale off) open
+    loop: time and every signal after each report."""
     from rtcc import _core
 
+    if frames is not None:
+        flow = scenario.to_dict()["flows"][0]
+        scenario = scenario.with_controller("scream", {**(flow.get("params") or {}),
+                                                       "adaptive_target_rate_scale": False})
     args = [scenario.to_json(), str(scenario.base_dir), 0,
             log["seq"].to_list(), (log["send_us"] * 1000).to_list(),
             [(-1 if r < 0 else r * 1000) for r in log["recv_us"].to_list()],
             log["size"].to_list(), log["frame"].to_list(), log["kind"].to_list(),
             [(-1 if f < 0 else f * 1000) for f in log["feedback_us"].to_list()]]
-    try:
-        out = _core.replay_feedback(*args, ecn=log["ecn"].to_list())
-    except TypeError:  # an extension built before the replay took ECN codepoints
-        out = _core.replay_feedback(*args)
+    rows = None if frames is None else list(zip(
+        frames["frame"].to_list(), frames["capture_ns"].to_list(), frames["size"].to_list(),
+        frames["encoded_packets"].to_list(), frames["keyframe"].to_list(), frames["target_bps"].to_list()))
+    out = _core.replay_feedback(*args, ecn=log["ecn"].to_list(), frames=rows)
     frame = {"time_us": np.asarray(out["time_ns"]) // 1000, "target_bps": out["target_bps"]}
     frame.update(out["signals"])
     return pl.DataFrame(frame)
 
 
-def reference_replay(binary: Path, log: pl.DataFrame, settings: tuple[float, float, float, bool]) -> pl.DataFrame:
+def reference_replay(binary: Path, log: pl.DataFrame, settings: tuple[float, float, float, bool],
+                     frames: pl.DataFrame | None = None) -> pl.DataFrame:
     rmin, start, rmax, l4s = settings
     with tempfile.TemporaryDirectory() as tmp:
-        src, dst = Path(tmp) / "in.csv", Path(tmp) / "out.csv"
-        log.select("seq", "send_us", "recv_us", "size", "feedback_us", "ecn", "mark", "ts90k").write_csv(src)
-        done = subprocess.run([str(binary), str(src), str(dst), repr(rmin), repr(start), repr(rmax), str(int(l4s))],
-                              capture_output=True, text=True, timeout=600)
+        src, dst, fsrc = Path(tmp) / "in.csv", Path(tmp) / "out.csv", Path(tmp) / "frames.csv"
+        log.select("seq", "send_us", "recv_us", "size", "feedback_us", "ecn", "mark", "ts90k", "media").write_csv(src)
+        extra = []
+        if frames is not None:
+            frames.select("frame", "capture_us", "size", "packets", "packet_bytes").write_csv(fsrc)
+            extra = [str(fsrc), "0"]  # isAdaptiveTargetRateScale off, as on rtcc's side
+        done = subprocess.run([str(binary), str(src), str(dst), repr(rmin), repr(start), repr(rmax), str(int(l4s)),
+                               *extra], capture_output=True, text=True, timeout=600)
         if done.returncode != 0:
             raise RuntimeError(f"the reference replay failed: {done.stderr.strip()}")
         return pl.read_csv(dst, infer_schema_length=None)
@@ -159,16 +192,22 @@ def reference_replay(binary: Path, log: pl.DataFrame, settings: tuple[float, flo
 
 def run_case(case: str, binary: Path) -> dict:
     log, scenario, run = packet_log(case)
+    frames = frame_log(run, log)
     end_us = int(log["send_us"].max())
     grid = np.arange(int(COMPARE_FROM_S * 1e6), end_us, GRID_US)
+    settings = flow_settings(scenario)
     ours = rtcc_replay(scenario, log)
-    theirs = reference_replay(binary, log, flow_settings(scenario))
+    theirs = reference_replay(binary, log, settings)
+    ours_f = rtcc_replay(scenario, log, frames)
+    theirs_f = reference_replay(binary, log, settings, frames)
     state = run.state.filter((pl.col("flow") == 0) & (pl.col("signal") == "target_bps")).sort("time_ns")
     g = gcc_crosscheck.on_grid
     series = {
         "rtcc scream, closed loop (the run)": g(state["time_ns"].to_numpy() // 1000, state["value"].to_numpy(), grid),
         "rtcc scream": g(ours["time_us"].to_numpy(), ours["target_bps"].to_numpy(), grid),
         "Ericsson scream": g(theirs["time_us"].to_numpy(), theirs["target_bps"].to_numpy(), grid),
+        "rtcc scream, with frames": g(ours_f["time_us"].to_numpy(), ours_f["target_bps"].to_numpy(), grid),
+        "Ericsson scream, with frames": g(theirs_f["time_us"].to_numpy(), theirs_f["target_bps"].to_numpy(), grid),
     }
     windows = {
         "rtcc scream": g(ours["time_us"].to_numpy(), ours["window_bytes"].to_numpy(), grid),
@@ -180,6 +219,8 @@ def run_case(case: str, binary: Path) -> dict:
             m(series["rtcc scream"], series["rtcc scream, closed loop (the run)"]),
         "rtcc scream vs Ericsson scream": m(series["rtcc scream"], series["Ericsson scream"]),
         "cwnd: rtcc scream vs Ericsson scream": m(windows["rtcc scream"], windows["Ericsson scream"]),
+        "with frames: rtcc scream vs Ericsson scream":
+            m(series["rtcc scream, with frames"], series["Ericsson scream, with frames"]),
     }
     return {"case": case, "grid": grid, "series": series, "windows": windows, "differences": differences}
 
