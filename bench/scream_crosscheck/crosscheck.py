@@ -26,6 +26,11 @@ grid after the first second. The differences that remain are traced to their rul
 docs/scream.md ("Against the reference").
 
     python bench/scream_crosscheck/crosscheck.py -o out/scream-crosscheck
+    python bench/scream_crosscheck/crosscheck.py -o out/scream-crosscheck --marking   # + marking.cc
+
+`--marking` also runs the reference in `marking.cc`'s closed loop at a fixed L4S marking level
+(p = 0.02, 0.05, 0.1, random and even marks), the loop of rtcc's test
+`at_a_fixed_marking_level_the_rate_goes_as_one_over_p`, and writes its rates to the summary.
 
 Needs the `rtcc` package, a C++17 compiler (`c++`, `g++` or `clang++`) and the reference
 sources; without them the report says what is missing and exits with status 3.
@@ -95,6 +100,27 @@ def build(main: Path, out: Path) -> tuple[Path | None, str]:
 def build_reference(out: Path) -> tuple[Path | None, str]:
     """The replay driver (driver.cc) with the reference sender."""
     return build(HERE / "driver.cc", out)
+
+
+MARKING_LEVELS = [0.02, 0.05, 0.1]
+
+
+def reference_marking(out: Path) -> tuple[dict, str]:
+    """The reference's rate in marking.cc's loop per level: ({"p=..": {"random": bps, "even":
+    bps}}, "") or ({}, why not)."""
+    binary, why = build(HERE / "marking.cc", out)
+    if binary is None:
+        return {}, why
+    rates = {}
+    for p in MARKING_LEVELS:
+        rates[f"p={p}"] = {}
+        for how, even in (("random", "0"), ("even", "1")):
+            done = subprocess.run([str(binary), repr(p), "60", even], capture_output=True, text=True,
+                                  timeout=600, check=True)
+            fields = dict(f.split("=") for f in done.stdout.split())
+            rates[f"p={p}"][how] = float(fields["rate_bps"])
+        rates[f"p={p}"]["formula"] = 2 / p * 1200 * 8 / 0.025
+    return rates, ""
 
 
 def packet_log(case: str):
@@ -256,6 +282,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-o", "--output", type=Path, required=True, help="folder for the report")
     parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
+    parser.add_argument("--marking", action="store_true",
+                        help="also the reference's rate at fixed L4S marking levels (marking.cc)")
     args = parser.parse_args(argv)
     cases = [c for c in args.cases.split(",") if c]
     unknown = [c for c in cases if c not in CASES]
@@ -270,6 +298,12 @@ def main(argv: list[str] | None = None) -> int:
     results = [run_case(c, binary) for c in cases]
     plot(results, args.output / "trajectories.png")
     summary = {"cases": {r["case"]: {"median_relative_difference": r["differences"]} for r in results}}
+    if args.marking:
+        rates, why = reference_marking(REPO / "target" / "scream-crosscheck" / "scream-marking")
+        summary["reference_at_fixed_marking"] = rates or {"skipped": why}
+        for level, r in rates.items():
+            print(f"reference, {level}: {r['random'] / 1e6:.2f} Mbit/s ({r['random'] / r['formula']:.3f} of "
+                  f"(2/p)·MSS·8/RTT), every 1/p-th packet marked: {r['even'] / 1e6:.2f} Mbit/s")
     tmp = args.output / "summary.json.tmp"
     tmp.write_text(json.dumps(summary, indent=2) + "\n")
     os.replace(tmp, args.output / "summary.json")
