@@ -519,7 +519,7 @@ def test_run_without_plots_leaves_the_logs_to_the_core(tmp_path):
     assert done.stdout.strip().splitlines()[-1] == "0 []", done.stdout
     logs = {t: pl.read_parquet(out / f"{t}.parquet") for t in ("packets", "frames", "state", "capacity")}
     assert logs["packets"].columns == ["flow", "seq", "kind", "size", "frame", "send_ns", "enqueue_ns",
-                                       "depart_ns", "recv_ns", "dropped"]
+                                       "depart_ns", "recv_ns", "dropped", "ecn"]
     assert logs["frames"].columns[-8:] == ["delay_ns", "keyframe", "psnr_db", "height", "display_ns",
                                            "latency_ns", "recovered", "unrecoverable"]
     assert logs["state"].schema["signal"] == pl.String and logs["capacity"].height == 30

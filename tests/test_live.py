@@ -193,7 +193,8 @@ def test_emu_packet_log_becomes_the_simulators_parquet_schema(tmp_path):
         "up,0,0,1500,1000,2000,12000,0\n"
         "down,1,0,60,5000,-1,-1,1\n")
     table = pl.read_parquet(convert_emu_logs(tmp_path))
-    sim_columns = ["flow", "seq", "kind", "size", "frame", "send_ns", "enqueue_ns", "depart_ns", "recv_ns", "dropped"]
+    sim_columns = ["flow", "seq", "kind", "size", "frame", "send_ns", "enqueue_ns", "depart_ns", "recv_ns", "dropped",
+                   "ecn"]
     assert table.columns == ["direction", *sim_columns]
     assert table["dropped"].to_list() == [False, True]
     assert table["send_ns"].to_list() == [1000, 5000]

@@ -28,10 +28,11 @@ def emu_packets(log_dir: str | os.PathLike) -> pl.DataFrame:
     """`rtcc emu --log-dir DIR`'s packets.csv as a DataFrame with the simulator's packet columns
     (the core's schema) after the direction. Packets are not classified (the emulator sees IP
     packets of any application), so `kind` is 0 and `frame` -1; `send_ns` is the time the packet
-    entered the emulated link; `dropped` is the CSV's 0/1."""
+    entered the emulated link; `dropped` is the CSV's 0/1; `ecn` 0 (Not-ECT: the log has no
+    codepoints)."""
     csv = pl.read_csv(Path(log_dir) / "packets.csv", schema_overrides={"direction": pl.Utf8})
     derived = {"kind": pl.lit(0), "frame": pl.lit(-1), "send_ns": pl.col("enqueue_ns"),
-               "dropped": pl.col("dropped") != 0}
+               "dropped": pl.col("dropped") != 0, "ecn": pl.lit(0)}
     return csv.select(pl.col("direction"),
                       *(derived.get(name, pl.col(name)).cast(dtype).alias(name)
                         for name, dtype in packet_schema().items()))

@@ -214,6 +214,7 @@ pub fn assemble(sc: &Scenario, flow: usize, logs: &LiveLogs) -> Result<RunResult
             depart,
             recv,
             dropped: recv.is_none(),
+            ecn: Default::default(),
         });
     }
 

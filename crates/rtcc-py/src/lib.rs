@@ -538,12 +538,20 @@ fn parse_duration(s: &str) -> PyResult<f64> {
         .map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// A logged frame as Python passes it: `(frame, capture_ns, size, packets, keyframe, target_bps)`.
+type LoggedFrameRow = (u64, i64, u32, u16, bool, f64);
+
 /// Replay a packet log open loop into the controller of `flow` of a scenario
 /// (`rtcc_sim::replay`). Columns, one entry per packet in sequence order: receive and
 /// feedback times are -1 for "lost" and "never reported", frames -1 for none, kinds the log's
-/// codes. Returns `{"time_ns", "target_bps", "signals": {name: values}}`, one entry per report
+/// codes, `ecn` (optional, Not-ECT without it) the two-bit codepoint each packet arrived with;
+/// `frames` (optional, none without it) the encoder's frames in capture order as
+/// `(frame, capture_ns, size, packets, keyframe, target_bps)`, announced to a frame controller at
+/// each capture (`rtcc_sim::replay::replay_feedback_with_frames`).
+/// Returns `{"time_ns", "target_bps", "signals": {name: values}}`, one entry per report
 /// (NaN where a signal has no value at that report).
 #[pyfunction]
+#[pyo3(signature = (scenario_json, base_dir, flow, seq, send_ns, recv_ns, size, frame, kind, feedback_ns, ecn=None, frames=None))]
 #[allow(clippy::too_many_arguments)]
 fn replay_feedback<'py>(
     py: Python<'py>,
@@ -557,8 +565,10 @@ fn replay_feedback<'py>(
     frame: Vec<i64>,
     kind: Vec<u8>,
     feedback_ns: Vec<i64>,
+    ecn: Option<Vec<u8>>,
+    frames: Option<Vec<LoggedFrameRow>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    use rtcc_sim::replay::{replay_feedback as replay, LoggedPacket};
+    use rtcc_sim::replay::{replay_feedback_with_frames as replay, LoggedFrame, LoggedPacket};
     let n = seq.len();
     if [
         send_ns.len(),
@@ -567,6 +577,7 @@ fn replay_feedback<'py>(
         frame.len(),
         kind.len(),
         feedback_ns.len(),
+        ecn.as_ref().map_or(n, |e| e.len()),
     ]
     .iter()
     .any(|&len| len != n)
@@ -586,6 +597,14 @@ fn replay_feedback<'py>(
                 seq[i]
             )));
         }
+        let ecn_bits = ecn.as_ref().map_or(0, |e| e[i]);
+        if ecn_bits > 3 {
+            return Err(PyValueError::new_err(format!(
+                "packet {}: ECN codepoint {ecn_bits} does not fit two bits (0 Not-ECT, 1 ECT(1), \
+                 2 ECT(0), 3 CE)",
+                seq[i]
+            )));
+        }
         packets.push(LoggedPacket {
             seq: seq[i],
             send_ns: send_ns[i] as u64,
@@ -595,9 +614,27 @@ fn replay_feedback<'py>(
             kind: rtcc_core::packet::PacketKind::try_from(kind[i])
                 .map_err(|e| PyValueError::new_err(format!("packet {}: {e}", seq[i])))?,
             feedback_ns: time(feedback_ns[i]),
+            ecn: rtcc_core::packet::Ecn::from_bits(ecn_bits),
         });
     }
-    let steps = replay(&sc, flow, &registry, &packets).map_err(ScenarioError::new_err)?;
+    let mut logged_frames = Vec::new();
+    for (frame, capture_ns, size, packets, keyframe, target_bps) in frames.unwrap_or_default() {
+        if capture_ns < 0 {
+            return Err(PyValueError::new_err(format!(
+                "frame {frame}: no capture time"
+            )));
+        }
+        logged_frames.push(LoggedFrame {
+            frame,
+            capture_ns: capture_ns as u64,
+            size,
+            packets,
+            keyframe,
+            target_bps,
+        });
+    }
+    let steps =
+        replay(&sc, flow, &registry, &packets, &logged_frames).map_err(ScenarioError::new_err)?;
     if let Some(e) = pycontroller::take_error() {
         return Err(e);
     }

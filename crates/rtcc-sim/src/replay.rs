@@ -12,11 +12,16 @@
 //!
 //! What the replay cannot give a controller: probe clusters are not marked (a probe packet of
 //! the log is plain [`PacketKind::Probe`] padding to the replayed controller, so its probe
-//! estimator sees no clusters), and the sender's in-flight bytes are those of the log.
+//! estimator sees no clusters), and the sender's in-flight bytes are those of the log. Without a
+//! frame log no encoder runs (a frame controller hears of no frames); with one
+//! ([`replay_feedback_with_frames`]) each frame is announced at its capture as the sender does:
+//! [`frame_action`](rtcc_core::cc::FrameController::frame_action) with the pacer queue's age as the log gives it, then
+//! [`on_frame_encoded`](rtcc_core::cc::FrameController::on_frame_encoded). What the controller answers changes nothing.
 
 use crate::scenario::Scenario;
-use rtcc_core::cc::{self, Controller};
-use rtcc_core::packet::{FeedbackReport, PacketKind, PacketResult, SentPacket};
+use rtcc_core::cc::{self, Controller, EncodeAction, FrameView};
+use rtcc_core::packet::{Ecn, FeedbackReport, FrameInfo, PacketKind, PacketResult, SentPacket};
+use rtcc_core::units::Rate;
 use rtcc_core::units::Time;
 use std::collections::HashMap;
 
@@ -34,6 +39,21 @@ pub struct LoggedPacket {
     pub kind: PacketKind,
     /// When the report that carries this packet reaches the sender; `None`: never reported.
     pub feedback_ns: Option<u64>,
+    /// The ECN codepoint it arrived with (RFC 8888 reports it per packet).
+    pub ecn: Ecn,
+}
+
+/// One frame of the log, as the encoder produced it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LoggedFrame {
+    pub frame: u64,
+    pub capture_ns: u64,
+    /// Encoded bytes (0: skipped).
+    pub size: u32,
+    pub packets: u16,
+    pub keyframe: bool,
+    /// The encoder's target at this capture.
+    pub target_bps: f64,
 }
 
 /// The controller's state after one report: its target and every signal it exposes.
@@ -51,6 +71,23 @@ pub fn replay_feedback(
     flow: usize,
     registry: &cc::Registry,
     packets: &[LoggedPacket],
+) -> Result<Vec<ReplayStep>, String> {
+    replay_feedback_with_frames(sc, flow, registry, packets, &[])
+}
+
+/// [`replay_feedback`] with the encoder's frames (in capture order): at each capture the frame
+/// controller gets [`frame_action`](rtcc_core::cc::FrameController::frame_action), its view of the pacer queue the oldest
+/// capture among earlier frames with a media packet of the log not yet sent (a packet is queued
+/// at its frame's capture; a capture comes before a send at the same instant; a reset the
+/// controller asks for empties the queue as the sender's discard does, whatever the log sends
+/// later), then
+/// [`on_frame_encoded`](rtcc_core::cc::FrameController::on_frame_encoded).
+pub fn replay_feedback_with_frames(
+    sc: &Scenario,
+    flow: usize,
+    registry: &cc::Registry,
+    packets: &[LoggedPacket],
+    frames: &[LoggedFrame],
 ) -> Result<Vec<ReplayStep>, String> {
     let f = sc
         .flows
@@ -82,6 +119,54 @@ pub fn replay_feedback(
     }
     let frame_sizes = packets_per_frame(packets);
     let mut index_in_frame: HashMap<u64, u16> = HashMap::new();
+    // The last send of each frame's media packets: queued until then.
+    let mut last_send: HashMap<u64, u64> = HashMap::new();
+    for p in packets.iter().filter(|p| p.kind == PacketKind::Media) {
+        if let Some(fr) = p.frame {
+            let t = last_send.entry(fr).or_insert(0);
+            *t = (*t).max(p.send_ns);
+        }
+    }
+    let mut frames_done = 0;
+    let mut oldest = 0;
+    let mut capture_until = |controller: &mut dyn Controller, until: u64| {
+        while frames_done < frames.len() && frames[frames_done].capture_ns <= until {
+            let f = &frames[frames_done];
+            let now = Time(f.capture_ns);
+            // FIFO: the oldest queued frame only moves forward.
+            while oldest < frames_done
+                && last_send
+                    .get(&frames[oldest].frame)
+                    .is_none_or(|&t| t < f.capture_ns)
+            {
+                oldest += 1;
+            }
+            let view = FrameView {
+                oldest_queued: (oldest < frames_done).then(|| Time(frames[oldest].capture_ns)),
+                resolution: None,
+            };
+            fire_timers(controller, now);
+            if let Some(fc) = controller.frame_controller() {
+                if fc.frame_action(now, &view).encode == EncodeAction::Reset {
+                    oldest = frames_done; // the queue is discarded: only this frame is queued
+                }
+                let info = FrameInfo {
+                    frame: f.frame,
+                    capture_time: now,
+                    size: f.size,
+                    target: if f.size > 0 {
+                        Rate(f.target_bps)
+                    } else {
+                        Rate::ZERO
+                    },
+                    packets: f.packets,
+                    keyframe: f.keyframe,
+                };
+                fc.on_frame_encoded(now, &info);
+            }
+            frames_done += 1;
+        }
+    };
 
     // Reports in arrival order, each with its packets in sequence order.
     let mut reports: Vec<(u64, Vec<usize>)> = Vec::new();
@@ -111,6 +196,7 @@ pub fn replay_feedback(
         // Every send up to the report's arrival, with the controller's timers in between.
         while next_send < packets.len() && packets[next_send].send_ns <= *report_ns {
             let p = &packets[next_send];
+            capture_until(controller.as_mut(), p.send_ns);
             fire_timers(controller.as_mut(), Time(p.send_ns));
             in_flight += p.size as u64;
             let index = p.frame.map_or(0, |fr| {
@@ -132,13 +218,14 @@ pub fn replay_feedback(
             sent.push(packet);
             next_send += 1;
         }
+        capture_until(controller.as_mut(), *report_ns);
         fire_timers(controller.as_mut(), Time(*report_ns));
         let results: Vec<PacketResult> = members
             .iter()
             .map(|&i| PacketResult {
                 sent: sent[i],
                 receive_time: packets[i].recv_ns.map(Time),
-                ecn: rtcc_core::packet::Ecn::NotEct,
+                ecn: packets[i].ecn,
             })
             .collect();
         in_flight -= results.iter().map(|r| r.sent.size as u64).sum::<u64>();
@@ -217,6 +304,7 @@ mod tests {
                     frame: Some(fr),
                     kind: PacketKind::Media,
                     feedback_ns: Some((recv / 50_000_000 + 1) * 50_000_000 + 20_000_000),
+                    ecn: Ecn::NotEct,
                 });
             }
         }
@@ -255,6 +343,46 @@ mod tests {
             );
             assert!(flat.len() > 150, "one step per 50 ms report");
         }
+    }
+
+    #[test]
+    fn frames_reach_a_frame_controller_with_the_queue_the_log_implies() {
+        // Each frame captured 40 ms before its first packet leaves, its 16 packets over the next
+        // 30 ms: until 70 ms after its capture, past the next-but-one capture (66.7 ms), so at a
+        // capture the frame two back is the oldest queued. SCReAM reads that age.
+        let sc = scenario("controller = \"scream\"");
+        let packets = log(3.0, |_| 20.0);
+        let frames: Vec<LoggedFrame> = (0..90)
+            .map(|fr| LoggedFrame {
+                frame: fr,
+                capture_ns: fr * 33_333_333,
+                size: 16_000,
+                packets: 16,
+                keyframe: fr == 0,
+                target_bps: 4e6,
+            })
+            .collect();
+        let age = |steps: &[ReplayStep]| {
+            let last = steps.last().unwrap();
+            last.signals
+                .iter()
+                .find(|x| x.0 == "rtp_queue_delay_ms")
+                .unwrap()
+                .1
+        };
+        let without = replay_feedback(&sc, 0, cc::registry(), &packets).unwrap();
+        assert_eq!(age(&without), 0.0, "no frames, no queue");
+        let shifted: Vec<LoggedPacket> = packets
+            .iter()
+            .map(|p| LoggedPacket {
+                send_ns: p.send_ns + 40_000_000,
+                recv_ns: p.recv_ns.map(|r| r + 40_000_000),
+                feedback_ns: p.feedback_ns.map(|f| f + 40_000_000),
+                ..*p
+            })
+            .collect();
+        let with = replay_feedback_with_frames(&sc, 0, cc::registry(), &shifted, &frames).unwrap();
+        assert!((age(&with) - 66.667).abs() < 0.01, "{}", age(&with));
     }
 
     #[test]

@@ -641,6 +641,7 @@ impl Simulation {
                         depart: None,
                         recv: None,
                         dropped: false,
+                        ecn: t.ecn,
                     });
                     (fl.a_dir, log)
                 }
@@ -736,7 +737,9 @@ impl Simulation {
             return;
         }
         if p.log != NOT_LOGGED {
-            self.flows[i].packet_log.get_mut(p.log).recv = Some(now);
+            let record = self.flows[i].packet_log.get_mut(p.log);
+            record.recv = Some(now);
+            record.ecn = p.ecn;
             self.flows[i].logs.ce_marked += p.ecn.is_ce() as u64;
             self.retire(i);
         }

@@ -6,7 +6,7 @@
 //!
 //! | table | one row per | columns |
 //! |---|---|---|
-//! | `packets` | data packet | `flow, seq, kind, size, frame, send_ns, enqueue_ns, depart_ns, recv_ns, dropped` |
+//! | `packets` | data packet | `flow, seq, kind, size, frame, send_ns, enqueue_ns, depart_ns, recv_ns, dropped, ecn` |
 //! | `frames` | encoded frame | `flow, frame, capture_ns, size, target_bps, packets, first_send_ns, last_send_ns, complete_ns, delay_ns, keyframe, psnr_db, height, display_ns, latency_ns, recovered, unrecoverable` |
 //! | `state` | controller signal sample | `flow, time_ns, signal, value` |
 //! | `capacity` | 100 ms bin of the forward link | `time_ns, bps` (+ `bps.<hop>` per hop of a multi-hop path) |
@@ -69,6 +69,7 @@ pub fn packet_schema() -> SchemaRef {
         Field::new("depart_ns", Int64, false),
         Field::new("recv_ns", Int64, false),
         Field::new("dropped", Boolean, false),
+        Field::new("ecn", UInt8, false),
     ]))
 }
 
@@ -93,6 +94,7 @@ pub fn packets(parts: &[&[PacketRecord]]) -> RecordBatch {
             Arc::new(Int64Array::from_iter_values(all().map(|p| ns(p.depart)))),
             Arc::new(Int64Array::from_iter_values(all().map(|p| ns(p.recv)))),
             Arc::new(BooleanArray::from_iter(all().map(|p| Some(p.dropped)))),
+            Arc::new(UInt8Array::from_iter_values(all().map(|p| p.ecn as u8))),
         ],
     )
 }

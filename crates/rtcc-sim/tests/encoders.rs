@@ -448,8 +448,13 @@ encoder = "lagged"
         // skips a few: 167; BBR's startup, 2.89 times the bandwidth, overfills the 100 ms queue
         // now that the encoder follows a target up to VP8's saturation, 12.4 Mbit/s at 720p:
         // bbr2-s shows 154, bbr-s 168), and none is undecodable.
+        // SCReAM discards its RTP queue (an encoder reset) when media waited 100 ms (the
+        // reference's kMaxRtpQueueDelay): here once, at 2.4 s, when the lagged encoder catches up
+        // with a target that rose while it lagged; the frames cut mid-send are undecodable.
+        // Measured: 2.
+        let max_undecodable = if info.name == "scream" { 3 } else { 0 };
         assert!(
-            f.frames_displayed >= min_shown && f.frames_undecodable == 0,
+            f.frames_displayed >= min_shown && f.frames_undecodable <= max_undecodable,
             "{}: {} frames shown, {} undecodable",
             info.name,
             f.frames_displayed,

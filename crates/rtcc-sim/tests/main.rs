@@ -22,6 +22,7 @@ mod nada;
 mod rate_reports;
 mod registry;
 mod scenario_fuzz;
+mod scream;
 mod sqp;
 mod streaming;
 mod tables;

@@ -89,7 +89,8 @@ fn the_tables_have_the_documented_columns_and_one_row_per_record() {
             "enqueue_ns",
             "depart_ns",
             "recv_ns",
-            "dropped"
+            "dropped",
+            "ecn"
         ]
     );
     assert_eq!(

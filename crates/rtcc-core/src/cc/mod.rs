@@ -38,6 +38,7 @@ mod registry;
 pub mod reno;
 pub mod rocc;
 pub(crate) mod rtt_window;
+pub mod scream;
 pub mod sqp;
 pub mod vidaptive;
 

@@ -249,7 +249,7 @@ fn scenario_value(default: &str) -> toml::Value {
 mod tests {
     use super::*;
     use crate::cc::{bbr, bbr2, c3g, c3g_bbr, copa, coupled, cubic, fixed, gcc, oracle};
-    use crate::cc::{nada, prague, reno, rocc, sqp, vidaptive};
+    use crate::cc::{nada, prague, reno, rocc, scream, sqp, vidaptive};
     use crate::cc::{parse_config, registry, ControllerInfo, ParamDoc, Params};
     use crate::units::{Duration, Rate};
 
@@ -358,6 +358,7 @@ mod tests {
             config!("c3g-bbr", c3g_bbr::C3gBbrConfig),
             config!("coupled", coupled::CoupledConfig),
             config!("nada", nada::NadaConfig),
+            config!("scream", scream::ScreamConfig),
         ];
         for info in registry().iter() {
             let (_, docs, drift) = configs

@@ -104,6 +104,7 @@ static BUILTIN: LazyLock<Registry> = LazyLock::new(|| {
         c3g::info(),
         c3g_bbr::info(),
         nada::info(),
+        scream::info(),
         coupled::info(),
     ] {
         r.register(info).expect("builtin names are unique");

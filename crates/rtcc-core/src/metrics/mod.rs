@@ -35,6 +35,8 @@ pub struct PacketRecord {
     /// Arrival at the receiver (`None` if lost or still in flight at the end).
     pub recv: Option<Time>,
     pub dropped: bool,
+    /// The ECN codepoint the packet arrived with (as sent if never received).
+    pub ecn: crate::packet::Ecn,
 }
 
 /// One encoded frame.
@@ -754,6 +756,7 @@ mod tests {
             depart: Some(Time::from_millis(t_ms)),
             recv: Some(Time::from_millis(t_ms)),
             dropped: false,
+            ecn: Default::default(),
         };
         // Three equal video flows (1000 B every 10 ms) and a 20 kbit/s constant-rate probe.
         let video: Vec<PacketRecord> = (0..400).map(|i| pkt(i * 10, 1000)).collect();

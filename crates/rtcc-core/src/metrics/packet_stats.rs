@@ -455,6 +455,7 @@ mod tests {
             depart: Some(t),
             recv: Some(t),
             dropped: false,
+            ecn: Default::default(),
         }
     }
 

@@ -545,14 +545,16 @@ impl<'de> Deserialize<'de> for EcnFlag {
 }
 
 /// The builtin video controllers that answer CE marks smoothly, by the share marked, so that
-/// they may send ECT(1) (RFC 9331 §4.3 asks an L4S sender to respond to the marks): `prague`,
-/// whose rate goes as `1/p` (DCTCP's scalable response); and `nada`, whose price term grows
-/// with the marked share (`DMARK·(p_mark/PMRREF)²`, RFC 8698 §4.2) so that its rate rests where
-/// that price meets `PRIO·XREF·RMAX / r` (§4.3): it goes as `1/p_mark²`, not L4S's `1/p`, but it
-/// neither ignores a mark nor halves on one, and over DualPI2 it keeps the L queue under 2 ms
-/// beside Prague (`crates/rtcc-sim/tests/l4s.rs`). A controller that ignores CE (gcc) would fill
-/// the L4S queue; one that halves on every mark would starve in it.
-pub(crate) const L4S_VIDEO_CONTROLLERS: [&str; 2] = ["nada", "prague"];
+/// they may send ECT(1) (RFC 9331 §4.3 asks an L4S sender to respond to the marks): `scream`,
+/// SCReAM v2, L4S's reference video sender, whose window backs off by `l4sAlpha/2` with
+/// `l4sAlpha` following the marked fraction; `prague`, whose rate goes as `1/p` (DCTCP's scalable
+/// response); and `nada`, whose price term grows with the marked share (`DMARK·(p_mark/PMRREF)²`,
+/// RFC 8698 §4.2) so that its rate rests where that price meets `PRIO·XREF·RMAX / r` (§4.3): it
+/// goes as `1/p_mark²`, not L4S's `1/p`, but it neither ignores a mark nor halves on one, and over
+/// DualPI2 it keeps the L queue under 2 ms beside Prague (`crates/rtcc-sim/tests/l4s.rs`). A
+/// controller that ignores CE (gcc) would fill the L4S queue; one that halves on every mark would
+/// starve in it.
+pub(crate) const L4S_VIDEO_CONTROLLERS: [&str; 3] = ["nada", "prague", "scream"];
 
 /// A video flow's `ecn = "l4s"` needs a controller of [`L4S_VIDEO_CONTROLLERS`]; controllers
 /// registered by the user are trusted to answer the marks.
