@@ -31,7 +31,7 @@
 //! | `pie` | `target`, `tupdate`, `burst`, `alpha`, `beta`, `limit`, `estimator` (`"timestamp"` or `"dq-rate"`), `mtu`, `ecn` |
 //! | `sfq` | `limit` (packets, or a time converted to 1500-byte packets at the link rate), `depth`, `flows`, `divisor`, `quantum` |
 //! | `fq_codel` | `target`, `interval`, `limit` (as for sfq), `flows`, `quantum`, `drop_batch`, `mtu`, `mtu_guard` (`"qdisc"` or `"flow"`), `ecn`, `ce_threshold` |
-//! | `dualpi2` | `target`, `tupdate`, `alpha`, `beta`, `step_thresh` (a sojourn like `"1ms"` or a length like `"5pkts"`), `coupling`, `drop_overload`, `c_protection` (percent), `limit`, `mtu` |
+//! | `dualpi2` | `target`, `tupdate`, `alpha`, `beta`, `step_thresh` (a sojourn like `"1ms"` or a length like `"5pkts"`), `min_qlen_step`, `coupling`, `drop_overload`, `c_protection` (percent), `limit`, `mtu` |
 //!
 //! ECN marking (`ecn`, `ce_threshold`, `mark_threshold`) is off unless written, in every preset:
 //! only packets of flows with `ecn = true` (or `"l4s"`) can be marked (see `docs/queues.md`).
@@ -218,6 +218,9 @@ pub struct DualPi2Config {
     /// The L queue's step: a sojourn (`"1ms"`) or a length (`"5pkts"`).
     #[serde(deserialize_with = "limit")]
     pub step_thresh: Option<QueueLimit>,
+    /// Step-mark only packets that found at least this many packets in the L queue.
+    #[serde(deserialize_with = "number")]
+    pub min_qlen_step: Option<f64>,
     #[serde(deserialize_with = "number")]
     pub coupling: Option<f64>,
     #[serde(deserialize_with = "flag")]
@@ -634,6 +637,18 @@ impl QueueConfig {
                         })
                     }
                 };
+                if let Some(n) = c.min_qlen_step {
+                    if !(0.0..=u32::MAX as f64).contains(&n) || n.fract() != 0.0 {
+                        return Err(QueueConfigError::Field {
+                            kind,
+                            field: "min_qlen_step".into(),
+                            reason: format!(
+                                "expected a whole number of packets, 0 or more, not {n}"
+                            ),
+                        });
+                    }
+                    p.min_qlen_step = n as u32;
+                }
                 p.coupling = c.coupling.unwrap_or(p.coupling);
                 p.drop_overload = c.drop_overload.unwrap_or(p.drop_overload);
                 if let Some(w) = c.c_protection {
@@ -1248,6 +1263,7 @@ impl fmt::Display for QueueConfig {
                 s("alpha", c.alpha.map(|v| format!("{v:?}")));
                 s("beta", c.beta.map(|v| format!("{v:?}")));
                 s("step_thresh", c.step_thresh.map(|v| q(&v)));
+                s("min_qlen_step", c.min_qlen_step.map(|v| format!("{v:?}")));
                 s("coupling", c.coupling.map(|v| format!("{v:?}")));
                 s("drop_overload", c.drop_overload.map(|v| v.to_string()));
                 s("c_protection", c.c_protection.map(|v| format!("{v:?}")));
@@ -1772,7 +1788,7 @@ mod tests {
             r#"{ kind = "pie", preset = "linux-3.16", target = "5ms", tupdate = "10ms", burst = "0ms", alpha = 0.5, beta = 2.0, limit = "100pkts", estimator = "timestamp", mtu = "9000B" }"#,
             r#"{ kind = "sfq", limit = "300ms", depth = 64, flows = 32, divisor = 512, quantum = "3028B" }"#,
             r#"{ kind = "fq_codel", preset = "gcc-aqm", limit = "1000pkts", flows = 16, quantum = "300B", drop_batch = 4, mtu_guard = "flow" }"#,
-            r#"{ kind = "dualpi2", target = "20ms", tupdate = "10ms", alpha = 0.3, beta = 4.0, step_thresh = "5pkts", coupling = 1.5, drop_overload = false, c_protection = 20.0, limit = "250ms", mtu = "1500B" }"#,
+            r#"{ kind = "dualpi2", target = "20ms", tupdate = "10ms", alpha = 0.3, beta = 4.0, step_thresh = "5pkts", min_qlen_step = 2.0, coupling = 1.5, drop_overload = false, c_protection = 20.0, limit = "250ms", mtu = "1500B" }"#,
         ] {
             let c = toml(s).unwrap();
             let written = c.to_string();

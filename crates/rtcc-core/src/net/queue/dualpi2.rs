@@ -59,7 +59,7 @@
 //! | `alpha` | 0.16 per s | RFC 9332 A.1; Linux "~0.16 Hz" (41/256 = 0.1602) |
 //! | `beta` | 3.2 per s | same; Linux "~3.2 Hz" (819/256 = 3.1992); both for a 10 dB stability margin up to 100 ms RTT |
 //! | `step_thresh` | 1 ms of sojourn | same; RFC 9332 §A.1's ramp has `minTh` 800 µs + 400 µs |
-//! | `min_qlen_step` | 0 packets | mainline Linux: the step applies whatever the L queue's length |
+//! | `min_qlen_step` | 0 packets | mainline Linux: the step applies whatever the L queue's length (RFC 9332 §A.1's `Th_len` of 1 packet, "more than one queued", and the L4S team's module are 2 here) |
 //! | `coupling` | 2 | RFC 9332 §2.1 (window fairness at equal RTT) |
 //! | `drop_overload` | on | same |
 //! | `c_protection` | 10 % | same (`wc`) |
