@@ -41,9 +41,11 @@ def test_rtcc_scream_follows_the_reference_on_the_same_packets(crosscheck, binar
     print(case, {k: f"{v:.1%}" for k, v in d.items()})
     # The closed-loop run is not asserted: open loop the encoder follows the run's target, not
     # the replayed one (docs/scream.md, "Against the reference").
-    assert d["rtcc scream vs Ericsson scream"] < 0.10, d
-    assert d["cwnd: rtcc scream vs Ericsson scream"] < 0.10, d
-    assert d["with frames: rtcc scream vs Ericsson scream"] < 0.10, d
+    # The bar is 10 %; the port is within 0.1 %, so 2 % is asserted: a regression of a
+    # few percent shows here before it reaches the bar.
+    assert d["rtcc scream vs Ericsson scream"] < 0.02, d
+    assert d["cwnd: rtcc scream vs Ericsson scream"] < 0.02, d
+    assert d["with frames: rtcc scream vs Ericsson scream"] < 0.02, d
 
 
 def test_the_l4s_case_carries_ce_marks(crosscheck):

@@ -154,7 +154,8 @@ def frame_log(run, log: pl.DataFrame) -> pl.DataFrame:
     media = (log.filter(pl.col("media") == 1).group_by("frame")
              .agg(pl.len().alias("logged"), pl.col("size").sum().alias("logged_bytes")))
     f = run.frames.filter(pl.col("flow") == 0).sort("capture_ns")
-    f = f.join(media, on="frame", how="left").with_columns(
+    # A join keeps no row order unless asked: sort again, the replay needs capture order.
+    f = f.join(media, on="frame", how="left").sort("capture_ns").with_columns(
         pl.col("logged").fill_null(0), pl.col("logged_bytes").fill_null(0))
     return f.select(
         pl.col("frame").cast(pl.Int64), (pl.col("capture_ns") // 1000).alias("capture_us"),

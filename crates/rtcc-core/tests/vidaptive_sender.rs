@@ -16,6 +16,7 @@ fn ctx() -> ControllerContext {
         media: Default::default(),
         capacity: None,
         coupling: None,
+        ecn: rtcc_core::packet::EcnMode::Off,
     }
 }
 

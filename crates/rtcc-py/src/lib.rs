@@ -539,7 +539,7 @@ fn parse_duration(s: &str) -> PyResult<f64> {
 }
 
 /// A logged frame as Python passes it: `(frame, capture_ns, size, packets, keyframe, target_bps)`.
-type LoggedFrameRow = (u64, i64, u32, u16, bool, f64);
+type LoggedFrameRow = (i64, i64, i64, i64, bool, f64);
 
 /// Replay a packet log open loop into the controller of `flow` of a scenario
 /// (`rtcc_sim::replay`). Columns, one entry per packet in sequence order: receive and
@@ -565,7 +565,7 @@ fn replay_feedback<'py>(
     frame: Vec<i64>,
     kind: Vec<u8>,
     feedback_ns: Vec<i64>,
-    ecn: Option<Vec<u8>>,
+    ecn: Option<Vec<i64>>,
     frames: Option<Vec<LoggedFrameRow>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     use rtcc_sim::replay::{replay_feedback_with_frames as replay, LoggedFrame, LoggedPacket};
@@ -598,7 +598,7 @@ fn replay_feedback<'py>(
             )));
         }
         let ecn_bits = ecn.as_ref().map_or(0, |e| e[i]);
-        if ecn_bits > 3 {
+        if !(0..=3).contains(&ecn_bits) {
             return Err(PyValueError::new_err(format!(
                 "packet {}: ECN codepoint {ecn_bits} does not fit two bits (0 Not-ECT, 1 ECT(1), \
                  2 ECT(0), 3 CE)",
@@ -614,19 +614,27 @@ fn replay_feedback<'py>(
             kind: rtcc_core::packet::PacketKind::try_from(kind[i])
                 .map_err(|e| PyValueError::new_err(format!("packet {}: {e}", seq[i])))?,
             feedback_ns: time(feedback_ns[i]),
-            ecn: rtcc_core::packet::Ecn::from_bits(ecn_bits),
+            ecn: rtcc_core::packet::Ecn::from_bits(ecn_bits as u8),
         });
     }
     let mut logged_frames = Vec::new();
     for (frame, capture_ns, size, packets, keyframe, target_bps) in frames.unwrap_or_default() {
-        if capture_ns < 0 {
-            return Err(PyValueError::new_err(format!(
-                "frame {frame}: no capture time"
-            )));
-        }
+        let field = |name: &str, v: i64, max: i64| {
+            if (0..=max).contains(&v) {
+                Ok(v)
+            } else {
+                Err(PyValueError::new_err(format!(
+                    "frame {frame}: {name} {v} is out of range (0 to {max})"
+                )))
+            }
+        };
+        let frame_id = field("id", frame, i64::MAX)? as u64;
+        let capture_ns = field("capture time (ns)", capture_ns, i64::MAX)? as u64;
+        let size = field("size", size, u32::MAX as i64)? as u32;
+        let packets = field("packet count", packets, u16::MAX as i64)? as u16;
         logged_frames.push(LoggedFrame {
-            frame,
-            capture_ns: capture_ns as u64,
+            frame: frame_id,
+            capture_ns,
             size,
             packets,
             keyframe,

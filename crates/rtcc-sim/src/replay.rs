@@ -75,6 +75,32 @@ pub fn replay_feedback(
     replay_feedback_with_frames(sc, flow, registry, packets, &[])
 }
 
+/// A frame log must be in capture order with distinct frames and a finite, non-negative target:
+/// the replay announces each frame when its capture time comes.
+fn check_frames(frames: &[LoggedFrame]) -> Result<(), String> {
+    let mut seen = std::collections::HashSet::new();
+    for (k, f) in frames.iter().enumerate() {
+        if !seen.insert(f.frame) {
+            return Err(format!("frame {} is logged twice", f.frame));
+        }
+        if !(f.target_bps.is_finite() && f.target_bps >= 0.0) {
+            return Err(format!(
+                "frame {}: target {} bit/s is not a rate",
+                f.frame, f.target_bps
+            ));
+        }
+        if k > 0 && f.capture_ns < frames[k - 1].capture_ns {
+            return Err(format!(
+                "frame {} was captured before frame {}, logged ahead of it: frames must be in \
+                 capture order",
+                f.frame,
+                frames[k - 1].frame
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// [`replay_feedback`] with the encoder's frames (in capture order): at each capture the frame
 /// controller gets [`frame_action`](rtcc_core::cc::FrameController::frame_action), its view of the pacer queue the oldest
 /// capture among earlier frames with a media packet of the log not yet sent (a packet is queued
@@ -117,6 +143,7 @@ pub fn replay_feedback_with_frames(
             ));
         }
     }
+    check_frames(frames)?;
     let frame_sizes = packets_per_frame(packets);
     let mut index_in_frame: HashMap<u64, u16> = HashMap::new();
     // The last send of each frame's media packets: queued until then.
@@ -370,8 +397,6 @@ mod tests {
                 .unwrap()
                 .1
         };
-        let without = replay_feedback(&sc, 0, cc::registry(), &packets).unwrap();
-        assert_eq!(age(&without), 0.0, "no frames, no queue");
         let shifted: Vec<LoggedPacket> = packets
             .iter()
             .map(|p| LoggedPacket {
@@ -407,5 +432,29 @@ mod tests {
         let err = replay_feedback(&sc, 0, cc::registry(), &packets).unwrap_err();
         assert!(err.contains("before it was sent"), "{err}");
         assert!(replay_feedback(&sc, 3, cc::registry(), &packets).is_err());
+    }
+
+    #[test]
+    fn a_frame_log_out_of_order_repeated_or_without_a_rate_is_refused() {
+        let sc = scenario("controller = \"scream\"");
+        let packets = log(1.0, |_| 20.0);
+        let frame = |frame: u64, capture_ns: u64, target_bps: f64| LoggedFrame {
+            frame,
+            capture_ns,
+            size: 1000,
+            packets: 1,
+            keyframe: false,
+            target_bps,
+        };
+        for (frames, words) in [
+            (vec![frame(0, 50, 1e6), frame(1, 40, 1e6)], "capture order"),
+            (vec![frame(0, 0, 1e6), frame(0, 40, 1e6)], "logged twice"),
+            (vec![frame(0, 0, f64::NAN)], "not a rate"),
+            (vec![frame(0, 0, -1.0)], "not a rate"),
+        ] {
+            let err =
+                replay_feedback_with_frames(&sc, 0, cc::registry(), &packets, &frames).unwrap_err();
+            assert!(err.contains(words), "{err}");
+        }
     }
 }

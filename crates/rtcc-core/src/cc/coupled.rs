@@ -677,6 +677,7 @@ mod tests {
             },
             capacity: None,
             coupling: Some(groups.clone()),
+            ecn: crate::packet::EcnMode::Off,
         }
     }
 

@@ -297,6 +297,9 @@ pub struct ControllerContext {
     /// [`coupled`]): one object per simulation run, so runs stay independent. `None` where flows
     /// cannot share one (the live transport runs one flow per process); `coupled` refuses then.
     pub coupling: Option<coupled::CouplingGroups>,
+    /// How the flow uses ECN (`ecn` in a scenario): controllers whose reaction to a CE mark
+    /// differs between classic ECN and L4S (`scream`) take their default from it.
+    pub ecn: crate::packet::EcnMode,
 }
 
 /// Parameters as written in a scenario (`params = { rate = "5Mbps" }`).
@@ -357,6 +360,7 @@ pub(crate) mod test_support {
             media: Default::default(),
             capacity: None,
             coupling: None,
+            ecn: crate::packet::EcnMode::Off,
         }
     }
 

@@ -258,6 +258,7 @@ mod tests {
             media: Default::default(),
             capacity: Some(Arc::new(TenMbps)),
             coupling: Some(crate::cc::coupled::CouplingGroups::default()),
+            ecn: crate::packet::EcnMode::Off,
         }
     }
 

@@ -44,8 +44,9 @@
 //! - The RTP queue: rtcc's pacer queue. Its age at each frame capture ([`FrameView`]) drives the
 //!   stream's `rateAdjustFactor` and its discard (an encoder reset when media waited more than
 //!   100 ms); the encoded frame sizes drive the frame-size statistics.
-//! - The window is handed to the sender as `cwnd·windowHeadroom + MSS`, the reference's test in
-//!   `isOkToTransmit`.
+//! - The window is handed to the sender as `cwnd·windowHeadroom + 1` byte: rtcc's sender sends
+//!   while `in_flight < cwnd`, so a full-size packet goes exactly when the reference's
+//!   `isOkToTransmit` lets it (`in_flight + size ≤ cwnd·windowHeadroom + MSS`).
 //!
 //! # Simplifications (also in `docs/scream.md`)
 //!
@@ -67,12 +68,14 @@
 //!   alone (the window above twice what is in flight) also holds when SCReAM's own target keeps
 //!   little in flight after an RTT spike, and then held the rate at a third of a 4 Mbit/s link
 //!   for 10 s after a 1 s outage on a deep buffer.
-//! - **The start**: the reference's window starts at 2 MSS and its target falls to that
-//!   window's share at the first frame, whatever start rate it was given. Here the window starts
-//!   where its share equals the flow's `start_bitrate`, and without one at the rate the
+//! - **The start**: the reference's window starts at 2 MSS unless its constructor is given an
+//!   initial window, and its target falls to that window's share at the first frame. Here the
+//!   window starts where its share is about the flow's `start_bitrate` (before the small-window
+//!   and packet-overhead margins, which take 5–10 % off at 1 Mbit/s), and without one at the rate the
 //!   reference's first window gives (2 MSS per 51 ms through the margins, ≈ 340 kbit/s at
 //!   1200 bytes).
-//! - **`l4s` defaults to true** (the reference's constructor: false), see [`ScreamConfig::l4s`].
+//! - **`l4s` follows the flow's ECN** unless given: false with `ecn = true` (classic ECN), true
+//!   otherwise (the reference's constructor: false), see [`ScreamConfig::l4s`].
 //! - **The default maximum rate** is 10 Mbit/s when neither the parameters nor the flow give
 //!   one (the reference registers every stream with its own; see [`DEFAULT_MAX_RATE`]).
 
@@ -170,9 +173,10 @@ controller_config! {
         /// react to CE marks as L4S (scalable, l4sAlpha/2) rather than classic ECN (ecn_ce_beta)
         ///
         /// The reference's `isL4s` (constructor default false; its BW test tool turns it on with
-        /// ECT(1)). On here because rtcc's `ecn = "l4s"` is the flow this controller is for; set
-        /// it false for a flow with `ecn = true` (RFC 3168). Without ECN no marks arrive and the
-        /// setting changes nothing.
+        /// ECT(1)). When not given it follows the flow: false with `ecn = true` (RFC 3168's
+        /// sparse classic marks), true otherwise (`ecn = "l4s"`, the flow this controller is
+        /// for; without ECN no marks arrive and it changes nothing). The default shown is the
+        /// L4S one.
         pub l4s: bool = true,
         /// queue delay target; the virtual-CE reaction starts at half of it (kQueueDelayTargetMin)
         pub queue_delay_target: Duration = Duration::from_millis(100),
@@ -414,6 +418,8 @@ pub struct Scream {
     // One-way delays (ns, receiver clock minus sender clock) and the queue delay (s).
     base_owd: Option<i64>,
     base_owd_hist: VecDeque<i64>,
+    /// The smallest of `base_owd_hist`, kept as buckets come and go (read at every packet).
+    base_owd_hist_min: Option<i64>,
     last_base_owd_add: f64,
     queue_delay: f64,
     queue_delay_avg: f64,
@@ -510,6 +516,7 @@ impl Scream {
             last_srtt_update: t,
             base_owd: None,
             base_owd_hist: VecDeque::with_capacity(BASE_OWD_HIST),
+            base_owd_hist_min: None,
             last_base_owd_add: t,
             queue_delay: 0.0,
             queue_delay_avg: 0.0,
@@ -565,9 +572,8 @@ impl Scream {
 
     /// `getBaseOwd`: the smallest one-way delay of the current bucket and the history.
     fn base_owd(&self) -> Option<i64> {
-        self.base_owd_hist
-            .iter()
-            .copied()
+        self.base_owd_hist_min
+            .into_iter()
             .chain(self.base_owd)
             .min()
     }
@@ -582,6 +588,7 @@ impl Scream {
             if let Some(b) = self.base_owd.take() {
                 self.base_owd_hist.push_back(b);
             }
+            self.base_owd_hist_min = self.base_owd_hist.iter().copied().min();
             self.last_base_owd_add = t;
         }
     }
@@ -590,6 +597,7 @@ impl Scream {
         self.queue_delay_min_slow_avg = 0.0;
         self.queue_delay = 0.0;
         self.base_owd_hist.clear();
+        self.base_owd_hist_min = None;
         self.base_owd = None;
     }
 
@@ -735,7 +743,7 @@ impl Scream {
     }
 
     /// The backoff's common scaling: a quarter while the target is below 80 % of what is
-    /// acknowledged (the encoder is the limit), divided by the backoff events per sRTT.
+    /// acknowledged (the sender is not using its share), divided by the backoff events per sRTT.
     fn scale_backoff(&self, backoff: f64) -> f64 {
         let mut b = backoff;
         if self.stream.target < self.stream.rate_acked * TOTAL_ACKED_BITRATE_FRACTION {
@@ -913,7 +921,8 @@ impl Scream {
     fn target(&self) -> f64 {
         let rate = self.stream.target_rate_scale * self.stream.target_h;
         let rate = if self.rate_limited { rate * 0.5 } else { rate };
-        rate.clamp(self.stream.min_rate, self.stream.max_rate)
+        // max-then-min, not `clamp`: a caller's min above its max must not panic.
+        rate.max(self.stream.min_rate).min(self.stream.max_rate)
     }
 
     fn update_rates(&mut self, t: f64) {
@@ -1007,8 +1016,10 @@ impl Controller for Scream {
 
     fn decision(&self) -> Decision {
         // `isOkToTransmit`: a packet may go while bytes in flight + its size ≤
-        // cwnd·windowHeadroom + MSS; rtcc's sender stops at in_flight ≥ cwnd.
-        let limit = self.cwnd * self.window_headroom + self.get_mss();
+        // cwnd·windowHeadroom + MSS. rtcc's sender sends while in_flight < cwnd, so the same
+        // test for a full-size packet is in_flight < cwnd·windowHeadroom + 1 (smaller packets
+        // are held a little earlier than the reference would hold them).
+        let limit = self.cwnd * self.window_headroom + 1.0;
         Decision {
             cwnd: Some(limit as u64),
             ..Decision::rate_only(Rate(self.target()), Some(Rate(self.pacing_rate)))
@@ -1187,7 +1198,10 @@ fn rates(config: &ScreamConfig, ctx: &ControllerContext) -> (Rate, Rate, Rate) {
 }
 
 fn build(params: &Params, ctx: &ControllerContext) -> Result<Box<dyn Controller>, ControllerError> {
-    let config: ScreamConfig = parse_config("scream", params)?;
+    let mut config: ScreamConfig = parse_config("scream", params)?;
+    if !params.contains_key("l4s") {
+        config.l4s = ctx.ecn != crate::packet::EcnMode::Classic;
+    }
     let bad = |message: String| ControllerError::BadParams {
         controller: "scream".into(),
         message,
@@ -1492,6 +1506,28 @@ mod tests {
             get(&c, "rate_adjust_factor") > 0.0,
             "a lingering queue lowers the target"
         );
+    }
+
+    #[test]
+    fn l4s_follows_the_flows_ecn_unless_given() {
+        use crate::packet::EcnMode;
+        let l4s = |ecn: EcnMode, params: &str| {
+            let ctx = ControllerContext {
+                ecn,
+                ..crate::cc::test_support::context()
+            };
+            let c = build(&toml::from_str(params).unwrap(), &ctx).unwrap();
+            crate::cc::test_support::signal(c.as_ref(), "l4s_alpha") > 0.0
+        };
+        // l4sAlpha starts at 0.1 in L4S mode and stays 0 in classic mode.
+        assert!(l4s(EcnMode::L4s, ""), "ecn = \"l4s\": L4S reaction");
+        assert!(l4s(EcnMode::Off, ""), "no ECN: no marks, the L4S default");
+        assert!(
+            !l4s(EcnMode::Classic, ""),
+            "ecn = true: the classic x0.9 reaction"
+        );
+        assert!(l4s(EcnMode::Classic, "l4s = true"), "given, it wins");
+        assert!(!l4s(EcnMode::L4s, "l4s = false"));
     }
 
     #[test]

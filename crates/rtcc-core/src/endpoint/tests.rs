@@ -755,6 +755,7 @@ fn gcc_pair() -> [Box<dyn Endpoint>; 2] {
         },
         capacity: None,
         coupling: None,
+        ecn: crate::packet::EcnMode::Off,
     };
     let gcc = cc::create("gcc", &params, &ctx).unwrap();
     let ssrcs = Ssrcs::for_flow(0);

@@ -66,7 +66,7 @@ impl DashSpec {
                 "a DASH session runs from start to stop (its player pauses by itself); active schedules are for video, cbr and audio flows",
             ));
         }
-        let ctx = check.context(common, None);
+        let ctx = check.context(common, None, rtcc_core::packet::EcnMode::Off);
         let controller = ControllerRecipe::check(
             at,
             self.controller.as_deref(),

@@ -186,6 +186,7 @@ impl Checking<'_> {
         &self,
         common: &Common,
         video: Option<(f64, Bytes, MediaRange)>,
+        ecn: EcnMode,
     ) -> ControllerContext {
         let capacity = crate::scenario::path_capacity(self.hops, &common.hops, common.reverse);
         controller_context(
@@ -193,18 +194,20 @@ impl Checking<'_> {
             video,
             Some(Arc::new(capacity)),
             Some(self.groups),
+            ecn,
         )
     }
 }
 
 /// What a flow's controller may know when it is created: a video flow's frame rate, payload
 /// and media range (`video`; other flows have the defaults), the capacity it may be told, and
-/// the run's flow groups (`None` where flows cannot share them).
+/// the run's flow groups (`None` where flows cannot share them), and how the flow uses ECN.
 pub fn controller_context(
     start: Time,
     video: Option<(f64, Bytes, MediaRange)>,
     capacity: Option<Arc<dyn cc::CapacityView>>,
     coupling: Option<&cc::coupled::CouplingGroups>,
+    ecn: EcnMode,
 ) -> ControllerContext {
     let (fps, max_payload, media) =
         video.unwrap_or((DEFAULT_FPS, DEFAULT_PAYLOAD, MediaRange::default()));
@@ -215,6 +218,7 @@ pub fn controller_context(
         media,
         capacity,
         coupling: coupling.cloned(),
+        ecn,
     }
 }
 
@@ -358,7 +362,7 @@ impl FlowConfig {
         coupling: Option<&cc::coupled::CouplingGroups>,
     ) -> ControllerContext {
         let video = self.video().map(|v| (v.fps, v.payload, v.media));
-        controller_context(self.start, video, capacity, coupling)
+        controller_context(self.start, video, capacity, coupling, self.ecn())
     }
 
     /// Build the flow's two endpoints, `[A (sender), B (receiver)]`.

@@ -75,7 +75,8 @@ impl TcpSpec {
                 "a TCP flow pauses through its application: app = { model = \"onoff\", on = \"2s\", off = \"3s\" }; active schedules are for video, cbr and audio flows",
             ));
         }
-        let ctx = check.context(common, None);
+        let ecn_given = self.ecn.map(|e| e.0);
+        let ctx = check.context(common, None, ecn_given.unwrap_or_default());
         let controller = ControllerRecipe::check(
             at,
             self.controller.as_deref(),

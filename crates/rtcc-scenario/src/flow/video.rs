@@ -209,7 +209,8 @@ impl VideoSpec {
             None => Preference::Balanced,
             Some(p) => Preference::parse(p).map_err(|e| at.err("degradation", e))?,
         };
-        let ctx = check.context(common, Some((fps, payload, media)));
+        let ecn = self.ecn.unwrap_or_default().0;
+        let ctx = check.context(common, Some((fps, payload, media)), ecn);
         let controller = ControllerRecipe::check(
             at,
             self.controller.as_deref(),
@@ -218,7 +219,6 @@ impl VideoSpec {
             &ctx,
             check.registry,
         )?;
-        let ecn = self.ecn.unwrap_or_default().0;
         super::check_l4s_video(at, &controller.name, ecn)?;
         let feedback = self.feedback.unwrap_or(controller.feedback);
         feedback

@@ -645,6 +645,7 @@ mod tests {
             },
             capacity: None,
             coupling: None,
+            ecn: crate::packet::EcnMode::Off,
         }
     }
 

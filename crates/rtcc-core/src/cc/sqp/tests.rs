@@ -264,6 +264,7 @@ fn bad_parameters_are_rejected_with_a_message() {
             media: Default::default(),
             capacity: None,
             coupling: None,
+            ecn: crate::packet::EcnMode::Off,
         };
         let e = (info().build)(&params, &ctx, crate::cc::registry())
             .err()
