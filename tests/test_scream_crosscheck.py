@@ -57,3 +57,28 @@ def test_the_l4s_case_carries_ce_marks(crosscheck):
 def test_without_the_reference_the_report_says_why(crosscheck, tmp_path):
     files, why = crosscheck.reference_sources(tmp_path / "nowhere")
     assert not files and "reference SCReAM is not at" in why and "nowhere" in why
+
+
+def test_the_replay_names_a_bad_codepoint_or_frame():
+    """Bad columns given to the open-loop replay get errors that name them, not a conversion
+    error or a silent mask (a codepoint is two bits; frames come in capture order)."""
+    from rtcc import _core
+    from rtcc.scenario import Scenario
+
+    sc = Scenario.from_dict({"name": "replay", "duration": "2s", "path": {"forward": {"capacity": "2Mbps"}},
+                             "flows": [{"name": "v", "controller": "scream", "ecn": "l4s"}]})
+    cols = ([0, 1], [0, 1_000_000], [20_000_000, 21_000_000], [1200, 1200], [0, 0], [0, 0],
+            [30_000_000, 30_000_000])
+
+    def replay(**kw):
+        return _core.replay_feedback(sc.to_json(), str(sc.base_dir), 0, *cols, **kw)
+
+    assert replay(ecn=[1, 3])["target_bps"]
+    with pytest.raises(ValueError, match="packet 1: ECN codepoint 5 does not fit two bits"):
+        replay(ecn=[1, 5])
+    with pytest.raises(ValueError, match="packet 0: ECN codepoint -1"):
+        replay(ecn=[-1, 1])
+    with pytest.raises(ValueError, match="frame 0: packet count 70000 is out of range"):
+        replay(frames=[(0, 0, 1200, 70000, True, 1e6)])
+    with pytest.raises(Exception, match="capture order"):
+        replay(frames=[(0, 50, 1200, 1, True, 1e6), (1, 10, 1200, 1, False, 1e6)])
