@@ -326,28 +326,24 @@ impl<P> DualPi2<P> {
         }
         let coupled = self.params.coupling * self.prob;
         let overloaded = coupled > 1.0;
-        let mark = match lane {
+        let (drop, mark) = match lane {
+            // Overload: a classic drop (p'²) if asked, a mark for every other L packet.
             Lane::L4s if overloaded => {
-                if self.params.drop_overload && self.squared_roll() {
-                    return true;
-                }
-                true
+                let drop = self.params.drop_overload && self.squared_roll();
+                (drop, !drop)
             }
-            Lane::L4s => self.roll(coupled),
+            Lane::L4s => (false, self.roll(coupled)),
+            // p'²: a mark for ECT(0), a drop for Not-ECT and for everything on overload.
             Lane::Classic => {
-                if !self.squared_roll() {
-                    return false;
-                }
-                if overloaded || pkt.ecn() == Ecn::NotEct {
-                    return true;
-                }
-                true
+                let hit = self.squared_roll();
+                let drop = hit && (overloaded || pkt.ecn() == Ecn::NotEct);
+                (drop, hit && !drop)
             }
         };
         if mark && pkt.set_ce() {
             self.ecn_marks += 1;
         }
-        false
+        drop
     }
 }
 
@@ -387,32 +383,30 @@ impl<P: NetPacket + Send> Queue<P> for DualPi2<P> {
     fn dequeue(&mut self, now: Time, dropped: &mut Vec<P>) -> Option<P> {
         self.update_to(now);
         loop {
-            let (wc, wl) = (
-                self.params.c_protection as i64,
-                100 - self.params.c_protection as i64,
-            );
-            let (lane, entry, credit_change) =
-                if !self.l4s.is_empty() && (self.classic.is_empty() || self.credit <= 0) {
-                    let e = self.l4s.pop_front().expect("the L queue is not empty");
-                    let waiting = !self.classic.is_empty();
-                    let change = if waiting {
-                        wc * e.stamped.pkt.size() as i64
-                    } else {
-                        0
-                    };
-                    (Lane::L4s, e, change)
-                } else if let Some(e) = self.classic.pop_front() {
-                    let waiting = !self.l4s.is_empty();
-                    let change = if waiting {
-                        -wl * e.stamped.pkt.size() as i64
-                    } else {
-                        0
-                    };
-                    (Lane::Classic, e, change)
-                } else {
-                    self.credit = initial_credit(&self.params);
-                    return None;
-                };
+            let from_l4s = !self.l4s.is_empty() && (self.classic.is_empty() || self.credit <= 0);
+            let (lane, entry) = if from_l4s {
+                let e = self.l4s.pop_front().expect("the L queue is not empty");
+                (Lane::L4s, e)
+            } else if let Some(e) = self.classic.pop_front() {
+                (Lane::Classic, e)
+            } else {
+                self.credit = initial_credit(&self.params);
+                return None;
+            };
+            // The credit moves only while the other queue waits: +wc per byte served from L,
+            // −wl per byte from the classic queue.
+            let (other_waiting, weight) = match lane {
+                Lane::L4s => (!self.classic.is_empty(), self.params.c_protection as i64),
+                Lane::Classic => (
+                    !self.l4s.is_empty(),
+                    -(100 - self.params.c_protection as i64),
+                ),
+            };
+            let credit_change = if other_waiting {
+                weight * entry.stamped.pkt.size() as i64
+            } else {
+                0
+            };
             let Entry {
                 stamped: Stamped { at, mut pkt },
                 apply_step,
