@@ -110,10 +110,11 @@ impl Controller for Prague {
     }
 
     fn on_feedback(&mut self, _now: Time, report: &FeedbackReport) {
-        let mut ce = 0u64;
-        for p in report.received() {
-            ce += if p.is_ce() { p.sent.size as u64 } else { 0 };
-        }
+        let ce: u64 = report
+            .received()
+            .filter(|p| p.is_ce())
+            .map(|p| p.sent.size as u64)
+            .sum();
         let a = self.w.on_report(report);
         self.acked += a.acked;
         self.marked += ce;
@@ -138,17 +139,7 @@ impl Controller for Prague {
             self.w.reduce_to(ss);
             self.reductions += 1;
         }
-        if a.acked == 0 || !self.w.may_grow() {
-            return;
-        }
-        let mut acked = a.acked;
-        if self.w.in_slow_start() {
-            acked = self.w.slow_start(acked, Some(2 * self.w.mss));
-        }
-        if acked > 0 {
-            let per_mss = self.w.cwnd as f64 / self.w.mss as f64;
-            self.w.additive_increase(acked, per_mss);
-        }
+        self.w.reno_growth(a.acked, Some(2 * self.w.mss));
     }
 
     fn on_rto(&mut self, _now: Time) {

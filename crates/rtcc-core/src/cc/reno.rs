@@ -380,6 +380,23 @@ impl Window {
         }
     }
 
+    /// Reno's growth on an acknowledgement of `acked` bytes (Linux `tcp_reno_cong_avoid`): none
+    /// while the window may not grow, slow start (at most `limit` bytes per acknowledgement)
+    /// below `ssthresh`, one MSS per window of acknowledged bytes above it.
+    pub fn reno_growth(&mut self, acked: u64, limit: Option<u64>) {
+        if acked == 0 || !self.may_grow() {
+            return;
+        }
+        let mut acked = acked;
+        if self.in_slow_start() {
+            acked = self.slow_start(acked, limit);
+        }
+        if acked > 0 {
+            let per_mss = self.cwnd as f64 / self.mss as f64;
+            self.additive_increase(acked, per_mss);
+        }
+    }
+
     /// Linux `tcp_update_pacing_rate` (also what HyStart reads as the pacing rate).
     pub fn linux_pacing_rate(&self) -> Rate {
         let ratio = if self.cwnd < self.ssthresh / 2 {
@@ -445,18 +462,8 @@ impl Controller for Reno {
             let ss = self.ssthresh_after_loss();
             self.w.reduce_to(ss);
         }
-        if a.acked == 0 || !self.w.may_grow() {
-            return;
-        }
-        let mut acked = a.acked;
-        if self.w.in_slow_start() {
-            let limit = (self.abc_l > 0).then(|| self.abc_l as u64 * self.w.mss);
-            acked = self.w.slow_start(acked, limit);
-        }
-        if acked > 0 {
-            let per_mss = self.w.cwnd as f64 / self.w.mss as f64;
-            self.w.additive_increase(acked, per_mss);
-        }
+        let limit = (self.abc_l > 0).then(|| self.abc_l as u64 * self.w.mss);
+        self.w.reno_growth(a.acked, limit);
     }
 
     fn on_rto(&mut self, _now: Time) {
