@@ -20,6 +20,7 @@
 pub mod cc;
 pub mod dash;
 pub mod endpoint;
+pub mod learn;
 pub mod media;
 pub mod metrics;
 pub mod net;

@@ -226,6 +226,23 @@ fn flow_rtp(datagram: &[u8], ssrcs: &Ssrcs) -> Option<RtpHeader> {
 /// one parser, [`rtcc_scenario::controller::parse_spec`].
 pub use rtcc_scenario::controller::parse_spec as parse_controller_spec;
 
+/// The controllers live flows are built from: rtcc's, unless [`set_controllers`] gave others.
+static CONTROLLERS: std::sync::Mutex<Option<cc::Registry>> = std::sync::Mutex::new(None);
+
+/// Build live flows from `registry` from now on (the Python front passes its own, which has the
+/// controllers registered from Python and `onnx`).
+pub fn set_controllers(registry: cc::Registry) {
+    *CONTROLLERS.lock().unwrap_or_else(|e| e.into_inner()) = Some(registry);
+}
+
+fn controllers() -> cc::Registry {
+    CONTROLLERS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+        .unwrap_or_else(cc::Registry::builtin)
+}
+
 /// Flow `index` of `sc` as a live run builds it, and its `[sender, receiver]` endpoints.
 /// `controller` (a spec) replaces the flow's controller, its parameters and its feedback policy
 /// (the new controller's, as in a scenario that names it without a `feedback` table); the
@@ -238,7 +255,7 @@ pub fn live_flow(
     srtp: Option<&Keying>,
 ) -> Result<(FlowConfig, [Box<dyn Endpoint>; 2]), String> {
     sc.single_hop("the live transport")?;
-    let registry = cc::registry();
+    let registry = &controllers();
     let mut f = sc.flows.get(index).cloned().ok_or_else(|| {
         format!(
             "--flow {index}: the scenario has {} flow(s), numbered from 0",

@@ -17,6 +17,7 @@ use rtcc_scenario::windows;
 use rtcc_sim::Scenario;
 use std::path::Path;
 
+mod learn;
 mod pycontroller;
 mod pyencoder;
 
@@ -457,6 +458,7 @@ fn registered_encoders(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
 /// first; returns the exit code. Runs until the command ends, with the GIL released.
 #[pyfunction]
 fn live_main(py: Python<'_>, argv: Vec<String>) -> i32 {
+    rtcc_live::transport::set_controllers(pycontroller::registry());
     py.detach(|| rtcc_live::cli::main(argv))
 }
 
@@ -709,5 +711,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(jain, m)?)?;
     m.add_function(wrap_pyfunction!(windowed_jain, m)?)?;
     m.add_function(wrap_pyfunction!(share_convergence, m)?)?;
+    m.add_function(wrap_pyfunction!(learn::mmsys24_features, m)?)?;
+    m.add_class::<learn::Env>()?;
     Ok(())
 }

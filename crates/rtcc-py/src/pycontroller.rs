@@ -21,7 +21,12 @@ use std::cell::RefCell;
 use std::sync::{Arc, LazyLock, Mutex};
 
 /// The builtin controllers and those registered from Python.
-static REGISTRY: LazyLock<Mutex<Registry>> = LazyLock::new(|| Mutex::new(Registry::builtin()));
+static REGISTRY: LazyLock<Mutex<Registry>> = LazyLock::new(|| {
+    let mut r = Registry::builtin();
+    r.register(crate::learn::onnx_info())
+        .expect("onnx is not a builtin name");
+    Mutex::new(r)
+});
 
 /// A copy of the registry to validate and run with (no lock is held while Python code runs).
 pub fn registry() -> Registry {
@@ -47,7 +52,7 @@ pub fn keep_error(e: PyErr) {
 }
 
 /// `ValueError: boom`.
-fn describe(py: Python<'_>, e: &PyErr) -> String {
+pub fn describe(py: Python<'_>, e: &PyErr) -> String {
     let kind = e
         .get_type(py)
         .name()

@@ -13,6 +13,7 @@
 
 pub mod bench;
 pub mod capture;
+pub mod env;
 pub mod replay;
 pub mod run;
 pub mod sim;

@@ -149,6 +149,10 @@ struct EventQueue {
 }
 
 impl EventQueue {
+    fn peek_time(&self) -> Option<Time> {
+        self.items.first().map(|e| e.time)
+    }
+
     fn push(&mut self, e: Entry) {
         let mut i = self.items.len();
         self.items.push(e);
@@ -484,16 +488,61 @@ impl Simulation {
     ) -> SimOutput {
         self.streaming = sink.is_some();
         self.push(Time::from_millis(1000), Event::Progress);
-        let mut interrupted = false;
-        while let Some(Entry {
-            time,
-            event,
-            seq: event_seq,
-        }) = self.heap.pop()
-        {
-            if time > self.end {
+        let interrupted = self.process(None, progress, &mut sink);
+        self.finish(interrupted, progress, sink)
+    }
+
+    /// Run every event before `until` (an environment's step; the run's end caps it) and stop,
+    /// so that the caller can look at the flows and act before the events at `until` run. The
+    /// packet records are kept. Whether the run has reached its end.
+    pub fn advance(&mut self, until: Time) -> bool {
+        self.process(Some(until), &mut |_| {}, &mut None);
+        self.heap.peek_time().is_none_or(|t| t > self.end) || until > self.end
+    }
+
+    /// Simulation time: the last event's.
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// The scenario's end.
+    pub fn end(&self) -> Time {
+        self.end
+    }
+
+    /// Flow `i`'s A→B packet records so far, in send order (a run that keeps its log).
+    pub fn packet_records(&self, i: usize) -> &[PacketRecord] {
+        &self.flows[i].packet_log.records
+    }
+
+    /// Flow `i`'s frames so far, in frame order.
+    pub fn frames(&self, i: usize) -> &[FrameRecord] {
+        &self.flows[i].logs.frames
+    }
+
+    /// End a stepped run ([`Simulation::advance`]): what is still queued or in flight settles
+    /// as it is, as at the end of [`Simulation::run`].
+    pub fn into_output(self) -> SimOutput {
+        self.finish(false, &mut |_| {}, None)
+    }
+
+    /// Run events in time order until the heap holds none before `until` (or the run's end);
+    /// whether an [`interrupt`] request stopped it.
+    fn process(
+        &mut self,
+        until: Option<Time>,
+        progress: &mut dyn FnMut(f64),
+        sink: &mut Option<PacketSink>,
+    ) -> bool {
+        while let Some(next) = self.heap.peek_time() {
+            if next > self.end || until.is_some_and(|u| next >= u) {
                 break;
             }
+            let Entry {
+                time,
+                event,
+                seq: event_seq,
+            } = self.heap.pop().expect("peeked");
             self.now = time;
             self.events += 1;
             match event {
@@ -524,8 +573,7 @@ impl Simulation {
                 Event::Progress => {
                     progress((time.as_secs_f64() / self.end.as_secs_f64()).min(1.0));
                     if INTERRUPT.load(Ordering::Relaxed) {
-                        interrupted = true;
-                        break;
+                        return true;
                     }
                     self.push(time + Duration::from_millis(1000), Event::Progress);
                 }
@@ -539,6 +587,15 @@ impl Simulation {
                 }
             }
         }
+        false
+    }
+
+    fn finish(
+        mut self,
+        interrupted: bool,
+        progress: &mut dyn FnMut(f64),
+        mut sink: Option<PacketSink>,
+    ) -> SimOutput {
         // The run is over: whatever is still queued or in flight settles as it is.
         for f in &mut self.flows {
             let log = &mut f.packet_log;

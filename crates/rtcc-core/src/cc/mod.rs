@@ -19,6 +19,7 @@ use crate::video::quality::Resolution;
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
 
+pub mod agent;
 pub mod bbr;
 pub mod bbr2;
 pub mod bbr_common;

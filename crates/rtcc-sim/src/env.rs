@@ -1,0 +1,429 @@
+//! A scenario stepped by a learning agent: the core of `rtcc.gym`.
+//!
+//! The flows whose controller is `agent` ([`rtcc_core::cc::agent`]) are the agents, in flow
+//! order. Each step:
+//!
+//! 1. the caller sets every agent's action (a target bitrate);
+//! 2. the simulation runs every event before the next step boundary (the agents' timers at the
+//!    boundary apply the actions first);
+//! 3. each agent's observation is built from its feedback, as the agent controller would build
+//!    it for a policy, and its step statistics ([`STATS`]) are measured from the simulator's own
+//!    records — the true delays, losses, frames and capacity, which the agent does not see.
+//!
+//! Rewards are computed from the statistics by the caller (Python, vectorised over
+//! environments). A run built here is deterministic: the same scenario and seed give the same
+//! observations and statistics for the same actions.
+
+use crate::scenario::Scenario;
+use crate::sim::Simulation;
+use rtcc_core::cc::agent::{self, AgentHandle};
+use rtcc_core::cc::{CapacityView, Registry};
+use rtcc_core::metrics::{FrameRecord, PacketRecord};
+use rtcc_core::{Duration, Rate, Time};
+use std::sync::{Arc, Mutex};
+
+/// The step statistics, per agent, in this order.
+pub const STATS: [&str; 16] = [
+    "time_s",
+    "target_bps",
+    "sent_bps",
+    "recv_bps",
+    "capacity_bps",
+    "recv_packets",
+    "lost_packets",
+    "loss_ratio",
+    "delay_mean_ms",
+    "delay_p95_ms",
+    "delay_min_ms",
+    "frames_displayed",
+    "frame_latency_ms",
+    "frozen_fraction",
+    "psnr_db",
+    "displayed_bps",
+];
+
+/// The picture is frozen once the last display is older than this: WebRTC's freeze rule
+/// (`metrics::freezes`), `max(3 ḡ, ḡ + 150 ms)`, with `ḡ` the source's frame interval (the rule
+/// takes the flow's mean gap, which a step cannot know yet).
+pub fn freeze_after(fps: f64) -> Duration {
+    let gap = 1.0 / fps.max(1e-3);
+    Duration::from_secs_f64((3.0 * gap).max(gap + 0.150))
+}
+
+/// Where an agent's statistics have got to.
+struct Cursor {
+    flow: usize,
+    capacity: Arc<dyn CapacityView>,
+    /// Packet records before this index are received or dropped and counted.
+    first_open: usize,
+    max_seq: Option<u64>,
+    min_delay_ms: Option<f64>,
+    /// Frames before this index are displayed or given up.
+    first_open_frame: usize,
+    last_display: Option<Time>,
+    freeze_after: Duration,
+    delays: Vec<f64>,
+}
+
+pub struct AgentEnv {
+    scenario: Scenario,
+    registry: Registry,
+    sim: Option<Simulation>,
+    agents: Vec<AgentHandle>,
+    cursors: Vec<Cursor>,
+    step: Duration,
+    obs_len: usize,
+    now: Time,
+    done: bool,
+}
+
+impl AgentEnv {
+    /// An environment over `scenario` (validated against `registry` with `agent` added) whose
+    /// agents step every `step` (their own `step` parameter must match it).
+    pub fn new(scenario: &Scenario, registry: &Registry) -> Result<AgentEnv, String> {
+        let agent_flows: Vec<usize> = agent_flow_indices(scenario);
+        if agent_flows.is_empty() {
+            return Err("the scenario has no flow with controller = \"agent\"".into());
+        }
+        let mut env = AgentEnv {
+            scenario: scenario.clone(),
+            registry: registry.clone(),
+            sim: None,
+            agents: Vec::new(),
+            cursors: Vec::new(),
+            step: Duration::ZERO,
+            obs_len: 0,
+            now: Time::ZERO,
+            done: true,
+        };
+        env.reset(None)?;
+        Ok(env)
+    }
+
+    /// Agents in this environment.
+    pub fn agents(&self) -> usize {
+        self.agents.len()
+    }
+
+    /// Values in each agent's observation.
+    pub fn observation_len(&self) -> usize {
+        self.obs_len
+    }
+
+    pub fn step_duration(&self) -> Duration {
+        self.step
+    }
+
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Each agent's lowest and highest target.
+    pub fn bounds(&self) -> Vec<(Rate, Rate)> {
+        self.agents.iter().map(|a| lock(a).bounds()).collect()
+    }
+
+    /// Start again from the scenario's beginning (with `seed` instead of the scenario's), and
+    /// run to the first step boundary.
+    pub fn reset(&mut self, seed: Option<u64>) -> Result<(), String> {
+        let mut sc = self.scenario.clone();
+        if let Some(s) = seed {
+            sc.seed = s;
+        }
+        let built: Arc<Mutex<Vec<AgentHandle>>> = Arc::default();
+        let mut registry = self.registry.clone();
+        let sink = built.clone();
+        registry
+            .register(agent::info_with(Arc::new(move |h| {
+                sink.lock().unwrap().push(h)
+            })))
+            .map_err(|e| e.to_string())?;
+        let sim = Simulation::with_registry(&sc, &registry)?;
+        let agents = std::mem::take(&mut *built.lock().unwrap());
+        let flows = agent_flow_indices(&sc);
+        assert_eq!(
+            agents.len(),
+            flows.len(),
+            "one agent controller is built per agent flow"
+        );
+        let steps: Vec<Duration> = agents.iter().map(|a| lock(a).step).collect();
+        if steps.iter().any(|&s| s != steps[0]) {
+            return Err(format!(
+                "every agent flow must have the same step, found {}",
+                steps
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        let kinds: Vec<_> = agents.iter().map(|a| lock(a).kind).collect();
+        if kinds.iter().any(|&k| k != kinds[0]) {
+            return Err("every agent flow must have the same observation".into());
+        }
+        self.step = steps[0];
+        self.obs_len = kinds[0].len();
+        self.cursors = flows
+            .iter()
+            .map(|&i| Cursor {
+                flow: i,
+                capacity: Arc::new(sc.controller_capacity(&sc.flows[i])),
+                first_open: 0,
+                max_seq: None,
+                min_delay_ms: None,
+                first_open_frame: 0,
+                last_display: None,
+                freeze_after: freeze_after(sc.flows[i].video().map_or(30.0, |v| v.fps)),
+                delays: Vec::new(),
+            })
+            .collect();
+        self.agents = agents;
+        self.sim = Some(sim);
+        self.now = Time::ZERO;
+        self.done = false;
+        // The first observation is at the first step boundary of the earliest agent.
+        let first = flows
+            .iter()
+            .map(|&i| sc.flows[i].start)
+            .min()
+            .expect("at least one agent")
+            + self.step;
+        self.run_to(first);
+        Ok(())
+    }
+
+    fn run_to(&mut self, until: Time) {
+        let sim = self.sim.as_mut().expect("reset builds the simulation");
+        self.done = sim.advance(until);
+        self.now = until.min(sim.end());
+    }
+
+    /// Set each agent's action (bit/s) and run one step; whether the episode is over.
+    pub fn step(&mut self, actions: &[f64]) -> Result<bool, String> {
+        if self.done {
+            return Err("the episode is over: call reset() before stepping again".into());
+        }
+        if actions.len() != self.agents.len() {
+            return Err(format!(
+                "expected {} action(s), one per agent, got {}",
+                self.agents.len(),
+                actions.len()
+            ));
+        }
+        for (a, &bps) in self.agents.iter().zip(actions) {
+            lock(a).action = Some(bps);
+        }
+        let until = self.now + self.step;
+        self.run_to(until);
+        Ok(self.done)
+    }
+
+    /// Each agent's observation, `observation_len()` values per agent, into `out`.
+    pub fn observe(&self, out: &mut [f32]) {
+        for (a, chunk) in self.agents.iter().zip(out.chunks_mut(self.obs_len)) {
+            lock(a).observe(self.now, chunk);
+        }
+    }
+
+    /// The first error an agent's actions caused (a target that is not a positive finite rate).
+    pub fn error(&self) -> Option<String> {
+        self.agents.iter().find_map(|a| lock(a).error.clone())
+    }
+
+    /// Each agent's statistics for the step that just ended (`STATS.len()` values per agent)
+    /// into `out`.
+    pub fn step_stats(&mut self, out: &mut [f64]) {
+        let sim = self.sim.as_ref().expect("reset builds the simulation");
+        let to = self.now;
+        let from = Time(to.0.saturating_sub(self.step.0));
+        let secs = self.step.as_secs_f64();
+        for ((a, c), o) in self
+            .agents
+            .iter()
+            .zip(&mut self.cursors)
+            .zip(out.chunks_mut(STATS.len()))
+        {
+            let target = lock(a).target.bps();
+            let records = sim.packet_records(c.flow);
+            let packets = packet_stats(c, records, from, to);
+            let frames = frame_stats(c, sim.frames(c.flow), from, to);
+            let values = [
+                to.as_secs_f64(),
+                target,
+                packets.sent_bytes as f64 * 8.0 / secs,
+                packets.recv_bytes as f64 * 8.0 / secs,
+                c.capacity.bytes_between(from, to) * 8.0 / secs,
+                packets.received as f64,
+                packets.lost as f64,
+                ratio(packets.lost, packets.lost + packets.received),
+                packets.delay_mean_ms,
+                packets.delay_p95_ms,
+                c.min_delay_ms.unwrap_or(f64::NAN),
+                frames.displayed as f64,
+                frames.latency_mean_ms,
+                frames.frozen.as_secs_f64() / secs,
+                frames.psnr_mean_db,
+                frames.displayed_bytes as f64 * 8.0 / secs,
+            ];
+            o.copy_from_slice(&values);
+        }
+    }
+
+    /// The simulator's output (for a summary of the episode).
+    pub fn into_simulation(self) -> Option<Simulation> {
+        self.sim
+    }
+}
+
+fn lock(a: &AgentHandle) -> std::sync::MutexGuard<'_, agent::AgentShared> {
+    a.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+/// The flows an environment steps: those whose controller is `agent`.
+pub fn agent_flow_indices(sc: &Scenario) -> Vec<usize> {
+    sc.flows
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.video().is_some_and(|v| v.controller.name == "agent"))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+#[derive(Default)]
+struct PacketStep {
+    sent_bytes: u64,
+    recv_bytes: u64,
+    received: u64,
+    lost: u64,
+    delay_mean_ms: f64,
+    delay_p95_ms: f64,
+}
+
+/// Packets sent and received in `(from, to]`, losses as the receiver counts them (gaps in the
+/// sequence numbers it got), true one-way delays.
+fn packet_stats(c: &mut Cursor, records: &[PacketRecord], from: Time, to: Time) -> PacketStep {
+    let mut s = PacketStep::default();
+    c.delays.clear();
+    // Records before `first_open` were counted; a record still in flight stays open.
+    let mut all_settled = true;
+    let start = c.first_open;
+    for (k, r) in records.iter().enumerate().skip(start) {
+        if r.send > from && r.send <= to {
+            s.sent_bytes += r.size as u64;
+        }
+        let settled = r.dropped || r.recv.is_some_and(|t| t <= to);
+        if settled && all_settled {
+            c.first_open = k + 1;
+        } else {
+            all_settled = false;
+        }
+        if let Some(t) = r.recv.filter(|&t| t > from && t <= to) {
+            s.received += 1;
+            s.recv_bytes += r.size as u64;
+            s.lost += match c.max_seq {
+                Some(m) => r.seq.saturating_sub(m).saturating_sub(1),
+                None => 0,
+            };
+            c.max_seq = Some(c.max_seq.map_or(r.seq, |m| m.max(r.seq)));
+            let d = (t.0 as f64 - r.send.0 as f64) / 1e6;
+            c.min_delay_ms = Some(c.min_delay_ms.map_or(d, |m| m.min(d)));
+            c.delays.push(d);
+        }
+        if r.send > to {
+            break;
+        }
+    }
+    if !c.delays.is_empty() {
+        s.delay_mean_ms = c.delays.iter().sum::<f64>() / c.delays.len() as f64;
+        c.delays.sort_by(f64::total_cmp);
+        // Nearest rank.
+        let rank = ((0.95 * c.delays.len() as f64).ceil() as usize).clamp(1, c.delays.len());
+        s.delay_p95_ms = c.delays[rank - 1];
+    } else {
+        s.delay_mean_ms = f64::NAN;
+        s.delay_p95_ms = f64::NAN;
+    }
+    s
+}
+
+#[derive(Default)]
+struct FrameStep {
+    displayed: u64,
+    displayed_bytes: u64,
+    latency_mean_ms: f64,
+    psnr_mean_db: f64,
+    frozen: Duration,
+}
+
+/// Frames displayed in `(from, to]`: their capture-to-display latency and PSNR, and how long
+/// the picture was frozen (more than [`freeze_after`] since the last display).
+fn frame_stats(c: &mut Cursor, frames: &[FrameRecord], from: Time, to: Time) -> FrameStep {
+    let mut s = FrameStep::default();
+    let (mut latency, mut psnr, mut psnr_n) = (0.0, 0.0, 0u64);
+    let mut displays: Vec<Time> = Vec::new();
+    let mut all_closed = true;
+    for (k, f) in frames.iter().enumerate().skip(c.first_open_frame) {
+        let closed = f.unrecoverable || f.display.is_some_and(|t| t <= to);
+        if closed && all_closed {
+            c.first_open_frame = k + 1;
+        } else {
+            all_closed = false;
+        }
+        if let Some(t) = f.display.filter(|&t| t > from && t <= to) {
+            s.displayed += 1;
+            s.displayed_bytes += f.size as u64;
+            latency += t.secs_since(f.capture) * 1000.0;
+            if let Some(p) = f.psnr_db {
+                psnr += p;
+                psnr_n += 1;
+            }
+            displays.push(t);
+        }
+        if f.capture > to {
+            break;
+        }
+    }
+    displays.sort();
+    // Frozen: the parts of (from, to] more than `freeze_after` after the last display.
+    let mut last = c.last_display;
+    let mut t = from;
+    for &d in &displays {
+        s.frozen = s.frozen + frozen_between(last, t, d, c.freeze_after);
+        last = Some(d);
+        t = d;
+    }
+    s.frozen = s.frozen + frozen_between(last, t, to, c.freeze_after);
+    c.last_display = last;
+    s.latency_mean_ms = if s.displayed > 0 {
+        latency / s.displayed as f64
+    } else {
+        f64::NAN
+    };
+    s.psnr_mean_db = if psnr_n > 0 {
+        psnr / psnr_n as f64
+    } else {
+        f64::NAN
+    };
+    s
+}
+
+/// How much of `[a, b)` is more than `after` past `last` (all of it before any display).
+fn frozen_between(last: Option<Time>, a: Time, b: Time, after: Duration) -> Duration {
+    let frozen_from = match last {
+        Some(l) => (l + after).max(a),
+        None => a,
+    };
+    Duration(b.0.saturating_sub(frozen_from.0))
+}
