@@ -14,7 +14,8 @@ Actions are normalised (``action_scale="log"``, the default): ``a`` in [-1, 1] m
 log scale between the agent's ``min_rate`` and ``max_rate``; ``action_scale="bps"`` takes bit/s.
 The episode ends at the scenario's end, as a time limit: ``truncated`` is True, ``terminated``
 never is. ``info`` carries the step's statistics (``rtcc._core.Env.stat_names``), measured by the
-simulator: what the reward reads, not what the agent sees.
+simulator: what the reward reads, not what the agent sees (None where a value does not exist in
+the step, e.g. no frame shown; NaN in the vector environment's arrays).
 
 :class:`RtccVectorEnv` steps many simulations in Rust per call (one Python object for all of
 them); ``gymnasium.make_vec("rtcc/Video-v0", num_envs=N, vectorization_mode="vector_entry_point")``
@@ -101,8 +102,16 @@ class _Core:
     """The Rust environment and what the Python classes share: spaces, action mapping, rewards."""
 
     def __init__(self, scenario, trace, observation, step, reward, action_scale, n_envs, agents, params):
-        self.scenario = _as_agent_scenario(scenario, trace, observation, step, agents, params)
-        self.env = _core.Env(self.scenario.to_json(), self.scenario.base_dir, n_envs)
+        # Several scenarios or traces (a list): simulation i runs the (i mod n)-th.
+        if isinstance(scenario, (list, tuple)) or isinstance(trace, (list, tuple)):
+            items = [(s, None) for s in scenario] if isinstance(scenario, (list, tuple)) else [(None, t) for t in trace]
+        else:
+            items = [(scenario, trace)]
+        if not items:
+            raise ValueError("give at least one scenario or trace")
+        self.scenarios = [_as_agent_scenario(s, t, observation, step, agents, params) for s, t in items]
+        self.scenario = self.scenarios[0]
+        self.env = _core.Env([(s.to_json(), s.base_dir) for s in self.scenarios], n_envs)
         if self.env.n_agents != agents:
             raise ScenarioError(f"{self.scenario.name}: expected {agents} agent flow(s), found "
                                 f"{self.env.n_agents}")
@@ -156,7 +165,10 @@ class RtccEnv(gymnasium.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        obs = self._c.env.reset([seed])
+        # Without a seed the next episode's comes from the environment's generator, so that
+        # reset(seed=s) followed by reset() repeats exactly.
+        sim_seed = seed if seed is not None else int(self.np_random.integers(2**31))
+        obs = self._c.env.reset([sim_seed])
         self._done = False
         return obs[0, 0], {"time_s": self._c.env.times()[0]}
 
@@ -167,13 +179,13 @@ class RtccEnv(gymnasium.Env):
         obs, stats, done = self._c.env.step(bps)
         reward = float(self._c.reward(stats)[0, 0])
         self._done = bool(done[0])
-        info = {k: float(v[0, 0]) for k, v in self._c.info(stats).items()}
+        info = {k: (None if np.isnan(v[0, 0]) else float(v[0, 0])) for k, v in self._c.info(stats).items()}
         return obs[0, 0], reward, False, self._done, info
 
 
 class RtccVectorEnv(VectorEnv):
-    """``num_envs`` simulations of one scenario stepped together in Rust (same parameters as
-    :class:`RtccEnv`). A finished simulation is reset on the next step (Gymnasium's
+    """``num_envs`` simulations stepped together in Rust (same parameters as :class:`RtccEnv`;
+    ``scenario`` or ``trace`` may also be a list, simulation ``i`` running the ``i mod n``-th). A finished simulation is reset on the next step (Gymnasium's
     ``NEXT_STEP`` autoreset), with the next seed of its own sequence."""
 
     metadata = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
@@ -188,15 +200,18 @@ class RtccVectorEnv(VectorEnv):
         self.observation_space = gymnasium.vector.utils.batch_space(self.single_observation_space, num_envs)
         self.action_space = gymnasium.vector.utils.batch_space(self.single_action_space, num_envs)
         self._autoreset = np.zeros(num_envs, dtype=bool)
-        self._seeds: list[int | None] = [None] * num_envs
+        self._seeds: list[int] = list(range(num_envs))
+        self._rng = np.random.default_rng()
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
         if isinstance(seed, int):
             seeds = [seed + i for i in range(self.num_envs)]
         elif seed is None:
-            seeds = [None] * self.num_envs
+            seeds = [int(x) for x in self._rng.integers(2**31, size=self.num_envs)]
         else:
             seeds = list(seed)
+            if len(seeds) != self.num_envs:
+                raise ValueError(f"expected {self.num_envs} seeds, got {len(seeds)}")
         self._seeds = seeds
         obs = self._c.env.reset(seeds)
         self._autoreset[:] = False
@@ -205,8 +220,7 @@ class RtccVectorEnv(VectorEnv):
     def step(self, actions):
         bps = self._c.to_bps(np.reshape(actions, (self.num_envs, 1)))
         for i in np.flatnonzero(self._autoreset):
-            s = self._seeds[i]
-            self._seeds[i] = None if s is None else s + self.num_envs
+            self._seeds[i] += self.num_envs
             self._c.env.reset([self._seeds[j] if j == i else None for j in range(self.num_envs)], only=int(i))
         obs, stats, done = self._c.env.step(bps)
         rewards = self._c.reward(stats)[:, 0]

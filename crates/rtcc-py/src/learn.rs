@@ -78,23 +78,48 @@ fn env_error(e: String) -> PyErr {
 
 #[pymethods]
 impl Env {
+    /// `scenarios`: `(scenario JSON, base folder)` pairs; simulation `i` runs scenario
+    /// `i mod len(scenarios)`. Every scenario must have the same number of agent flows, step and
+    /// observation.
     #[new]
-    #[pyo3(signature = (scenario_json, base_dir, n_envs=1))]
-    fn new(scenario_json: &str, base_dir: &str, n_envs: usize) -> PyResult<Env> {
+    #[pyo3(signature = (scenarios, n_envs=1))]
+    fn new(scenarios: Vec<(String, String)>, n_envs: usize) -> PyResult<Env> {
         if n_envs == 0 {
             return Err(PyValueError::new_err("n_envs must be at least 1"));
         }
-        let mut registry = pycontroller::registry();
-        registry
+        if scenarios.is_empty() {
+            return Err(PyValueError::new_err("give at least one scenario"));
+        }
+        let mut with_agent = pycontroller::registry();
+        with_agent
             .register(agent::info_with(Arc::new(|_| {})))
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
-        let sc = scenario_from_json(scenario_json, base_dir, &registry)?;
+        let parsed = scenarios
+            .iter()
+            .map(|(json, base)| scenario_from_json(json, base, &with_agent))
+            .collect::<PyResult<Vec<_>>>()?;
         let base = pycontroller::registry();
         let envs = (0..n_envs)
-            .map(|_| AgentEnv::new(&sc, &base))
+            .map(|i| AgentEnv::new(&parsed[i % parsed.len()], &base))
             .collect::<Result<Vec<_>, _>>()
             .map_err(env_error)?;
-        let (agents, obs_len) = (envs[0].agents(), envs[0].observation_len());
+        let (agents, obs_len, step) = (
+            envs[0].agents(),
+            envs[0].observation_len(),
+            envs[0].step_duration(),
+        );
+        if let Some((i, e)) = envs.iter().enumerate().find(|(_, e)| {
+            (e.agents(), e.observation_len(), e.step_duration()) != (agents, obs_len, step)
+        }) {
+            return Err(ScenarioError::new_err(format!(
+                "scenario {} has {} agent(s), {} observation values and a {} step; scenario 0 has \
+                 {agents}, {obs_len} and {step}: every scenario of an environment needs the same",
+                i % parsed.len(),
+                e.agents(),
+                e.observation_len(),
+                e.step_duration()
+            )));
+        }
         Ok(Env {
             envs,
             agents,

@@ -418,6 +418,18 @@ fn controllers(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
             params.append(pd)?;
         }
         d.set_item("params", params)?;
+        // The feedback its receiver sends, as a scenario's `feedback` table would write it.
+        let fb = PyDict::new(py);
+        let f = &info.feedback;
+        if let Some(i) = f.interval {
+            fb.set_item("interval", i.to_string())?;
+        }
+        fb.set_item("per_frame", f.per_frame)?;
+        fb.set_item("frame_acks", f.frame_acks)?;
+        if let Some(r) = f.rate_reports {
+            fb.set_item("rate_reports", r.to_string())?;
+        }
+        d.set_item("feedback", fb)?;
         list.append(d)?;
     }
     Ok(list)

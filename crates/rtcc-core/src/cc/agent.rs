@@ -23,6 +23,15 @@
 //! challenge's estimator ran at the receiver; a sender that reads the receiver's packets from
 //! per-packet feedback sees the same packets, later.
 //!
+//! With `behaviour = "<controller>"` (and its parameters in `behaviour_params`) the agent
+//! follows that controller instead: every call goes to it and its decision is the flow's, and
+//! the agent only records the observation and the target in force at each step. That is how
+//! `rtcc dataset` logs trajectories of any controller (gcc, sqp, …) in the observation a learned
+//! policy would get, as the MMSys 2024 challenge logged Teams' estimators.
+//!
+//! A policy is first asked once a packet has been reported received; the start rate holds until
+//! then.
+//!
 //! A policy that fails (an error, or an action that is not a positive finite rate) does not stop
 //! the flow: the target stays at the last good action and the first failure is kept in
 //! [`AgentShared::error`], for the run to report when it ends (a policy never fails silently).
@@ -138,6 +147,8 @@ pub type AgentHandle = Arc<Mutex<AgentShared>>;
 pub struct Agent {
     shared: AgentHandle,
     policy: Option<Box<dyn Policy>>,
+    /// The controller the agent follows (`behaviour`), if any.
+    inner: Option<Box<dyn Controller>>,
     next_step: Time,
     observation: Vec<f32>,
 }
@@ -169,6 +180,7 @@ impl Agent {
             ));
         }
         Ok(Agent {
+            inner: None,
             shared: Arc::new(Mutex::new(AgentShared {
                 history: ArrivalHistory::default(),
                 kind,
@@ -198,13 +210,41 @@ impl Agent {
 }
 
 impl Controller for Agent {
+    fn on_packet_sent(&mut self, now: Time, pkt: &crate::packet::SentPacket) {
+        if let Some(c) = self.inner.as_mut() {
+            c.on_packet_sent(now, pkt);
+        }
+    }
+
     fn on_feedback(&mut self, now: Time, report: &FeedbackReport) {
-        let mut s = self.shared();
-        s.history.on_report(report);
-        s.last_feedback = Some(now);
+        {
+            let mut s = self.shared();
+            s.history.on_report(report);
+            s.last_feedback = Some(now);
+        }
+        if let Some(c) = self.inner.as_mut() {
+            c.on_feedback(now, report);
+        }
+    }
+
+    fn on_rto(&mut self, now: Time) {
+        if let Some(c) = self.inner.as_mut() {
+            c.on_rto(now);
+        }
+    }
+
+    fn on_rate_report(&mut self, now: Time, report: &crate::packet::RateReport) {
+        if let Some(c) = self.inner.as_mut() {
+            c.on_rate_report(now, report);
+        }
     }
 
     fn on_timeout(&mut self, now: Time) {
+        if let Some(c) = self.inner.as_mut() {
+            if c.next_timeout().is_some_and(|t| t <= now) {
+                c.on_timeout(now);
+            }
+        }
         if now < self.next_step {
             return;
         }
@@ -214,6 +254,11 @@ impl Controller for Agent {
         }
         if let Some(policy) = self.policy.as_mut() {
             let mut s = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+            if s.history.newest_ms().is_none() {
+                // Nothing received yet: the start rate holds (as every controller's does
+                // until its first feedback).
+                return;
+            }
             s.observe(now, &mut self.observation);
             match policy.act(now, &self.observation) {
                 Ok(bps) => s.action = Some(bps),
@@ -222,23 +267,51 @@ impl Controller for Agent {
                 }
             }
         }
+        let followed = self.inner.as_ref().map(|c| c.decision().target_bitrate);
         let mut s = self.shared();
-        if let Some(bps) = s.action.take() {
-            s.apply(now, bps);
+        match followed {
+            // Following a controller: its target is the step's action.
+            Some(target) => s.target = target,
+            None => {
+                if let Some(bps) = s.action.take() {
+                    s.apply(now, bps);
+                }
+            }
         }
     }
 
     fn next_timeout(&self) -> Option<Time> {
-        Some(self.next_step)
+        let inner = self.inner.as_ref().and_then(|c| c.next_timeout());
+        Some(inner.map_or(self.next_step, |t| t.min(self.next_step)))
     }
 
     fn decision(&self) -> Decision {
+        if let Some(c) = &self.inner {
+            return c.decision();
+        }
         let target = self.shared().target;
         Decision::rate_only(target, Some(Rate(target.0 * 2.5)))
     }
 
+    fn min_packets_per_frame(&self) -> u32 {
+        self.inner.as_ref().map_or(1, |c| c.min_packets_per_frame())
+    }
+
+    fn frame_controller(&mut self) -> Option<&mut dyn super::FrameController> {
+        self.inner.as_mut().and_then(|c| c.frame_controller())
+    }
+
     fn state(&self, out: &mut Vec<(&'static str, f64)>) {
-        out.push(("target_bps", self.shared().target.bps()));
+        match &self.inner {
+            Some(c) => c.state(out),
+            None => out.push(("target_bps", self.shared().target.bps())),
+        }
+    }
+
+    fn on_stop(&mut self, now: Time) {
+        if let Some(c) = self.inner.as_mut() {
+            c.on_stop(now);
+        }
     }
 }
 
@@ -256,17 +329,70 @@ pub fn feedback() -> FeedbackPolicy {
 /// `agent` for an environment: `on_build` receives each agent's handle as it is built (in flow
 /// order within a run).
 pub fn info_with(on_build: Arc<dyn Fn(AgentHandle) + Send + Sync>) -> ControllerInfo {
+    let mut params = AgentConfig::param_docs();
+    params.push(super::ParamDoc::new(
+        "behaviour",
+        "none",
+        "follow this controller instead of taking actions, recording its targets (rtcc dataset)",
+    ));
+    params.push(super::ParamDoc::new(
+        "behaviour_params",
+        "{}",
+        "the followed controller's parameters",
+    ));
     ControllerInfo {
         name: "agent".into(),
         summary: "Target set every step by a learning agent (the rtcc.gym environment).".into(),
-        params: AgentConfig::param_docs(),
+        params,
         feedback: feedback(),
-        build: Arc::new(move |params: &Params, ctx: &ControllerContext, _| {
-            let agent = build(params, ctx, None, "agent")?;
+        build: Arc::new(move |params: &Params, ctx: &ControllerContext, registry| {
+            let mut params = params.clone();
+            let behaviour = params.remove("behaviour");
+            let behaviour_params = params.remove("behaviour_params");
+            let mut agent = build(&params, ctx, None, "agent")?;
+            if let Some(name) = behaviour {
+                agent.inner = Some(build_behaviour(&name, behaviour_params, ctx, registry)?);
+            } else if behaviour_params.is_some() {
+                return Err(bad(
+                    "behaviour_params needs behaviour (a controller name)".into()
+                ));
+            }
             on_build(agent.handle());
             Ok(Box::new(agent) as Box<dyn Controller>)
         }),
     }
+}
+
+fn bad(message: String) -> ControllerError {
+    ControllerError::BadParams {
+        controller: "agent".into(),
+        message,
+    }
+}
+
+/// The controller an agent follows: `name` from `registry` with `params` (a table).
+fn build_behaviour(
+    name: &toml::Value,
+    params: Option<toml::Value>,
+    ctx: &ControllerContext,
+    registry: &super::Registry,
+) -> Result<Box<dyn Controller>, ControllerError> {
+    let name = name
+        .as_str()
+        .ok_or_else(|| bad(format!("behaviour must be a controller name, found {name}")))?;
+    if name == "agent" {
+        return Err(bad("behaviour cannot be agent itself".into()));
+    }
+    let params = match params {
+        None => Params::new(),
+        Some(toml::Value::Table(t)) => t,
+        Some(other) => {
+            return Err(bad(format!(
+                "behaviour_params must be a table of {name}'s parameters, found {other}"
+            )))
+        }
+    };
+    registry.create(name, &params, ctx)
 }
 
 /// Build an agent from scenario parameters (`name` for the errors), driven by `policy` if given.
