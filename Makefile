@@ -9,7 +9,7 @@
 VENV ?= .venv
 PYTHON ?= $(VENV)/bin/python
 
-.PHONY: venv install live-deps pcap-deps crosscheck-deps ray-deps browser-deps demo test rust-test py-test lint bench
+.PHONY: venv install live-deps pcap-deps crosscheck-deps ray-deps browser-deps learn-deps demo test rust-test py-test lint bench
 
 venv:
 	@[ "$(PYTHON)" != "$(VENV)/bin/python" ] || [ -x "$(VENV)/bin/python" ] || \
@@ -21,7 +21,7 @@ install: venv
 demo: install
 	$(PYTHON) -m rtcc demo --force
 
-test: install live-deps pcap-deps crosscheck-deps ray-deps browser-deps rust-test py-test
+test: install live-deps pcap-deps crosscheck-deps ray-deps browser-deps learn-deps rust-test py-test
 
 # The live tests put iperf3 through `rtcc emu`; as root on Debian it is installed here, elsewhere
 # those tests are skipped with the reason.
@@ -51,6 +51,14 @@ crosscheck-deps: venv
 ray-deps: venv
 	@$(PYTHON) -m pip install --quiet --disable-pip-version-check 'ray>=2.9' 2>/dev/null || \
 	  echo "note: Ray could not be installed; the Ray sweep test will be skipped"
+
+# The learning environment's optional extras (Gymnasium, PettingZoo, onnxruntime) and onnx, which
+# the tests use to write small policies; without them those tests are skipped with the reason.
+# stable-baselines3 is never installed here: PyPI's torch brings gigabytes of GPU libraries (the
+# PPO example says how to install it; CI trains with a NumPy learner instead).
+learn-deps: venv
+	@$(PYTHON) -m pip install --quiet --disable-pip-version-check 'gymnasium>=1.0' 'pettingzoo>=1.24' 'onnxruntime>=1.17' onnx 2>/dev/null || \
+	  echo "note: gymnasium, pettingzoo or onnxruntime could not be installed; the learning tests will be skipped"
 
 # The report pages are opened in headless Chromium (Debian's package, as root) through Playwright;
 # without them the browser test is skipped with the reason.

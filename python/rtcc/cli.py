@@ -290,6 +290,36 @@ def cmd_rmcat(args) -> int:
     return 0
 
 
+def cmd_dataset(args) -> int:
+    from .gym import learning_scenario
+    from .learn import dataset
+    from .registry import ControllerSpec
+    from .scenario import Scenario
+
+    scenarios = [Scenario.from_file(f) for f in args.scenario]
+    for t in args.trace or []:
+        paths = sorted(p for p in Path(t).iterdir() if p.is_file() and not p.name.startswith(("README", "."))) \
+            if Path(t).is_dir() else [Path(t)]
+        for p in paths:
+            sc = learning_scenario(str(p), duration=args.duration)
+            scenarios.append(Scenario.from_dict({**sc.to_dict(), "name": p.name.replace(".", "-")}, sc.base_dir))
+    if not scenarios:
+        raise UsageError("give at least one scenario file or --trace")
+    if not args.controller:
+        raise UsageError("give the controllers to record with -c (e.g. -c gcc -c sqp)")
+    specs = [ControllerSpec.parse(c) for c in args.controller]
+    for spec in specs:
+        spec.check()
+    if not 1 <= args.seeds <= 1000:
+        raise UsageError(f"--seeds: expected 1 to 1000, got {args.seeds}")
+    check_dest(args.output, args.force)
+    runs = dataset.build(scenarios, specs, list(range(1, args.seeds + 1)), args.output, observation=args.observation,
+                         step=args.step, reward=args.reward, force=args.force)
+    steps = sum(r["steps"] for r in runs)
+    print(f"{len(runs)} runs, {steps} steps; wrote {args.output} (runs.json, steps.parquet, json/)")
+    return 0
+
+
 def _rmcat_argv(args) -> list[str]:
     """The options that decide the table, as written on the command line (shown in the report)."""
     out = [f"-c {c}" for c in args.controller or []]
@@ -554,6 +584,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="replace DIR if it exists")
     _engine_options(p)
     p.set_defaults(func=cmd_rmcat)
+
+    p = sub.add_parser("dataset", help="record trajectories of controllers for offline learning: observations, "
+                       "actions, rewards and true capacity (docs/learning.md)")
+    p.add_argument("scenario", nargs="*", metavar="SCENARIO", help="scenario files (their first video flow is recorded)")
+    p.add_argument("--trace", action="append", metavar="PATH",
+                   help="a trace file, or a folder of them, each run over the default learning link; repeat for more")
+    p.add_argument("--duration", default="60s", help="length of the --trace runs (default: 60s)")
+    p.add_argument("-c", "--controller", action="append", metavar="SPEC", help=f"{SPEC_HELP}; repeat for more")
+    p.add_argument("--seeds", type=int, default=1, metavar="N", help="run seeds 1..N (default: 1)")
+    p.add_argument("--observation", default="mmsys24", choices=["mmsys24", "opennetlab", "rtcc"],
+                   help="what the recorded observations hold (default: mmsys24)")
+    p.add_argument("--step", default="60ms", help="time between observations (default: 60ms)")
+    p.add_argument("--reward", default="network", choices=["network", "qoe"], help="the recorded reward")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="dataset folder to write")
+    p.add_argument("--force", action="store_true", help="replace DIR if it exists")
+    p.set_defaults(func=cmd_dataset)
 
     p = sub.add_parser("controllers", help="list registered controllers and their parameters")
     p.set_defaults(func=cmd_controllers)

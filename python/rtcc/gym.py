@@ -222,10 +222,12 @@ class RtccVectorEnv(VectorEnv):
         for i in np.flatnonzero(self._autoreset):
             self._seeds[i] += self.num_envs
             self._c.env.reset([self._seeds[j] if j == i else None for j in range(self.num_envs)], only=int(i))
-        obs, stats, done = self._c.env.step(bps)
+        # A simulation reset on this step is not also stepped (Gymnasium's NEXT_STEP autoreset).
+        obs, stats, done = self._c.env.step(bps, hold=self._autoreset.tolist())
         rewards = self._c.reward(stats)[:, 0]
         rewards[self._autoreset] = 0.0
-        truncated = done & ~self._autoreset
+        done = done & ~self._autoreset
+        truncated = done
         self._autoreset = done.copy()
         infos = {k: v[:, 0] for k, v in self._c.info(stats).items()}
         return obs[:, 0], rewards, np.zeros(self.num_envs, dtype=bool), truncated, infos

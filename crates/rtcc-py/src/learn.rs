@@ -202,12 +202,15 @@ impl Env {
 
     /// Apply `actions` (`[n_envs, n_agents]`, bit/s) and run every simulation one step; returns
     /// `(observations, statistics, done)`. A finished simulation is not stepped (its row
-    /// repeats its last values) until it is reset.
+    /// repeats its last values, its statistics are NaN) until it is reset, nor one whose entry
+    /// in `hold` is true (a vector environment's autoreset step).
     #[allow(clippy::type_complexity)]
+    #[pyo3(signature = (actions, hold=None))]
     fn step<'py>(
         &mut self,
         py: Python<'py>,
         actions: PyReadonlyArray2<'py, f64>,
+        hold: Option<Vec<bool>>,
     ) -> PyResult<(
         Bound<'py, PyArray3<f32>>,
         Bound<'py, PyArray3<f64>>,
@@ -224,9 +227,16 @@ impl Env {
         }
         let mut stats =
             Array3::<f64>::from_elem((self.envs.len(), self.agents, STATS.len()), f64::NAN);
+        if hold.as_ref().is_some_and(|h| h.len() != self.envs.len()) {
+            return Err(PyValueError::new_err(format!(
+                "hold must have one entry per simulation ({})",
+                self.envs.len()
+            )));
+        }
         let mut done = Vec::with_capacity(self.envs.len());
         for (i, e) in self.envs.iter_mut().enumerate() {
-            if !e.is_done() {
+            let held = hold.as_ref().is_some_and(|h| h[i]);
+            if !e.is_done() && !held {
                 let row: Vec<f64> = actions.row(i).to_vec();
                 if let Some((j, bad)) = row
                     .iter()
