@@ -420,7 +420,49 @@ def _print_bench(r: dict) -> None:
           f"{r['packets_per_second']:>12,.0f} {r['speedup']:>9.1f}x {memory}", flush=True)
 
 
+def _bench_gym() -> None:
+    """The learning environment's speed: environment steps per wall second, in Rust alone and
+    through Python's vector environment, and a 60 s episode through the single environment."""
+    import time
+
+    import numpy as np
+
+    print(f"{'gym case':<34} {'envs':>5} {'steps':>8} {'wall s':>7} {'steps/s':>10}  per step: sim / obs / stats (us)")
+    for n in (1, 16, 64):
+        r = _core.bench_env(n)
+        per = [1e6 * r[k] / r["steps"] for k in ("simulate_seconds", "observe_seconds", "stats_seconds")]
+        print(f"{'rust, mmsys24':<34} {n:>5} {r['steps']:>8} {r['wall_seconds']:>7.2f} {r['steps_per_second']:>10,.0f}"
+              f"  {per[0]:.1f} / {per[1]:.1f} / {per[2]:.1f}")
+    try:
+        from .gym import RtccEnv, RtccVectorEnv, learning_scenario
+    except ImportError as e:
+        print(f"python: not measured ({e})")
+        return
+    sc = learning_scenario(capacity="2Mbps", observation="mmsys24")
+    for n in (1, 16, 64):
+        env = RtccVectorEnv(n, sc, action_scale="bps")
+        env.reset(seed=1)
+        a = np.full((n, 1), 1.8e6, np.float32)
+        steps, start = 0, time.perf_counter()
+        while steps < 999 * n:
+            env.step(a)
+            steps += n
+        wall = time.perf_counter() - start
+        print(f"{'python vector env, mmsys24':<34} {n:>5} {steps:>8} {wall:>7.2f} {steps / wall:>10,.0f}")
+    env = RtccEnv(sc, action_scale="bps")
+    env.reset(seed=1)
+    start, truncated, steps = time.perf_counter(), False, 0
+    while not truncated:
+        truncated = env.step(np.array([1.8e6], np.float32))[3]
+        steps += 1
+    wall = time.perf_counter() - start
+    print(f"{'python single env, 60 s episode':<34} {1:>5} {steps:>8} {wall:>7.3f} {steps / wall:>10,.0f}")
+
+
 def cmd_bench(args) -> int:
+    if args.case == "gym":
+        _bench_gym()
+        return 0
     if args.case == "command":
         for label, seconds in _bench_commands():
             print(f"{label:<36} {seconds:>6.3f} s wall (median of 7)")
@@ -612,13 +654,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("bench", help="simulator speed on standard scenarios")
-    p.add_argument("--case", choices=["single", "ten", "all", "command", "encoders", "scaling",
+    p.add_argument("--case", choices=["single", "ten", "all", "command", "encoders", "scaling", "gym",
                                       *_core.BENCH_SCALING_CASES], default="all", metavar="CASE",
                    help="single: one 20 Mbit/s flow, 40 ms RTT, 60 s; ten: ten flows share 60 Mbit/s; "
                         "encoders: the real encoders' frames per second of one core at 360p and 720p (default, "
                         "all: the three); command: whole-process time of `rtcc --help` and `rtcc run --no-plots` "
                         "of a 60 s one-flow Cubic run; scaling: 1 to 1,000 flows, 20 Mbit/s to 1 Gbit/s, "
-                        "60 s and 3,600 s (each also alone: flows-N, rate-R, length-L, soak), with peak memory")
+                        "60 s and 3,600 s (each also alone: flows-N, rate-R, length-L, soak), with peak memory; "
+                        "gym: the learning environment's steps per second (2 Mbit/s link, 60 ms steps, mmsys24)")
     p.set_defaults(func=cmd_bench)
 
     for name, text in LIVE_COMMANDS.items():

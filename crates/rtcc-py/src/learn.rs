@@ -383,3 +383,20 @@ fn build_onnx(
     let agent = agent::build(&agent_params, ctx, Some(Box::new(policy)), "onnx")?;
     Ok(Box::new(agent))
 }
+
+/// The learning environment's benchmark in Rust (`rtcc_sim::env::bench`), with the GIL released.
+#[pyfunction]
+pub fn bench_env<'py>(py: Python<'py>, envs: usize) -> PyResult<Bound<'py, PyDict>> {
+    let b = py
+        .detach(|| rtcc_sim::env::bench(envs))
+        .map_err(PyValueError::new_err)?;
+    let d = PyDict::new(py);
+    d.set_item("envs", b.envs)?;
+    d.set_item("steps", b.steps)?;
+    d.set_item("wall_seconds", b.wall_seconds)?;
+    d.set_item("steps_per_second", b.steps_per_second)?;
+    d.set_item("simulate_seconds", b.simulate_seconds)?;
+    d.set_item("observe_seconds", b.observe_seconds)?;
+    d.set_item("stats_seconds", b.stats_seconds)?;
+    Ok(d)
+}

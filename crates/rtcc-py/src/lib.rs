@@ -724,6 +724,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(windowed_jain, m)?)?;
     m.add_function(wrap_pyfunction!(share_convergence, m)?)?;
     m.add_function(wrap_pyfunction!(learn::mmsys24_features, m)?)?;
+    m.add_function(wrap_pyfunction!(learn::bench_env, m)?)?;
     m.add_class::<learn::Env>()?;
     Ok(())
 }

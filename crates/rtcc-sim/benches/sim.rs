@@ -29,6 +29,19 @@ fn scaling(c: &mut Criterion) {
     group.finish();
 }
 
+/// The learning environment: 16 simulations stepped every 60 ms with the mmsys24 observation, in
+/// environment steps per second.
+fn env_steps(c: &mut Criterion) {
+    let mut group = c.benchmark_group("env");
+    group.sample_size(10);
+    let steps = rtcc_sim::env::bench(16).unwrap().steps;
+    group.throughput(Throughput::Elements(steps));
+    group.bench_function("mmsys24x16", |b| {
+        b.iter(|| rtcc_sim::env::bench(16).unwrap())
+    });
+    group.finish();
+}
+
 fn write_logs(c: &mut Criterion) {
     let sc = bench::scenario("single").unwrap();
     let result = run(&sc, None, &mut |_| {}).unwrap();
@@ -50,5 +63,5 @@ fn write_logs(c: &mut Criterion) {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-criterion_group!(benches, simulate, scaling, write_logs);
+criterion_group!(benches, simulate, scaling, env_steps, write_logs);
 criterion_main!(benches);

@@ -427,3 +427,84 @@ fn frozen_between(last: Option<Time>, a: Time, b: Time, after: Duration) -> Dura
     };
     Duration(b.0.saturating_sub(frozen_from.0))
 }
+
+/// What [`bench`] measured.
+#[derive(Debug, Clone)]
+pub struct EnvBench {
+    pub envs: usize,
+    pub steps: u64,
+    pub wall_seconds: f64,
+    pub steps_per_second: f64,
+    /// Wall time in the simulation ([`AgentEnv::step`]), the observations and the statistics.
+    pub simulate_seconds: f64,
+    pub observe_seconds: f64,
+    pub stats_seconds: f64,
+}
+
+/// The learning environment's benchmark: `envs` simulations of one agent flow at 1.8 Mbit/s
+/// over a 2 Mbit/s link (20 ms each way, 100 ms drop-tail queue) for 60 s, stepped every 60 ms
+/// with the `mmsys24` observation and the step statistics built at every step, as `rtcc.gym`'s
+/// vector environment steps them (without Python).
+pub fn bench(envs: usize) -> Result<EnvBench, String> {
+    use std::time::Instant;
+    let toml = "name = \"bench-env\"\nduration = \"60s\"\n[path.forward]\ncapacity = \"2Mbps\"\n\
+                delay = \"20ms\"\nqueue = \"100ms\"\n[path.reverse]\ndelay = \"20ms\"\n[[flows]]\n\
+                controller = \"agent\"\nparams = { observation = \"mmsys24\", step = \"60ms\" }\n";
+    let mut with_agent = Registry::builtin();
+    with_agent
+        .register(agent::info_with(Arc::new(|_| {})))
+        .map_err(|e| e.to_string())?;
+    let sc = Scenario::from_toml_str_with_registry(
+        toml,
+        std::path::Path::new("."),
+        "bench-env",
+        None,
+        &with_agent,
+    )
+    .map_err(|e| e.to_string())?;
+    let mut all = (0..envs)
+        .map(|_| AgentEnv::new(&sc, &Registry::builtin()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut obs = vec![0.0f32; all[0].observation_len()];
+    let mut stats = vec![0.0f64; STATS.len()];
+    let (mut simulate, mut observe, mut measure) = (0.0, 0.0, 0.0);
+    let mut steps = 0u64;
+    let t0 = Instant::now();
+    while all.iter().any(|e| !e.is_done()) {
+        for e in all.iter_mut().filter(|e| !e.is_done()) {
+            let t = Instant::now();
+            e.step(&[1.8e6])?;
+            let t1 = Instant::now();
+            e.observe(&mut obs);
+            let t2 = Instant::now();
+            e.step_stats(&mut stats);
+            let t3 = Instant::now();
+            simulate += (t1 - t).as_secs_f64();
+            observe += (t2 - t1).as_secs_f64();
+            measure += (t3 - t2).as_secs_f64();
+            steps += 1;
+        }
+    }
+    let wall = t0.elapsed().as_secs_f64();
+    Ok(EnvBench {
+        envs,
+        steps,
+        wall_seconds: wall,
+        steps_per_second: steps as f64 / wall,
+        simulate_seconds: simulate,
+        observe_seconds: observe,
+        stats_seconds: measure,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_benchmark_steps_every_simulation_to_the_end() {
+        let b = bench(2).unwrap();
+        // From the first boundary (60 ms) to the end (60 s) and the last, partial step: 1,000.
+        assert_eq!(b.steps, 2 * 1000, "{b:?}");
+    }
+}
