@@ -29,8 +29,8 @@
 //! `rtcc dataset` logs trajectories of any controller (gcc, sqp, …) in the observation a learned
 //! policy would get, as the MMSys 2024 challenge logged Teams' estimators.
 //!
-//! A policy is first asked once a packet has been reported received; the start rate holds until
-//! then.
+//! A policy is first asked once a packet has been reported received and `warmup` (0 by default)
+//! has passed since; the start rate holds until then.
 //!
 //! A policy that fails (an error, or an action that is not a positive finite rate) does not stop
 //! the flow: the target stays at the last good action and the first failure is kept in
@@ -57,6 +57,12 @@ controller_config! {
         pub observation: String = "mmsys24".to_string(),
         /// without feedback for this long, the observation's intervals move on with the clock
         pub stale_after: Duration = Duration::from_millis(200),
+        /// a policy acts only this long after the first packet was reported received
+        ///
+        /// Until then the start rate holds. 3s fills every interval of the mmsys24 observation,
+        /// which policies trained on full windows may need (docs/learning.md measures the
+        /// challenge's baseline with 0 and 3 s).
+        pub warmup: Duration = Duration::ZERO,
         /// lowest target
         #[doc_default = "the flow's media minimum"]
         pub min_rate: Option<Rate> = None,
@@ -147,6 +153,9 @@ pub type AgentHandle = Arc<Mutex<AgentShared>>;
 pub struct Agent {
     shared: AgentHandle,
     policy: Option<Box<dyn Policy>>,
+    warmup: Duration,
+    /// Sender clock of the first feedback that reported a received packet.
+    first_received: Option<Time>,
     /// The controller the agent follows (`behaviour`), if any.
     inner: Option<Box<dyn Controller>>,
     next_step: Time,
@@ -181,6 +190,8 @@ impl Agent {
         }
         Ok(Agent {
             inner: None,
+            warmup: config.warmup,
+            first_received: None,
             shared: Arc::new(Mutex::new(AgentShared {
                 history: ArrivalHistory::default(),
                 kind,
@@ -217,10 +228,14 @@ impl Controller for Agent {
     }
 
     fn on_feedback(&mut self, now: Time, report: &FeedbackReport) {
-        {
+        let received = {
             let mut s = self.shared();
             s.history.on_report(report);
             s.last_feedback = Some(now);
+            s.history.newest_ms().is_some()
+        };
+        if received && self.first_received.is_none() {
+            self.first_received = Some(now);
         }
         if let Some(c) = self.inner.as_mut() {
             c.on_feedback(now, report);
@@ -254,9 +269,12 @@ impl Controller for Agent {
         }
         if let Some(policy) = self.policy.as_mut() {
             let mut s = self.shared.lock().unwrap_or_else(|e| e.into_inner());
-            if s.history.newest_ms().is_none() {
-                // Nothing received yet: the start rate holds (as every controller's does
-                // until its first feedback).
+            if self
+                .first_received
+                .is_none_or(|first| now < first + self.warmup)
+            {
+                // Nothing received yet, or still warming up: the start rate holds (as every
+                // controller's does until its first feedback).
                 return;
             }
             s.observe(now, &mut self.observation);
