@@ -186,6 +186,63 @@ impl ArrivalHistory {
     }
 }
 
+/// What the packets that arrived in an interval add up to ([`ArrivalHistory::window`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Window {
+    pub packets: u64,
+    pub bytes: u64,
+    /// Sequence numbers skipped before them (their `lost_before`).
+    pub lost: u64,
+    /// Sum and largest of their delays minus the base.
+    pub delay_sum_ms: f64,
+    pub delay_max_ms: f64,
+}
+
+impl Window {
+    /// Bytes · 8 over the interval's length `len_ms`.
+    pub fn rate_bps(&self, len_ms: f64) -> f64 {
+        self.bytes as f64 * 8.0 / (len_ms / 1000.0)
+    }
+
+    /// Mean delay minus the base; 0 without packets.
+    pub fn mean_delay_ms(&self) -> f64 {
+        if self.packets == 0 {
+            0.0
+        } else {
+            self.delay_sum_ms / self.packets as f64
+        }
+    }
+
+    /// `lost / (lost + received)`; 0 without packets.
+    pub fn loss_ratio(&self) -> f64 {
+        if self.packets == 0 {
+            0.0
+        } else {
+            self.lost as f64 / (self.lost + self.packets) as f64
+        }
+    }
+}
+
+impl ArrivalHistory {
+    /// The packets that arrived in `(to − len, to]`, their delays counted from `base_ms`.
+    pub fn window(&self, to_ms: f64, len_ms: f64, base_ms: f64) -> Window {
+        let mut w = Window::default();
+        for p in self.between(to_ms - len_ms, to_ms) {
+            let d = p.delay_ms() - base_ms;
+            w.packets += 1;
+            w.bytes += p.size as u64;
+            w.lost += p.lost_before;
+            w.delay_sum_ms += d;
+            w.delay_max_ms = if w.packets == 1 {
+                d
+            } else {
+                w.delay_max_ms.max(d)
+            };
+        }
+        w
+    }
+}
+
 /// The observations an agent can be given, by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ObservationKind {

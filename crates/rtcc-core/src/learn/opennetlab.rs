@@ -44,25 +44,11 @@ pub fn observe(
         "the opennetlab observation has {LEN} values"
     );
     let step_ms = step.as_millis_f64();
-    let first_delay = history.first_delay_ms().unwrap_or(0.0);
-    let (mut bytes, mut n, mut lost, mut delay_sum) = (0u64, 0u64, 0u64, 0.0);
-    for p in history.between(anchor_ms - step_ms, anchor_ms) {
-        bytes += p.size as u64;
-        n += 1;
-        lost += p.lost_before;
-        delay_sum += p.delay_ms() - first_delay;
-    }
-    let rate = bytes as f64 * 8.0 / (step_ms / 1000.0);
-    let delay_s = if n > 0 {
-        delay_sum / n as f64 / 1000.0
-    } else {
-        0.0
-    };
-    let loss = if n > 0 {
-        lost as f64 / (lost + n) as f64
-    } else {
-        0.0
-    };
+    let w = history.window(anchor_ms, step_ms, history.first_delay_ms().unwrap_or(0.0));
+    let n = w.packets;
+    let rate = w.rate_bps(step_ms);
+    let delay_s = w.mean_delay_ms() / 1000.0;
+    let loss = w.loss_ratio();
     out[0] = if n > 0 { log_scale(rate) as f32 } else { 0.0 };
     out[1] = delay_s.min(1.0) as f32;
     out[2] = loss as f32;

@@ -24,21 +24,14 @@ pub const LEN: usize = 9;
 
 /// Rate (Mbit/s), mean and largest queuing delay (ms), loss ratio over `(to − len, to]`.
 fn window(history: &ArrivalHistory, to_ms: f64, len_ms: f64) -> (f64, f64, f64, f64) {
-    let base = history.min_delay_ms().unwrap_or(0.0);
-    let (mut bytes, mut n, mut lost, mut sum, mut max) = (0u64, 0u64, 0u64, 0.0, 0.0f64);
-    for p in history.between(to_ms - len_ms, to_ms) {
-        let q = p.delay_ms() - base;
-        bytes += p.size as u64;
-        n += 1;
-        lost += p.lost_before;
-        sum += q;
-        max = max.max(q);
-    }
-    if n == 0 {
-        return (0.0, 0.0, 0.0, 0.0);
-    }
-    let rate = bytes as f64 * 8.0 / (len_ms / 1000.0) / 1e6;
-    (rate, sum / n as f64, max, lost as f64 / (lost + n) as f64)
+    let w = history.window(to_ms, len_ms, history.min_delay_ms().unwrap_or(0.0));
+    let max = if w.packets == 0 { 0.0 } else { w.delay_max_ms };
+    (
+        w.rate_bps(len_ms) / 1e6,
+        w.mean_delay_ms(),
+        max,
+        w.loss_ratio(),
+    )
 }
 
 pub fn observe(
@@ -67,5 +60,34 @@ pub fn observe(
     ];
     for (o, v) in out.iter_mut().zip(values) {
         *o = v as f32;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::learn::PacketClass;
+
+    #[test]
+    fn rates_queuing_loss_action_and_silence() {
+        let mut h = ArrivalHistory::default();
+        h.push(500.0, 480.0, 1000, 0, PacketClass::Video); // 20 ms: the base
+        h.push(950.0, 900.0, 1500, 3, PacketClass::Video); // 50 ms: 30 queued, 2 lost before
+        let mut out = [0.0; LEN];
+        observe(&h, 1000.0, Duration::from_millis(100), Rate(2e6), &mut out);
+        let want = [
+            1500.0 * 8.0 / 0.1 / 1e6, // step: the second packet only
+            2500.0 * 8.0 / 1e6,       // last second: both
+            0.30,                     // 30 ms of queuing in the step
+            0.15,                     // mean of 0 and 30 over the second
+            0.30,
+            2.0 / 3.0,
+            2.0 / 4.0,
+            2.0,
+            0.05, // 50 ms since the newest arrival
+        ];
+        for (i, (o, w)) in out.iter().zip(want).enumerate() {
+            assert!((*o as f64 - w).abs() < 1e-6, "value {i}: {o} != {w}");
+        }
     }
 }
