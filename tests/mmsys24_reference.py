@@ -7,10 +7,10 @@ Source of the definition: the ACM MMSys 2024 Grand Challenge "Offline RL for Ban
 in Real Time Communications" (microsoft/RL4BandwidthEstimationChallenge). Its published feature
 list has 15 features, each over 5 short (60 ms) and 5 long (600 ms) monitor intervals, and its
 layout puts feature f (1..15) in slot j (0..9) at index (f-1)*10 + j; slots 0..4 are the short
-intervals newest first, slots 5..9 the long ones newest first. Lost packets are counted the way
-OpenNetLab's receiver does (gym-example, packet_record): a packet's loss count is the gap between
-its sequence number and the largest sequence number received before it, never negative, and 0
-for the first packet.
+intervals newest first, slots 5..9 the long ones newest first. Lost packets are counted as
+OpenNetLab's receiver counts them (gym-example, packet_record), except that the gap is taken to the
+largest sequence number received before the packet rather than the previous packet's (so that a
+reordered packet's gap is not counted twice): never negative, and 0 for the first packet.
 
 The windows are half-open, (start, end]: a packet arriving exactly at the anchor T is in slot 0,
 one arriving exactly at T - 60 ms is in slot 1 (and slot 5). Only packets with arrival <= T count.

@@ -56,11 +56,16 @@ def test_reset_with_a_seed_repeats_the_episode_and_another_seed_differs():
     c = _episode(env, actions, seed=8)
     assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
     assert not np.array_equal(a[0], c[0])
-    # reset() without a seed after reset(seed=...) continues deterministically
+    # reset() without a seed after reset(seed=...) continues deterministically, and differently
+    def unseeded_episode():
+        env.reset()
+        return np.array([env.step(np.array([a], dtype=np.float32))[0] for a in actions[:50]])
+
     env.reset(seed=7)
-    first = env.reset()[0]
+    first = unseeded_episode()
     env.reset(seed=7)
-    assert np.array_equal(env.reset()[0], first)
+    assert np.array_equal(unseeded_episode(), first)
+    assert not np.array_equal(first, a[0][1:51]), "the unseeded episode has a seed of its own"
 
 
 def test_the_vector_environment_steps_each_simulation_as_a_single_one_would():
@@ -144,6 +149,13 @@ def test_bad_actions_and_inputs_are_named():
         RtccEnv(reward="score")
     with pytest.raises(ValueError, match="scenario or a trace"):
         RtccEnv(learning_scenario(), trace=LTE)
+    with pytest.raises(ValueError, match="needs the vector environment"):
+        RtccEnv(trace=[LTE, None])
+    # A None among a vector environment's seeds is drawn; autoreset then continues from it.
+    venv = RtccVectorEnv(2, scenario=learning_scenario(duration="1s"), observation="rtcc")
+    venv.reset(seed=[None, 5])
+    for _ in range(40):
+        venv.step(np.zeros((2, 1), np.float32))
 
 
 def test_rewards_network_qoe_and_a_callable():
@@ -181,12 +193,15 @@ def test_the_parallel_environment_passes_pettingzoos_tests():
     assert both <= 4e6 + 2 * 1500 * 8 / 0.06, "two flows share one 4 Mbit/s bottleneck"
 
 
-onnx = pytest.importorskip("onnx", reason="writing test policies needs onnx (make learn-deps)")
-ort = pytest.importorskip("onnxruntime", reason="ONNX policies need onnxruntime (make learn-deps)")
+def _needs_onnx():
+    """onnxruntime runs policies; onnx writes the tests' policies."""
+    pytest.importorskip("onnxruntime", reason="ONNX policies need onnxruntime (make learn-deps)")
+    return pytest.importorskip("onnx", reason="writing test policies needs onnx (make learn-deps)")
 
 
 def _constant_model(path: Path, value: float, obs_len: int = 150, states: bool = True) -> Path:
     """A policy with the challenge's signature that always answers ``value`` bit/s."""
+    onnx = _needs_onnx()
     from onnx import TensorProto, helper, numpy_helper
 
     inputs = [helper.make_tensor_value_info("obs", TensorProto.FLOAT, [1, 1, obs_len])]
@@ -233,6 +248,7 @@ def test_an_onnx_policy_drives_a_flow_and_its_failures_are_named(tmp_path):
 
 @pytest.mark.skipif(not BASELINE.exists(), reason="the MMSys 2024 baseline model is in ../shared/models")
 def test_the_challenge_baseline_runs_as_a_controller(tmp_path):
+    _needs_onnx()
     flow = _run_with(f"onnx:model={BASELINE}")
     assert flow["frames_displayed"] > 0 and flow["throughput_bps"] > 0
 
@@ -240,6 +256,7 @@ def test_the_challenge_baseline_runs_as_a_controller(tmp_path):
 def test_a_policy_trained_in_the_environment_runs_the_same_as_a_controller(tmp_path):
     # The environment and the onnx controller build the same observation from the same
     # feedback: a linear policy exported to ONNX gets about the throughput it got in training.
+    _needs_onnx()
     from rtcc.learn import cem
 
     policy = cem.LinearPolicy(np.array([0.5, 0.5, -1.0, 0, 0, 0, 0, 0, -1.0]), 0.1)
@@ -278,7 +295,7 @@ def test_a_dataset_records_any_controller_in_the_challenges_layout(tmp_path):
     assert [r["policy_id"] for r in runs] == ["gcc", "gcc", "sqp", "sqp"]
     t = json.loads((tmp_path / "ds" / runs[0]["json"]).read_text())
     n = len(t["observations"])
-    assert n == 100 and len(t["observations"][0]) == 150
+    assert n == 99 and len(t["observations"][0]) == 150, "6 s from the first boundary at 60 ms"
     assert len(t["bandwidth_predictions"]) == len(t["true_capacity"]) == len(t["rewards"]) == n
     import polars as pl
 
@@ -313,3 +330,7 @@ def test_an_onnx_policy_runs_live_over_loopback(tmp_path):
     assert flow["controller"] == "onnx"
     # The policy's 1 Mbit/s, not the scenario's fixed 2 Mbit/s (the first 60 ms at 300 kbit/s).
     assert flow["throughput_bps"] == pytest.approx(1e6, rel=0.1)
+    # A policy that fails live fails the command, naming the model and the answer.
+    nan = _constant_model(tmp_path / "nan.onnx", float("nan"))
+    with pytest.raises(RuntimeError, match=r"nan.onnx.*answered nan bit/s"):
+        run_live(scenario, tmp_path / "logs2", emulate=False, controller=f"onnx:model={nan}")

@@ -101,8 +101,12 @@ def _as_agent_scenario(scenario, trace, observation, step, agents, params) -> Sc
 class _Core:
     """The Rust environment and what the Python classes share: spaces, action mapping, rewards."""
 
-    def __init__(self, scenario, trace, observation, step, reward, action_scale, n_envs, agents, params):
+    def __init__(self, scenario, trace, observation, step, reward, action_scale, n_envs, agents, params,
+                 lists: bool = False):
         # Several scenarios or traces (a list): simulation i runs the (i mod n)-th.
+        if (isinstance(scenario, (list, tuple)) or isinstance(trace, (list, tuple))) and not lists:
+            raise ValueError("a list of scenarios or traces needs the vector environment (RtccVectorEnv, "
+                             "simulation i running the (i mod n)-th); this environment runs one")
         if isinstance(scenario, (list, tuple)) or isinstance(trace, (list, tuple)):
             items = [(s, None) for s in scenario] if isinstance(scenario, (list, tuple)) else [(None, t) for t in trace]
         else:
@@ -120,16 +124,25 @@ class _Core:
         if action_scale not in ("log", "bps"):
             raise ValueError(f"action_scale must be 'log' or 'bps', got {action_scale!r}")
         self.action_scale = action_scale
-        lo, hi = self.env.bounds[0]
-        self.lo, self.hi = lo, hi
+        # Each agent's bounds (the last axis of an action array is the agent).
+        bounds = np.array(self.env.bounds, dtype=np.float64)
+        self.lo, self.hi = bounds[:, 0], bounds[:, 1]
         n = self.env.observation_len
         self.observation_space = spaces.Box(-np.inf, np.inf, shape=(n,), dtype=np.float32)
         if action_scale == "log":
             self.action_space = spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
         else:
-            self.action_space = spaces.Box(np.float32(lo), np.float32(hi), shape=(1,), dtype=np.float32)
+            self.action_space = spaces.Box(np.float32(self.lo.min()), np.float32(self.hi.max()), shape=(1,),
+                                           dtype=np.float32)
+
+    def agent_action_space(self, i: int):
+        """Agent ``i``'s action space (its own bounds with ``action_scale="bps"``)."""
+        if self.action_scale == "log":
+            return self.action_space
+        return spaces.Box(np.float32(self.lo[i]), np.float32(self.hi[i]), shape=(1,), dtype=np.float32)
 
     def to_bps(self, a: np.ndarray) -> np.ndarray:
+        """Actions ``[..., agent]`` to bit/s, each agent within its own bounds."""
         a = np.asarray(a, dtype=np.float64)
         if not np.all(np.isfinite(a)):
             raise ValueError(f"actions must be finite numbers, got {a.tolist()}")
@@ -193,7 +206,7 @@ class RtccVectorEnv(VectorEnv):
     def __init__(self, num_envs: int = 1, scenario=None, *, trace: str | None = None,
                  observation: str = "mmsys24", step: str = "60ms", reward: str | Callable = "network",
                  action_scale: str = "log", params: dict | None = None):
-        self._c = _Core(scenario, trace, observation, step, reward, action_scale, num_envs, 1, params)
+        self._c = _Core(scenario, trace, observation, step, reward, action_scale, num_envs, 1, params, lists=True)
         self.num_envs = num_envs
         self.single_observation_space = self._c.observation_space
         self.single_action_space = self._c.action_space
@@ -206,12 +219,15 @@ class RtccVectorEnv(VectorEnv):
     def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
         if isinstance(seed, int):
             seeds = [seed + i for i in range(self.num_envs)]
+            self._rng = np.random.default_rng(seed)
         elif seed is None:
             seeds = [int(x) for x in self._rng.integers(2**31, size=self.num_envs)]
         else:
             seeds = list(seed)
             if len(seeds) != self.num_envs:
                 raise ValueError(f"expected {self.num_envs} seeds, got {len(seeds)}")
+            # A None in the list: that simulation's seed comes from the environment's generator.
+            seeds = [int(self._rng.integers(2**31)) if s is None else int(s) for s in seeds]
         self._seeds = seeds
         obs = self._c.env.reset(seeds)
         self._autoreset[:] = False
@@ -226,10 +242,16 @@ class RtccVectorEnv(VectorEnv):
         obs, stats, done = self._c.env.step(bps, hold=self._autoreset.tolist())
         rewards = self._c.reward(stats)[:, 0]
         rewards[self._autoreset] = 0.0
-        done = done & ~self._autoreset
+        stepped = ~self._autoreset
+        done = done & stepped
         truncated = done
         self._autoreset = done.copy()
-        infos = {k: v[:, 0] for k, v in self._c.info(stats).items()}
+        # Gymnasium's vector infos: each key's values and, under "_key", which sub-environments
+        # have one (not those reset on this step).
+        infos = {}
+        for k, v in self._c.info(stats).items():
+            infos[k] = v[:, 0]
+            infos["_" + k] = stepped.copy()
         return obs[:, 0], rewards, np.zeros(self.num_envs, dtype=bool), truncated, infos
 
 

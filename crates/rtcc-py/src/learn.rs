@@ -384,6 +384,14 @@ fn build_onnx(
     Ok(Box::new(agent))
 }
 
+/// Values in the observation called `name` (`mmsys24`, `opennetlab`, `rtcc`).
+#[pyfunction]
+pub fn observation_length(name: &str) -> PyResult<usize> {
+    rtcc_core::learn::ObservationKind::parse(name)
+        .map(|k| k.len())
+        .map_err(PyValueError::new_err)
+}
+
 /// The learning environment's benchmark in Rust (`rtcc_sim::env::bench`), with the GIL released.
 #[pyfunction]
 pub fn bench_env<'py>(py: Python<'py>, envs: usize) -> PyResult<Bound<'py, PyDict>> {

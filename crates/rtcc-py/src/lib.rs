@@ -471,7 +471,21 @@ fn registered_encoders(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
 #[pyfunction]
 fn live_main(py: Python<'_>, argv: Vec<String>) -> i32 {
     rtcc_live::transport::set_controllers(pycontroller::registry());
-    py.detach(|| rtcc_live::cli::main(argv))
+    pycontroller::take_error(); // none should be left from an earlier run
+    let code = py.detach(|| rtcc_live::cli::main(argv));
+    // A Python controller or policy failed during the run (it kept its last good decision
+    // meanwhile): the command fails, naming the error, instead of ending as if all went well.
+    match pycontroller::take_error() {
+        Some(e) => {
+            eprintln!("rtcc: error: {}", pycontroller::describe(py, &e));
+            if code == 0 {
+                2
+            } else {
+                code
+            }
+        }
+        None => code,
+    }
 }
 
 /// Run a standard benchmark case (`rtcc_sim::bench`: "single", "ten" or a scaling case), with
@@ -725,6 +739,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(share_convergence, m)?)?;
     m.add_function(wrap_pyfunction!(learn::mmsys24_features, m)?)?;
     m.add_function(wrap_pyfunction!(learn::bench_env, m)?)?;
+    m.add_function(wrap_pyfunction!(learn::observation_length, m)?)?;
     m.add_class::<learn::Env>()?;
     Ok(())
 }

@@ -17,7 +17,6 @@ use rtcc_core::cc::{FeedbackPolicy, FrameController};
 use rtcc_core::cc::{ParamDoc, Params, Registry};
 use rtcc_core::packet::{FeedbackReport, FrameAck, FrameInfo, PacketKind, RateReport, SentPacket};
 use rtcc_core::{Rate, Time};
-use std::cell::RefCell;
 use std::sync::{Arc, LazyLock, Mutex};
 
 /// The builtin controllers and those registered from Python.
@@ -33,22 +32,23 @@ pub fn registry() -> Registry {
     REGISTRY.lock().unwrap().clone()
 }
 
-thread_local! {
-    /// The first exception a Python controller raised in the current run.
-    static FIRST_ERROR: RefCell<Option<PyErr>> = const { RefCell::new(None) };
-}
+/// The first exception a Python controller raised in the current run. Process-wide, not per
+/// thread: the live transport may run a controller on a thread of its own, and its error must
+/// still reach the command that started it.
+static FIRST_ERROR: Mutex<Option<PyErr>> = Mutex::new(None);
 
 /// The first exception a Python controller raised since the last call, if any.
 pub fn take_error() -> Option<PyErr> {
-    FIRST_ERROR.with(|e| e.borrow_mut().take())
+    FIRST_ERROR.lock().unwrap_or_else(|e| e.into_inner()).take()
 }
 
 /// Keep `e` as the run's first exception unless one is kept already (the run raises it when it
 /// ends); Python encoders report theirs here too.
 pub fn keep_error(e: PyErr) {
-    FIRST_ERROR.with(|slot| {
-        slot.borrow_mut().get_or_insert(e);
-    });
+    FIRST_ERROR
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert(e);
 }
 
 /// `ValueError: boom`.

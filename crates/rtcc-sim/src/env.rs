@@ -74,6 +74,8 @@ pub struct AgentEnv {
     step: Duration,
     obs_len: usize,
     now: Time,
+    /// The previous step's end: the statistics cover `(prev, now]`.
+    prev: Time,
     done: bool,
 }
 
@@ -94,6 +96,7 @@ impl AgentEnv {
             step: Duration::ZERO,
             obs_len: 0,
             now: Time::ZERO,
+            prev: Time::ZERO,
             done: true,
         };
         env.reset(None)?;
@@ -185,20 +188,22 @@ impl AgentEnv {
         self.sim = Some(sim);
         self.now = Time::ZERO;
         self.done = false;
-        // The first observation is at the first step boundary of the earliest agent.
-        let first = flows
+        // Steps fall on multiples of `step` from time 0, as the agents' timers do
+        // (`agent::first_step`); the first observation is at the first one after the earliest
+        // agent's start.
+        let start = flows
             .iter()
             .map(|&i| sc.flows[i].start)
             .min()
-            .expect("at least one agent")
-            + self.step;
-        self.run_to(first);
+            .expect("at least one agent");
+        self.run_to(agent::first_step(start, self.step));
         Ok(())
     }
 
     fn run_to(&mut self, until: Time) {
         let sim = self.sim.as_mut().expect("reset builds the simulation");
         self.done = sim.advance(until);
+        self.prev = self.now;
         self.now = until.min(sim.end());
     }
 
@@ -229,18 +234,13 @@ impl AgentEnv {
         }
     }
 
-    /// The first error an agent's actions caused (a target that is not a positive finite rate).
-    pub fn error(&self) -> Option<String> {
-        self.agents.iter().find_map(|a| lock(a).error.clone())
-    }
-
     /// Each agent's statistics for the step that just ended (`STATS.len()` values per agent)
     /// into `out`.
     pub fn step_stats(&mut self, out: &mut [f64]) {
         let sim = self.sim.as_ref().expect("reset builds the simulation");
-        let to = self.now;
-        let from = Time(to.0.saturating_sub(self.step.0));
-        let secs = self.step.as_secs_f64();
+        // The step that just ended; the last one of a run may be shorter.
+        let (from, to) = (self.prev, self.now);
+        let secs = (to - from).as_secs_f64().max(1e-9);
         for ((a, c), o) in self
             .agents
             .iter()
@@ -504,7 +504,7 @@ mod tests {
     #[test]
     fn the_benchmark_steps_every_simulation_to_the_end() {
         let b = bench(2).unwrap();
-        // From the first boundary (60 ms) to the end (60 s) and the last, partial step: 1,000.
-        assert_eq!(b.steps, 2 * 1000, "{b:?}");
+        // From the first boundary (60 ms) to the end (60 s): 999 steps each.
+        assert_eq!(b.steps, 2 * 999, "{b:?}");
     }
 }

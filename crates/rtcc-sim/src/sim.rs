@@ -492,12 +492,17 @@ impl Simulation {
         self.finish(interrupted, progress, sink)
     }
 
-    /// Run every event before `until` (an environment's step; the run's end caps it) and stop,
-    /// so that the caller can look at the flows and act before the events at `until` run. The
+    /// Run every event before `until` (an environment's step) and stop, so that the caller can
+    /// look at the flows and act before the events at `until` run; an `until` at or past the
+    /// run's end runs every event up to and including the end, as [`Simulation::run`] does. The
     /// packet records are kept. Whether the run has reached its end.
     pub fn advance(&mut self, until: Time) -> bool {
+        if until >= self.end {
+            self.process(None, &mut |_| {}, &mut None);
+            return true;
+        }
         self.process(Some(until), &mut |_| {}, &mut None);
-        self.heap.peek_time().is_none_or(|t| t > self.end) || until > self.end
+        false
     }
 
     /// Simulation time: the last event's.

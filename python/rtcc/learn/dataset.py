@@ -81,7 +81,8 @@ def record(scenario: Scenario, spec: ControllerSpec, seed: int, observation: str
         "seed": seed,
         "observation": observation,
         "step_s": env.step_s,
-        # The action of step k is the target in force during it (recorded at its end).
+        # The action of step k is the followed controller's target in force during it, read at
+        # the step's start, where the observation was taken.
         "observations": np.array(observations, dtype=np.float32),
         "bandwidth_predictions": col["target_bps"],
         "true_capacity": col["capacity_bps"],

@@ -37,7 +37,9 @@ class RtccParallelEnv(ParallelEnv):
         self._c = _Core(scenario, trace, observation, step, reward, action_scale, 1, agents, params)
         self.possible_agents = [f"flow_{i}" for i in range(agents)]
         self.agents: list[str] = []
-        self._spaces = {a: (self._c.observation_space, self._c.action_space) for a in self.possible_agents}
+        self._spaces = {a: (self._c.observation_space, self._c.agent_action_space(i))
+                        for i, a in enumerate(self.possible_agents)}
+        self._rng = np.random.default_rng()
 
     def observation_space(self, agent):
         return self._spaces[agent][0]
@@ -46,7 +48,11 @@ class RtccParallelEnv(ParallelEnv):
         return self._spaces[agent][1]
 
     def reset(self, seed: int | None = None, options: dict | None = None):
-        obs = self._c.env.reset([seed])
+        # Without a seed the next episode's comes from the environment's generator, so that
+        # reset(seed=s) followed by reset() repeats exactly (as rtcc.gym's environments do).
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        obs = self._c.env.reset([seed if seed is not None else int(self._rng.integers(2**31))])
         self.agents = list(self.possible_agents)
         t = self._c.env.times()[0]
         return ({a: obs[0, i] for i, a in enumerate(self.agents)},

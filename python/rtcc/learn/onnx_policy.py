@@ -21,10 +21,10 @@ from typing import Callable
 import numpy as np
 
 
-OBSERVATION_LEN = {"mmsys24": 150, "opennetlab": 4, "rtcc": 9}
+from .. import _core
 
 
-def _shape(dims, what: str, model: str) -> tuple[int, ...]:
+def _shape(dims) -> tuple[int, ...]:
     """A static shape: symbolic dimensions (a batch) become 1."""
     return tuple(d if isinstance(d, int) and d > 0 else 1 for d in dims)
 
@@ -32,8 +32,7 @@ def _shape(dims, what: str, model: str) -> tuple[int, ...]:
 def load(model: str | os.PathLike, observation: str = "mmsys24") -> Callable[[float, np.ndarray], float]:
     """A callable ``act(now_s, observation) -> bit/s`` running ``model`` with onnxruntime."""
     path = os.fspath(model)
-    if observation not in OBSERVATION_LEN:
-        raise ValueError(f"unknown observation {observation!r}; valid: {', '.join(OBSERVATION_LEN)}")
+    want = _core.observation_length(observation)  # names an unknown observation
     if not os.path.isfile(path):
         raise FileNotFoundError(f"model {path!r}: no such file")
     try:
@@ -52,8 +51,7 @@ def load(model: str | os.PathLike, observation: str = "mmsys24") -> Callable[[fl
     inputs, outputs = session.get_inputs(), session.get_outputs()
     if not inputs or not outputs:
         raise ValueError(f"model {path!r}: needs at least one input and one output")
-    obs_shape = _shape(inputs[0].shape, "observation", path)
-    want = OBSERVATION_LEN[observation]
+    obs_shape = _shape(inputs[0].shape)
     if int(np.prod(obs_shape)) != want:
         raise ValueError(f"model {path!r}: its input {inputs[0].name!r} has shape {list(inputs[0].shape)} "
                          f"({int(np.prod(obs_shape))} values), but the {observation} observation has {want}")
@@ -61,7 +59,7 @@ def load(model: str | os.PathLike, observation: str = "mmsys24") -> Callable[[fl
     if len(outputs) < 1 + len(state_inputs):
         raise ValueError(f"model {path!r}: {len(state_inputs)} state input(s) but only {len(outputs) - 1} "
                          "state output(s) to feed them back from")
-    states = [np.zeros(_shape(i.shape, i.name, path), dtype=np.float32) for i in state_inputs]
+    states = [np.zeros(_shape(i.shape), dtype=np.float32) for i in state_inputs]
     names = [i.name for i in inputs]
 
     def act(now_s: float, obs: np.ndarray) -> float:

@@ -10,7 +10,7 @@ bottleneck's capacity. A reward is a function of them:
   score is ``(400 − min(400, P95 delay)) / 400`` with delays counted from the smallest seen so far
   (OpenNetLab counts them from the first packet's, the smallest on an idle path), and the
   receive-rate score is ``min(1, receive rate / 4 Mbit/s)`` (its ``ground_recv_rate`` of 500
-  bytes per millisecond). At most 0.7.
+  bytes per millisecond); a step in which nothing arrived scores 0 for loss too. At most 0.7.
 - ``"qoe"``: from rtcc's frame metrics: ``quality − latency − freeze``, with quality the frames'
   mean PSNR / 50 when the encoder has a quality model, else ``ln(1 + displayed Mbit/s)``; latency
   the mean capture-to-display time of the frames shown in the step, in seconds; freeze the share
@@ -37,7 +37,10 @@ def network_score(s: Mapping[str, np.ndarray], ground_bps: float = GROUND_RATE_B
     queuing = np.minimum(max_delay_ms, s["delay_p95_ms"] - s["delay_min_ms"])
     delay_score = np.where(np.isnan(queuing), 0.0, (max_delay_ms - queuing) / max_delay_ms)
     rate_score = np.minimum(1.0, s["recv_bps"] / ground_bps)
-    return 0.2 * delay_score + 0.2 * rate_score + 0.3 * (1.0 - s["loss_ratio"])
+    # A step in which nothing arrived scores nothing for loss either (OpenNetLab scores a whole
+    # call; per step, a silent link must not earn the loss term).
+    loss_score = np.where(s["recv_packets"] > 0, 1.0 - s["loss_ratio"], 0.0)
+    return 0.2 * delay_score + 0.2 * rate_score + 0.3 * loss_score
 
 
 def qoe(s: Mapping[str, np.ndarray], latency_weight: float = 1.0, freeze_weight: float = 1.0) -> np.ndarray:

@@ -44,7 +44,7 @@ use super::{
 use crate::learn::{ArrivalHistory, ObservationKind};
 use crate::packet::FeedbackReport;
 use crate::units::{Duration, Rate, Time};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 controller_config! {
     /// `agent`'s parameters.
@@ -147,8 +147,20 @@ impl AgentShared {
     }
 }
 
+/// The first step boundary after `start`: steps fall on multiples of `step` from time 0, so that
+/// agents that start at different times act together (an environment steps them on that grid).
+pub fn first_step(start: Time, step: Duration) -> Time {
+    Time((start.0 / step.0 + 1) * step.0)
+}
+
 /// An agent's shared state, for an environment to observe and act through.
 pub type AgentHandle = Arc<Mutex<AgentShared>>;
+
+/// Lock an agent's state. A panic elsewhere while the lock was held leaves plain data behind:
+/// keep using it.
+fn lock(shared: &AgentHandle) -> MutexGuard<'_, AgentShared> {
+    shared.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 pub struct Agent {
     shared: AgentHandle,
@@ -205,7 +217,7 @@ impl Agent {
                 max,
             })),
             policy,
-            next_step: ctx.now + config.step,
+            next_step: first_step(ctx.now, config.step),
             observation: vec![0.0; kind.len()],
         })
     }
@@ -214,9 +226,8 @@ impl Agent {
         self.shared.clone()
     }
 
-    fn shared(&self) -> std::sync::MutexGuard<'_, AgentShared> {
-        // A panic elsewhere while the lock was held leaves plain data behind: keep using it.
-        self.shared.lock().unwrap_or_else(|e| e.into_inner())
+    fn shared(&self) -> MutexGuard<'_, AgentShared> {
+        lock(&self.shared)
     }
 }
 
@@ -267,18 +278,20 @@ impl Controller for Agent {
         while self.next_step <= now {
             self.next_step += step;
         }
+        let warming = self
+            .first_received
+            .is_none_or(|first| now < first + self.warmup);
         if let Some(policy) = self.policy.as_mut() {
-            let mut s = self.shared.lock().unwrap_or_else(|e| e.into_inner());
-            if self
-                .first_received
-                .is_none_or(|first| now < first + self.warmup)
-            {
+            if warming {
                 // Nothing received yet, or still warming up: the start rate holds (as every
                 // controller's does until its first feedback).
                 return;
             }
-            s.observe(now, &mut self.observation);
-            match policy.act(now, &self.observation) {
+            lock(&self.shared).observe(now, &mut self.observation);
+            // The lock is not held while the policy runs (it may call into Python).
+            let answer = policy.act(now, &self.observation);
+            let mut s = lock(&self.shared);
+            match answer {
                 Ok(bps) => s.action = Some(bps),
                 Err(e) => {
                     s.error.get_or_insert(e);

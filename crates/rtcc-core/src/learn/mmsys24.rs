@@ -21,7 +21,9 @@
 //! - 9, 10 inter-arrival mean and population standard deviation of consecutive arrivals inside
 //!   the interval (0 with fewer than two packets);
 //! - 11 loss ratio `lost / (lost + received)` and 12 mean gap size given a gap, where a
-//!   packet's lost count is the gap in sequence numbers before it (OpenNetLab's receiver);
+//!   packet's lost count is the gap between its sequence number and the largest before it
+//!   (OpenNetLab's receiver takes the gap to the previous packet's, which counts a reordered
+//!   packet's gap twice);
 //! - 13–15 shares of video (media, retransmissions, FEC), audio and probing (padding, probes)
 //!   packets among those received;
 //! - every feature of an interval without packets is 0, except 6.

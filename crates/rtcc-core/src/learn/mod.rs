@@ -62,7 +62,8 @@ pub struct Arrival {
     pub seq: u64,
     pub class: PacketClass,
     /// Sequence numbers skipped just before it: `seq − (largest earlier seq) − 1`, at least 0
-    /// (OpenNetLab's receiver counts losses so; the first packet has 0).
+    /// (the first packet has 0). OpenNetLab's receiver takes the previous packet's number instead
+    /// of the largest, which counts the gap of a reordered packet twice.
     pub lost_before: u64,
 }
 

@@ -8,7 +8,8 @@
 //!    numbers before it;
 //! 3. the last action (bandwidth estimate), on the same log scale as 0.
 //!
-//! The example's step is 200 ms; here it is the agent's step. [`log_scale`] and
+//! The example's step (`step_time`) is 60 ms, as the agent's default here. Sizes are the
+//! packets' bytes on the wire (OpenNetLab reads the RTP payload size). [`log_scale`] and
 //! [`from_log_scale`] are the example's `liner_to_log` and `log_to_linear`.
 
 use super::ArrivalHistory;

@@ -12,7 +12,7 @@
 //! | 5 | loss ratio over the last step |
 //! | 6 | loss ratio over the last second |
 //! | 7 | the last action, Mbit/s |
-//! | 8 | time since the newest arrival, seconds (0 right after feedback; grows in an outage) |
+//! | 8 | how far the anchor has moved past the newest arrival, seconds: 0 while feedback comes, growing once it is `stale_after` (200 ms) late, as in an outage |
 //!
 //! Queuing delay is a packet's delay minus the smallest delay seen so far (so a clock offset
 //! between the ends cancels). Intervals without packets give 0 for rates, delays and loss.
