@@ -36,7 +36,9 @@ struct EmuArgs {
     /// downlink (the scenario's flows are ignored).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["uplink", "downlink", "delay", "uplink_delay", "downlink_delay", "uplink_queue", "downlink_queue", "uplink_loss", "downlink_loss"])]
     scenario: Option<PathBuf>,
-    /// Uplink capacity: a rate ("10Mbps"), a mahimahi trace file, or "unlimited" (default).
+    /// Uplink capacity: a rate ("10Mbps"), a mahimahi trace file, an OpenNetLab JSON trace
+    /// (its loss and rtt apply too; "t.json#downlink" for the other direction), or "unlimited"
+    /// (default).
     #[arg(long, value_name = "RATE|TRACE")]
     uplink: Option<String>,
     /// Downlink capacity, as --uplink.
