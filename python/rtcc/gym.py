@@ -25,6 +25,7 @@ builds it.
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any, Callable
 
@@ -44,25 +45,49 @@ from .scenario import Scenario, ScenarioError
 ENV_ID = "rtcc/Video-v0"
 
 
-def learning_scenario(trace: str | None = None, *, capacity: str = "2Mbps", delay: str = "20ms",
+DEFAULT_DELAY = "20ms"
+
+
+def _opennetlab_rtt(trace: str) -> bool:
+    """Whether ``trace`` is an OpenNetLab JSON trace (``file.json`` or ``file.json#direction``)
+    some pattern of which gives a non-zero ``rtt``: its link's delay is then the trace's."""
+    file, _, direction = trace.partition("#")
+    if not file.lower().endswith(".json"):
+        return False
+    try:
+        with open(file, encoding="utf-8") as f:
+            patterns = json.load(f)[direction or "uplink"]["trace_pattern"]
+        return any(isinstance(p, dict) and p.get("rtt") not in (None, 0) for p in patterns)
+    except (OSError, ValueError, KeyError, TypeError):
+        return False  # the core names what is wrong with the file
+
+
+def learning_scenario(trace: str | None = None, *, capacity: str = "2Mbps", delay: str | None = None,
                       queue: str = "100ms", duration: str = "60s", observation: str = "mmsys24",
                       step: str = "60ms", agents: int = 1, cross_traffic: list[dict] | None = None,
                       params: dict | None = None) -> Scenario:
     """A scenario with ``agents`` agent flows over one link: a constant ``capacity`` or a
-    ``trace`` (mahimahi, OpenNetLab JSON, or a schedule file), ``delay`` each way, a drop-tail
-    ``queue``, plus ``cross_traffic`` flow tables."""
-    forward: dict[str, Any] = {"delay": delay, "queue": queue}
+    ``trace`` (mahimahi, OpenNetLab JSON, or a schedule file), ``delay`` each way (default 20 ms,
+    or an OpenNetLab trace's ``rtt / 2`` when it gives one: the trace is then the link's delay,
+    and a ``delay`` given as well is refused), a drop-tail ``queue``, plus ``cross_traffic``
+    flow tables."""
+    forward: dict[str, Any] = {"queue": queue}
     base_dir = "."
+    trace_delay = False
     if trace is not None:
         from .examples import resolve
         p = Path(resolve(trace))
         forward["trace" if p.suffix != ".sched" else "schedule"] = str(p.absolute())
+        trace_delay = _opennetlab_rtt(str(p))
     else:
         forward["capacity"] = capacity
+    reverse: dict[str, Any] = {}
+    if delay is not None or not trace_delay:
+        forward["delay"] = reverse["delay"] = delay or DEFAULT_DELAY
     agent_params = {"observation": observation, "step": step, **(params or {})}
     flows = [{"controller": "agent", "params": dict(agent_params)} for _ in range(agents)]
     flows += [copy.deepcopy(f) for f in cross_traffic or []]
-    return Scenario(duration=duration, forward=forward, reverse={"delay": delay}, flows=flows,
+    return Scenario(duration=duration, forward=forward, reverse=reverse or None, flows=flows,
                     name="learning", base_dir=base_dir)
 
 

@@ -36,7 +36,9 @@ struct EmuArgs {
     /// downlink (the scenario's flows are ignored).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["uplink", "downlink", "delay", "uplink_delay", "downlink_delay", "uplink_queue", "downlink_queue", "uplink_loss", "downlink_loss"])]
     scenario: Option<PathBuf>,
-    /// Uplink capacity: a rate ("10Mbps"), a mahimahi trace file, or "unlimited" (default).
+    /// Uplink capacity: a rate ("10Mbps"), a mahimahi trace file, an OpenNetLab JSON trace
+    /// (its loss and rtt apply too; "t.json#downlink" for the other direction), or "unlimited"
+    /// (default).
     #[arg(long, value_name = "RATE|TRACE")]
     uplink: Option<String>,
     /// Downlink capacity, as --uplink.
@@ -104,7 +106,10 @@ fn link_spec(
         Some(c) if rtcc_core::Rate::parse(c).is_ok() => {
             table.insert("capacity".into(), c.into());
         }
-        Some(c) if Path::new(c).exists() => {
+        // An OpenNetLab trace may name its direction: `t.json#downlink`.
+        Some(c) if Path::new(c.rsplit_once(".json#").map_or(c, |(f, _)| f)).exists()
+            || Path::new(c).exists() =>
+        {
             table.insert("trace".into(), c.into());
         }
         Some(c) => {
@@ -171,6 +176,15 @@ fn links(a: &EmuArgs) -> Result<([LinkConfig; 2], Option<u64>), String> {
                 format!("{}: {}", e.field, rtcc_core::suggest::annotate(&e.message))
             })?,
         );
+    }
+    // An uplink trace's rtt is the round trip's, half each way (OpenNetLab's rule): a downlink
+    // given no delay and no rtt of its own takes the uplink's, as a scenario's reverse link does.
+    let downlink_delay_given = a.downlink_delay.is_some() || a.delay.is_some();
+    if !downlink_delay_given && out[DOWN].delay_steps.is_none() {
+        if let Some(steps) = out[UP].delay_steps.clone() {
+            out[DOWN].delay = out[UP].delay;
+            out[DOWN].delay_steps = Some(steps);
+        }
     }
     Ok((
         out.try_into().map_err(|_| "two links").expect("two links"),
@@ -242,6 +256,56 @@ mod tests {
         let l = spec("unlimited", "{ kind = \"fq_codel\", target = \"13ms\" }").unwrap();
         assert_eq!(l.queue.kind(), "fq_codel");
         assert!(matches!(l.capacity, rtcc_core::net::Capacity::Unlimited));
+    }
+
+    #[test]
+    fn an_opennetlab_trace_gives_both_directions_half_its_rtt_and_its_loss() {
+        let dir = std::env::temp_dir().join(format!("rtcc-onl-cli-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let trace = dir.join("t.json");
+        std::fs::write(
+            &trace,
+            r#"{"uplink": {"trace_pattern": [{"duration": 1000, "capacity": 500, "loss": 0.05, "rtt": 80},
+                {"duration": 1000, "capacity": 500, "rtt": 40}]}}"#,
+        )
+        .unwrap();
+        let t = trace.display().to_string();
+        let emu = |extra: &[&str]| {
+            let mut args = vec!["rtcc", "emu", "--uplink", &t];
+            args.extend_from_slice(extra);
+            args.extend_from_slice(&["--", "true"]);
+            let Command::Emu(a) = Cli::try_parse_from(args).unwrap().command else {
+                unreachable!()
+            };
+            links(&a).map(|(l, _)| l)
+        };
+        let [up, down] = emu(&[]).unwrap();
+        for l in [&up, &down] {
+            let steps = l.delay_steps.as_ref().expect("the trace's rtt");
+            let ms = |t: u64| steps.at(rtcc_core::Time::from_millis(t)).as_millis_f64();
+            assert_eq!(
+                (ms(0), ms(1500), l.delay.as_millis_f64()),
+                (40.0, 20.0, 20.0)
+            );
+        }
+        assert!(matches!(
+            up.impairments.loss,
+            rtcc_core::net::impair::LossModel::Steps(_)
+        ));
+        assert!(down.impairments.is_none(), "the loss is the uplink's");
+        let [_, down] = emu(&["--downlink-delay", "5ms"]).unwrap();
+        assert_eq!((down.delay.as_millis_f64(), down.delay_steps), (5.0, None));
+        let e = emu(&["--delay", "5ms"]).unwrap_err();
+        assert!(
+            e.contains("uplink.delay") && e.contains("rtt = 80 ms"),
+            "{e}"
+        );
+        let e = emu(&["--uplink-loss", "0.1"]).unwrap_err();
+        assert!(
+            e.contains("uplink.loss") && e.contains("loss = 0.05"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::ScenarioError;
 use crate::MAX_PACKET;
 use rtcc_core::net::impair::{ImpairmentConfig, Jitter, LossModel};
 use rtcc_core::net::pdv::PdvConfig;
-use rtcc_core::net::{Capacity, MahimahiTrace, QueueConfig, Schedule};
+use rtcc_core::net::{Capacity, MahimahiTrace, OpenNetLabTrace, QueueConfig, Schedule, Steps};
 use rtcc_core::{Bytes, Duration, Rate, Time};
 use serde::Deserialize;
 use std::ops::Range;
@@ -148,7 +148,14 @@ pub const DEFAULT_TBF_OVERHEAD: u64 = 14;
 #[derive(Debug, Clone)]
 pub struct LinkConfig {
     pub capacity: Capacity,
+    /// The propagation delay after the link; with [`LinkConfig::delay_steps`], its smallest
+    /// value (the base delay reports and facts give).
     pub delay: Duration,
+    /// A propagation delay that changes in steps (an OpenNetLab trace's `rtt / 2` per pattern),
+    /// in force for a packet when it leaves the link's impairments. The delay line stays first
+    /// in, first out per flow: when the delay drops, a packet never arrives before one of its
+    /// flow that left the link before it (it arrives with it), as in a real delay line.
+    pub delay_steps: Option<Arc<Steps<Duration>>>,
     pub queue: QueueConfig,
     /// Mean capacity over the run, which sizes queues given relative to the rate (presets).
     pub nominal_rate: Rate,
@@ -190,12 +197,13 @@ pub(crate) fn resolve_path(
                 r,
                 &format!("{field}reverse"),
                 base_dir,
-                Some(forward.delay),
+                Some((forward.delay, forward.delay_steps.clone())),
                 duration,
             )?,
             None => LinkConfig {
                 capacity: Capacity::Unlimited,
                 delay: forward.delay,
+                delay_steps: forward.delay_steps.clone(),
                 queue: QueueConfig::default(),
                 nominal_rate: Rate(f64::INFINITY),
                 impairments: ImpairmentConfig::default(),
@@ -303,20 +311,24 @@ pub fn link_from_spec(
     base_dir: &Path,
 ) -> Result<LinkConfig, ScenarioError> {
     let hour = Duration::from_secs_f64(3600.0);
-    resolve_link(spec, field, base_dir, Some(Duration::ZERO), hour).map_err(|(field, message)| {
-        ScenarioError {
+    resolve_link(spec, field, base_dir, Some((Duration::ZERO, None)), hour).map_err(
+        |(field, message)| ScenarioError {
             source_name: "link".into(),
             field,
             message,
-        }
-    })
+        },
+    )
 }
+
+/// The delay a link takes when its spec gives none: `None` for a forward link (no delay), else
+/// the forward link's (a reverse link, or the live emulator's links: zero).
+type DefaultDelay = Option<(Duration, Option<Arc<Steps<Duration>>>)>;
 
 fn resolve_link(
     spec: &LinkSpec,
     field: &str,
     base_dir: &Path,
-    default_delay: Option<Duration>,
+    default_delay: DefaultDelay,
     duration: Duration,
 ) -> Result<LinkConfig, (String, String)> {
     let at = |name: &str| format!("{field}.{name}");
@@ -339,6 +351,8 @@ fn resolve_link(
             ),
         ));
     }
+    // What an OpenNetLab trace gives beyond capacity: its loss and delay steps, and the file.
+    let mut onl: Option<(OpenNetLabTrace, PathBuf)> = None;
     let capacity = if let Some(r) = spec.capacity {
         if r.bps() <= 0.0 {
             return Err((
@@ -366,15 +380,13 @@ fn resolve_link(
     } else if let Some(f) = &spec.trace {
         if let Some((file, direction)) = opennetlab_trace(f) {
             let path = resolve(base_dir, file);
-            let text = std::fs::read_to_string(&path).map_err(|e| {
-                (
-                    at("trace"),
-                    format!("{}: cannot read trace: {e}", path.display()),
-                )
-            })?;
-            let s = Schedule::parse_opennetlab(&text, direction, &path.display().to_string())
+            let text = rtcc_core::net::capacity::read_input_file(&path, "trace")
+                .map_err(|e| (at("trace"), format!("{}: {e}", path.display())))?;
+            let t = OpenNetLabTrace::parse(&text, direction, &path.display().to_string())
                 .map_err(|e| (at("trace"), e.to_string()))?;
-            Capacity::Schedule(Arc::new(s))
+            let capacity = Capacity::Schedule(Arc::new(t.capacity.clone()));
+            onl = Some((t, path));
+            capacity
         } else {
             let t = MahimahiTrace::from_file(&resolve(base_dir, f))
                 .map_err(|e| (at("trace"), e.to_string()))?;
@@ -429,9 +441,48 @@ fn resolve_link(
     // The default is 1000 packets of drop-tail, Linux's default `txqueuelen`.
     let queue = spec.queue.clone().unwrap_or_default();
     queue.resolve(nominal_rate).map_err(|e| (at("queue"), e))?;
-    let loss = match &spec.loss {
-        None => LossModel::None,
-        Some(v) => LossModel::from_value(v).map_err(|e| (at("loss"), e))?,
+    // A trace that gives a non-zero loss (rtt) owns the link's loss (delay): the scenario's
+    // `loss` (`delay`) as well is an error naming both, not a second loss process or a sum.
+    let conflict = |key: &str, source: &Option<String>, path: &PathBuf, what: &str| {
+        (
+            at(key),
+            format!(
+                "the trace {} gives this link's {what} per pattern ({}); remove {key} here, \
+                 or use a trace without it",
+                path.display(),
+                source.as_deref().unwrap_or("")
+            ),
+        )
+    };
+    let (trace_loss, trace_delay) = match &onl {
+        Some((t, path)) => {
+            if t.loss.is_some() && spec.loss.is_some() {
+                return Err(conflict("loss", &t.loss_source, path, "loss rate"));
+            }
+            if t.delay.is_some() && spec.delay.is_some() {
+                return Err(conflict(
+                    "delay",
+                    &t.rtt_source,
+                    path,
+                    "delay (rtt / 2 each way)",
+                ));
+            }
+            (t.loss.clone(), t.delay.clone())
+        }
+        None => (None, None),
+    };
+    let loss = match (&spec.loss, trace_loss) {
+        (_, Some(steps)) => LossModel::Steps(Arc::new(steps)),
+        (None, None) => LossModel::None,
+        (Some(v), None) => LossModel::from_value(v).map_err(|e| (at("loss"), e))?,
+    };
+    let (delay, delay_steps) = match (spec.delay, trace_delay) {
+        (_, Some(steps)) => {
+            let base = steps.values().min().unwrap_or(Duration::ZERO);
+            (base, Some(Arc::new(steps)))
+        }
+        (Some(d), None) => (d, None),
+        (None, None) => default_delay.unwrap_or((Duration::ZERO, None)),
     };
     let jitter = match &spec.jitter {
         None => Jitter::default(),
@@ -452,9 +503,21 @@ fn resolve_link(
             })?)
         }
     };
+    if let (Jitter::Pdv(p), Some(_)) = (&jitter, &delay_steps) {
+        if p.model == rtcc_core::net::pdv::PdvModel::Rbpdv {
+            return Err((
+                at("jitter"),
+                "rbpdv sends packets ahead of their flow's earlier ones, but this link's delay \
+                 follows a trace (rtt), whose delay line keeps each flow's packets in order; \
+                 use nr-rbpdv or a uniform jitter"
+                    .into(),
+            ));
+        }
+    }
     Ok(LinkConfig {
         capacity,
-        delay: spec.delay.or(default_delay).unwrap_or(Duration::ZERO),
+        delay,
+        delay_steps,
         queue,
         nominal_rate,
         impairments: ImpairmentConfig {

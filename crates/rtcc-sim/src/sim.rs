@@ -34,7 +34,7 @@ use rtcc_core::cc::{self, CapacityView};
 use rtcc_core::endpoint::{Endpoint, EndpointEvent};
 use rtcc_core::metrics::{apply_frame_event, FrameRecord, PacketRecord, PacketStats};
 use rtcc_core::net::impair::Impairments;
-use rtcc_core::net::{Link, LinkOutput, NetPacket};
+use rtcc_core::net::{Link, LinkOutput, NetPacket, Steps};
 use rtcc_core::packet::{Ecn, PacketKind};
 use rtcc_core::{Duration, Time};
 pub use rtcc_scenario::outcome::{capacity_fn, FlowLogs, LinkCounters, StateLog};
@@ -319,6 +319,10 @@ pub struct Simulation {
     link_event: Vec<Option<Time>>,
     impairments: Vec<Option<Impairments>>,
     link_delay: Vec<Duration>,
+    /// A link's delay that changes in steps (an OpenNetLab trace's rtt), instead of
+    /// `link_delay`: in force when a packet leaves the link's impairments, each flow's packets
+    /// kept in order on the delay line.
+    link_delay_steps: Vec<Option<Arc<Steps<Duration>>>>,
     counters: Vec<LinkCounters>,
     hop_span: Vec<(Time, Time)>,
     hop_count: usize,
@@ -391,6 +395,7 @@ impl Simulation {
         let mut links = Vec::with_capacity(2 * sc.hops.len());
         let mut impairments = Vec::with_capacity(2 * sc.hops.len());
         let mut link_delay = Vec::with_capacity(2 * sc.hops.len());
+        let mut link_delay_steps = Vec::with_capacity(2 * sc.hops.len());
         for (h, hop) in sc.hops.iter().enumerate() {
             for (dir, l) in [(0, &hop.forward), (1, &hop.reverse)] {
                 let d = (2 * h + dir) as u64;
@@ -400,9 +405,11 @@ impl Simulation {
                 links.push(Link::new(l.capacity.clone(), queue));
                 let seed = derive_seed(sc.seed, (1 << 32) | d);
                 impairments.push(
-                    (!l.impairments.is_none()).then(|| Impairments::new(l.impairments, seed)),
+                    (!l.impairments.is_none())
+                        .then(|| Impairments::new(l.impairments.clone(), seed)),
                 );
                 link_delay.push(l.delay);
+                link_delay_steps.push(l.delay_steps.clone());
             }
         }
         // A hop's utilisation counts while the flows that cross it are active.
@@ -420,6 +427,7 @@ impl Simulation {
             links,
             impairments,
             link_delay,
+            link_delay_steps,
             hop_span,
             hop_count: sc.hops.len(),
             delay_lines: vec![VecDeque::new(); 2 * sc.flows.len() * sc.hops.len()],
@@ -892,11 +900,16 @@ impl Simulation {
         self.drain_link_output(li);
     }
 
-    /// Put a packet on its delay line (after link `li`), to arrive at `at`.
-    fn schedule_delivery(&mut self, at: Time, p: SimPacket, li: usize) {
+    /// Put a packet on its delay line (after link `li`), to arrive at `at`, or with the packet
+    /// ahead of it on the line if that one arrives later (`in_order`: the link's delay changes,
+    /// and a drop must not let a packet overtake its flow's earlier ones).
+    fn schedule_delivery(&mut self, mut at: Time, p: SimPacket, li: usize, in_order: bool) {
         let (hop, dir) = (li / 2, li % 2);
         let index = (2 * p.flow as usize + dir) * self.hop_count + hop;
         let line = &mut self.delay_lines[index];
+        if in_order {
+            at = line.back().map_or(at, |&(last, ..)| at.max(last));
+        }
         let seq = self.next_seq;
         self.next_seq += 1;
         // Links send in order and a flow's delay is constant: only RFC 8868's RBPDV jitter
@@ -925,6 +938,7 @@ impl Simulation {
             Dir::Reverse
         };
         let delay = self.link_delay[li];
+        let delay_steps = self.link_delay_steps[li].clone();
         let span = self.hop_span[li / 2];
         for &(t, p) in &out.departed {
             let c = &mut self.counters[li];
@@ -964,7 +978,10 @@ impl Simulation {
                 }
             }
             match released {
-                Some(r) => self.schedule_delivery(r + delay + extra, p, li),
+                Some(r) => match &delay_steps {
+                    None => self.schedule_delivery(r + delay + extra, p, li, false),
+                    Some(s) => self.schedule_delivery(r + s.at(r) + extra, p, li, true),
+                },
                 None => self.free_slots.push(p.slot),
             }
         }

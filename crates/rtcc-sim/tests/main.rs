@@ -19,6 +19,7 @@ mod gcc_loss_v2;
 mod l4s;
 mod liveness;
 mod nada;
+mod opennetlab;
 mod rate_reports;
 mod registry;
 mod scenario_fuzz;

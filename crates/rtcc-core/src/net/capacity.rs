@@ -223,73 +223,6 @@ impl Schedule {
         Self::parse(&text, &name)
     }
 
-    /// An OpenNetLab / AlphaRTC bandwidth trace (JSON): `{"uplink": {"trace_pattern": [{"duration":
-    /// <ms>, "capacity": <kbit/s>, "loss": <%>, "jitter": <ms>, "rtt": <ms>}, ...]}, "downlink":
-    /// {...}}`. Each pattern holds its capacity for its duration, one after the other, and the
-    /// last holds after the trace ends (a schedule's rule). `direction` picks `"uplink"` or
-    /// `"downlink"`. The link model carries capacity only: a pattern with non-zero `loss` or
-    /// `jitter` is refused (give the scenario's `loss`/`jitter` impairments instead), and `rtt` is
-    /// not read (the scenario's `delay` applies).
-    pub fn parse_opennetlab(
-        text: &str,
-        direction: &str,
-        name: &str,
-    ) -> Result<Schedule, TraceError> {
-        let err = |line: usize, reason: String| TraceError {
-            file: name.to_string(),
-            line,
-            reason,
-        };
-        let doc: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| err(e.line(), format!("not JSON: {e}")))?;
-        let patterns = doc
-            .get(direction)
-            .and_then(|d| d.get("trace_pattern"))
-            .and_then(|p| p.as_array())
-            .ok_or_else(|| {
-                err(
-                    0,
-                    format!("no \"{direction}\": {{\"trace_pattern\": [...]}} in the trace"),
-                )
-            })?;
-        let mut steps = Vec::with_capacity(patterns.len());
-        let mut at_ms = 0.0;
-        for (i, p) in patterns.iter().enumerate() {
-            let number = |key: &str| p.get(key).and_then(|v| v.as_f64());
-            let duration = number("duration")
-                .filter(|d| *d > 0.0 && d.is_finite())
-                .ok_or_else(|| {
-                    err(
-                        0,
-                        format!(
-                            "{direction}.trace_pattern[{i}]: needs a positive \"duration\" in ms"
-                        ),
-                    )
-                })?;
-            let capacity = number("capacity")
-                .filter(|c| *c >= 0.0 && c.is_finite())
-                .ok_or_else(|| err(0, format!("{direction}.trace_pattern[{i}]: needs a \"capacity\" in kbit/s, at least 0")))?;
-            for key in ["loss", "jitter"] {
-                if number(key).is_some_and(|v| v != 0.0) {
-                    return Err(err(
-                        0,
-                        format!(
-                            "{direction}.trace_pattern[{i}]: {key} = {} is not a capacity; set the \
-                             scenario's {key} impairment instead",
-                            number(key).unwrap_or(0.0)
-                        ),
-                    ));
-                }
-            }
-            steps.push((
-                Time::from_secs_f64(at_ms / 1000.0),
-                Rate::from_kbps(capacity),
-            ));
-            at_ms += duration;
-        }
-        Schedule::new(steps, name)
-    }
-
     /// Parse `<time> <rate>` lines (`40s 5Mbps`), `#` comments and blank lines allowed.
     pub fn parse(text: &str, name: &str) -> Result<Schedule, TraceError> {
         let mut steps = Vec::new();
@@ -481,31 +414,6 @@ mod tests {
         let t = MahimahiTrace::parse("1\n3\n3\n7\n", "t").unwrap();
         assert_eq!(Capacity::Trace(Arc::new(t)).peak_rate(), Some(Rate(24e6)));
     }
-    #[test]
-    fn an_opennetlab_trace_is_a_schedule_of_its_patterns() {
-        let text = r#"{"type": "video", "uplink": {"trace_pattern": [
-            {"duration": 2000, "capacity": 1000, "loss": 0, "rtt": 40, "jitter": 0, "time": 0.0},
-            {"duration": 500, "capacity": 300, "loss": 0, "rtt": 40, "jitter": 0},
-            {"duration": 1000, "capacity": 2500}]}, "downlink": {}}"#;
-        let s = Schedule::parse_opennetlab(text, "uplink", "t.json").unwrap();
-        let at = |ms: u64| s.rate_at(Time::from_millis(ms)).bps();
-        assert_eq!(
-            (at(0), at(1999), at(2000), at(2499), at(2500)),
-            (1e6, 1e6, 3e5, 3e5, 2.5e6)
-        );
-        assert_eq!(at(60_000), 2.5e6, "the last pattern holds");
-        let missing = Schedule::parse_opennetlab(text, "downlink", "t.json").unwrap_err();
-        assert!(missing.to_string().contains("downlink"), "{missing}");
-        let lossy = text.replace("\"loss\": 0, \"rtt\": 40, \"jitter\": 0}", "\"loss\": 5}");
-        let e = Schedule::parse_opennetlab(&lossy, "uplink", "t.json").unwrap_err();
-        assert!(
-            e.to_string().contains("trace_pattern[1]") && e.to_string().contains("loss"),
-            "{e}"
-        );
-        let e = Schedule::parse_opennetlab("{not json", "uplink", "t.json").unwrap_err();
-        assert!(e.to_string().contains("not JSON"), "{e}");
-    }
-
     use super::*;
 
     #[cfg(unix)]

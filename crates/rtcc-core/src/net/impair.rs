@@ -16,6 +16,9 @@
 //!    seconds for a flow that backs off to a few packets a second; with the timed one a burst
 //!    ends on time. Its periods come from a generator of their own, so every flow run over a
 //!    seed meets the same fades, whatever it sends.
+//!    Or independent losses whose probability changes in steps over time ([`LossModel::Steps`],
+//!    an OpenNetLab trace's per-pattern `loss`): each packet is lost with the probability in
+//!    force when it leaves the link, one uniform draw per packet as for `Random`.
 //! 2. **Jitter**, one of:
 //!    - *uniform, without reordering* (`jitter = "5ms"`): each packet gets an extra delay drawn
 //!      uniformly from `[0, jitter)`, but never leaves before the packet ahead of it on the link
@@ -30,13 +33,15 @@
 //! All randomness comes from a seeded generator, so a run is reproducible.
 
 use super::pdv::{Pdv, PdvConfig};
+use super::steps::Steps;
 use crate::units::{Duration, Time};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 use serde::Deserialize;
+use std::sync::Arc;
 
 /// How packets are lost.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub enum LossModel {
     #[default]
     None,
@@ -56,6 +61,8 @@ pub enum LossModel {
         loss_good: f64,
         loss_bad: f64,
     },
+    /// Independent losses, the probability following a schedule (an OpenNetLab trace's).
+    Steps(Arc<Steps<f64>>),
 }
 
 /// Extra delay per packet after the link.
@@ -74,7 +81,7 @@ impl Default for Jitter {
 }
 
 /// Impairments of one direction of a link.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ImpairmentConfig {
     pub loss: LossModel,
     pub jitter: Jitter,
@@ -217,11 +224,11 @@ fn uniform(rng: &mut ChaCha8Rng) -> f64 {
 impl Impairments {
     pub fn new(config: ImpairmentConfig, seed: u64) -> Impairments {
         Impairments {
-            config,
             pdv: match config.jitter {
                 Jitter::Pdv(p) => Some(Pdv::new(p)),
                 Jitter::Uniform(_) => None,
             },
+            config,
             rng: ChaCha8Rng::seed_from_u64(seed),
             bad_state: false,
             last_release: Time::ZERO,
@@ -255,6 +262,7 @@ impl Impairments {
         let lost = match self.config.loss {
             LossModel::None => false,
             LossModel::Random { p } => uniform(&mut self.rng) < p,
+            LossModel::Steps(ref steps) => uniform(&mut self.rng) < steps.at(t),
             LossModel::GilbertElliott {
                 p,
                 r,
@@ -321,6 +329,22 @@ mod tests {
     }
 
     #[test]
+    fn stepped_loss_follows_its_schedule() {
+        // 0 for the first 50 s, 20 % for the next 50 s (one packet per ms).
+        let steps = Steps::new(vec![(Time::ZERO, 0.0), (Time::from_millis(50_000), 0.2)]).unwrap();
+        let cfg = ImpairmentConfig {
+            loss: LossModel::Steps(Arc::new(steps)),
+            ..Default::default()
+        };
+        let out = run(cfg.clone(), 100_000);
+        assert!(out[..50_000].iter().all(|r| r.is_some()), "no loss at 0");
+        let lost = out[50_000..].iter().filter(|r| r.is_none()).count() as f64 / 5e4;
+        // Binomial, n = 50,000, p = 0.2: σ = 0.0018; 5σ.
+        assert!((lost - 0.2).abs() < 0.009, "{lost}");
+        assert_eq!(out, run(cfg, 100_000), "same seed, same losses");
+    }
+
+    #[test]
     fn gilbert_elliott_losses_come_in_bursts_of_mean_one_over_r() {
         let loss = LossModel::GilbertElliott {
             p: 0.01,
@@ -369,7 +393,7 @@ mod tests {
             ..Default::default()
         };
         let fates = |gap_ms: u64, n: u64| -> Vec<(u64, bool)> {
-            let mut imp = Impairments::new(cfg, 5);
+            let mut imp = Impairments::new(cfg.clone(), 5);
             (0..n)
                 .map(|i| {
                     let t = Time::from_millis(i * gap_ms);

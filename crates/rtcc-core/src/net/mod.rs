@@ -1,12 +1,14 @@
 //! Network models: link capacity (constant, schedule, mahimahi trace, token bucket), queues, the
 //! bottleneck link that serves a queue at a capacity, impairments (loss, jitter, aggregation),
-//! and a generator of LTE-like traces.
+//! OpenNetLab traces (capacity, loss and delay per segment), and a generator of LTE-like traces.
 
 pub mod capacity;
 pub mod impair;
 pub mod link;
+pub mod opennetlab;
 pub mod pdv;
 pub mod queue;
+pub mod steps;
 pub mod tracegen;
 
 #[cfg(test)]
@@ -14,4 +16,6 @@ mod fuzz_tests;
 
 pub use capacity::{Capacity, MahimahiTrace, Schedule, TraceError};
 pub use link::{Link, LinkOutput};
+pub use opennetlab::OpenNetLabTrace;
 pub use queue::{DropTail, NetPacket, Queue, QueueConfig, QueueLimit};
+pub use steps::Steps;

@@ -17,10 +17,11 @@
 //! delivery time is returned with it, so the caller can measure how late it was written.
 
 use rtcc_core::net::impair::Impairments;
-use rtcc_core::net::{Link, LinkOutput, NetPacket};
+use rtcc_core::net::{Link, LinkOutput, NetPacket, Steps};
 use rtcc_core::{Duration, Time};
 use rtcc_scenario::LinkConfig;
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// A real IP packet inside the emulator.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,6 +87,11 @@ pub struct Direction {
     link: Link<EmuPacket>,
     impairments: Option<Impairments>,
     delay: Duration,
+    /// A delay that changes in steps (an OpenNetLab trace's rtt) instead of `delay`, and the
+    /// latest delivery time of each flow's packets: the delay line keeps a flow's packets in
+    /// order when the delay drops, as the simulator's does.
+    delay_steps: Option<Arc<Steps<Duration>>>,
+    last_delivery: Vec<Time>,
     /// Packets past the link, in delivery order, each with its delivery time.
     in_flight: VecDeque<(Time, EmuPacket)>,
     out: LinkOutput<EmuPacket>,
@@ -122,11 +128,13 @@ impl Direction {
             .queue
             .build::<EmuPacket>(config.nominal_rate, queue_seed)?;
         let impairments = (!config.impairments.is_none())
-            .then(|| Impairments::new(config.impairments, impairment_seed));
+            .then(|| Impairments::new(config.impairments.clone(), impairment_seed));
         Ok(Direction {
             link: Link::new(config.capacity.clone(), queue),
             impairments,
             delay: config.delay,
+            delay_steps: config.delay_steps.clone(),
+            last_delivery: Vec::new(),
             in_flight: VecDeque::new(),
             out: LinkOutput::default(),
             log: VecDeque::new(),
@@ -214,7 +222,18 @@ impl Direction {
                 Some(imp) => imp.on_departure(depart, p.flow, p.size()),
                 None => Some(depart),
             };
-            let deliver = released.map(|r| r + self.delay);
+            let deliver = released.map(|r| match &self.delay_steps {
+                None => r + self.delay,
+                Some(steps) => {
+                    let flow = p.flow as usize;
+                    if self.last_delivery.len() <= flow {
+                        self.last_delivery.resize(flow + 1, Time::ZERO);
+                    }
+                    let at = (r + steps.at(r)).max(self.last_delivery[flow]);
+                    self.last_delivery[flow] = at;
+                    at
+                }
+            });
             if self.logging {
                 self.log.push_back(LogEvent::Departure {
                     at: depart,
@@ -263,6 +282,7 @@ mod tests {
             nominal_rate: Rate(10e6),
             capacity,
             delay: Duration::from_millis(delay_ms),
+            delay_steps: None,
             queue,
             impairments: ImpairmentConfig::default(),
         }
@@ -322,6 +342,27 @@ mod tests {
             .filter(|e| matches!(e, LogEvent::Drop { .. }))
             .count();
         assert_eq!(drops, 2);
+    }
+
+    #[test]
+    fn a_delay_that_drops_keeps_each_flow_in_order() {
+        // 100 ms until 10 ms, then 20 ms: a packet of flow 0 sent at 12 ms would arrive at
+        // 32 ms, before flow 0's packet of 5 ms (105 ms); it arrives with it. Flow 1 has
+        // nothing ahead of it and gets 20 ms.
+        let mut cfg = config(Capacity::Unlimited, "100pkts", 20);
+        let steps = vec![
+            (Time::ZERO, Duration::from_millis(100)),
+            (Time(10 * MS), Duration::from_millis(20)),
+        ];
+        cfg.delay_steps = Some(Arc::new(Steps::new(steps).unwrap()));
+        let mut d = Direction::new(&cfg, 1, 2, false).unwrap();
+        d.handle_packet(Time(5 * MS), vec![0; 100], 0);
+        d.handle_packet(Time(12 * MS), vec![0; 100], 0);
+        d.handle_packet(Time(13 * MS), vec![0; 100], 1);
+        let got: Vec<(u64, u32)> = std::iter::from_fn(|| d.poll_deliver(Time(200 * MS)))
+            .map(|(t, p)| (t.0 / MS, p.flow))
+            .collect();
+        assert_eq!(got, vec![(33, 1), (105, 0), (105, 0)]);
     }
 
     #[test]
