@@ -334,3 +334,11 @@ def test_an_onnx_policy_runs_live_over_loopback(tmp_path):
     nan = _constant_model(tmp_path / "nan.onnx", float("nan"))
     with pytest.raises(RuntimeError, match=r"nan.onnx.*answered nan bit/s"):
         run_live(scenario, tmp_path / "logs2", emulate=False, controller=f"onnx:model={nan}")
+
+
+def test_an_opennetlab_trace_is_a_whole_link_in_the_environment():
+    # traces/opennetlab-loss-rtt.json: 5 % loss in one segment, its RTT giving the link's delay.
+    env = RtccEnv(trace=str(ROOT / "traces" / "opennetlab-loss-rtt.json"), observation="rtcc", action_scale="bps")
+    rows = _agent_stats(env, np.full(700, 1e6))
+    assert sum(r["lost_packets"] for r in rows) > 0, "the trace's loss applies"
+    assert min(r["delay_min_ms"] for r in rows if r["delay_min_ms"] is not None) >= 19.9
