@@ -68,18 +68,22 @@ def test_reset_with_a_seed_repeats_the_episode_and_another_seed_differs():
     assert not np.array_equal(first, a[0][1:51]), "the unseeded episode has a seed of its own"
 
 
-def test_the_vector_environment_steps_each_simulation_as_a_single_one_would():
+@pytest.mark.parametrize("reward", ["network", "qoe"])
+def test_the_vector_environment_steps_each_simulation_as_a_single_one_would(reward):
     actions = np.random.default_rng(1).uniform(-1, 1, (150, 3))
-    venv = RtccVectorEnv(3, trace=[LTE, None], observation="rtcc")
+    venv = RtccVectorEnv(3, trace=[LTE, None], observation="rtcc", reward=reward)
     obs, _ = venv.reset(seed=[5, 6, 7])
-    vec = [obs]
+    vec, rewards = [obs], []
     for a in actions:
         obs, r, term, trunc, info = venv.step(a[:, None].astype(np.float32))
         vec.append(obs)
-    vec = np.array(vec)
+        rewards.append(r)
+    vec, rewards = np.array(vec), np.array(rewards)
     for i, trace in enumerate([LTE, None, LTE]):
-        single = _episode(RtccEnv(trace=trace, observation="rtcc"), actions[:, i], seed=5 + i)[0]
-        assert np.array_equal(vec[:, i], single), f"simulation {i} follows its single twin"
+        single = _episode(RtccEnv(trace=trace, observation="rtcc", reward=reward), actions[:, i], seed=5 + i)
+        assert np.array_equal(vec[:, i], single[0]), f"simulation {i} follows its single twin"
+        # The vector environment's rewards (NumPy over arrays) are the single one's (per step).
+        np.testing.assert_allclose(rewards[:, i], single[1], rtol=1e-12, atol=1e-12)
 
 
 def test_vector_autoreset_starts_the_next_episode_on_the_following_step():

@@ -146,6 +146,7 @@ class _Core:
                                 f"{self.env.n_agents}")
         self.names = list(self.env.stat_names)
         self.reward = _rewards.resolve(reward, self.names)
+        self.reward_one = _rewards.resolve_one(reward)
         if action_scale not in ("log", "bps"):
             raise ValueError(f"action_scale must be 'log' or 'bps', got {action_scale!r}")
         self.action_scale = action_scale
@@ -215,9 +216,9 @@ class RtccEnv(gymnasium.Env):
             raise RuntimeError("the episode is over: call reset() first")
         bps = self._c.to_bps(np.reshape(action, (1, 1)))
         obs, stats, done = self._c.env.step(bps)
-        reward = float(self._c.reward(stats)[0, 0])
+        info = _rewards.row_dict(self._c.names, stats[0, 0])
+        reward = self._c.reward_one(info)
         self._done = bool(done[0])
-        info = {k: (None if np.isnan(v[0, 0]) else float(v[0, 0])) for k, v in self._c.info(stats).items()}
         return obs[0, 0], reward, False, self._done, info
 
 

@@ -22,6 +22,7 @@ except ImportError as e:  # pragma: no cover - exercised by the skip in the test
     raise ImportError("rtcc.learn.multi needs pettingzoo: pip install 'rtcc[learn]'") from e
 
 from ..gym import _Core, learning_scenario
+from .rewards import row_dict
 
 
 class RtccParallelEnv(ParallelEnv):
@@ -66,23 +67,16 @@ class RtccParallelEnv(ParallelEnv):
             raise ValueError(f"no action for {', '.join(missing)}")
         a = np.array([np.reshape(actions[x], -1)[0] for x in self.possible_agents], dtype=np.float64)
         obs, stats, done = self._c.env.step(self._c.to_bps(a).reshape(1, -1))
-        rewards = self._c.reward(stats)[0]
         over = bool(done[0])
-        names = self._c.names
+        infos = {x: row_dict(self._c.names, stats[0, i]) for i, x in enumerate(self.agents)}
         out = ({x: obs[0, i] for i, x in enumerate(self.agents)},
-               {x: float(rewards[i]) for i, x in enumerate(self.agents)},
+               {x: self._c.reward_one(infos[x]) for x in self.agents},
                {x: False for x in self.agents},
                {x: over for x in self.agents},
-               {x: _info(names, stats[0, i]) for i, x in enumerate(self.agents)})
+               infos)
         if over:
             self.agents = []
         return out
-
-
-def _info(names: list[str], row: np.ndarray) -> dict:
-    """A step's statistics by name; a value that does not exist in the step (no frame shown,
-    no packet received) is None."""
-    return {n: (None if np.isnan(v) else float(v)) for n, v in zip(names, row)}
 
 
 def parallel_env(**kwargs) -> RtccParallelEnv:
