@@ -334,6 +334,9 @@ def test_an_onnx_policy_runs_live_over_loopback(tmp_path):
     assert flow["controller"] == "onnx"
     # The policy's 1 Mbit/s, not the scenario's fixed 2 Mbit/s (the first 60 ms at 300 kbit/s).
     assert flow["throughput_bps"] == pytest.approx(1e6, rel=0.1)
+    if BASELINE.exists():  # the challenge's baseline, live
+        live = run_live(scenario, tmp_path / "logs-baseline", emulate=False, controller=f"onnx:model={BASELINE}")
+        assert live.summary["flows"][0]["frames_displayed"] > 100
     # A policy that fails live fails the command, naming the model and the answer.
     nan = _constant_model(tmp_path / "nan.onnx", float("nan"))
     with pytest.raises(RuntimeError, match=r"nan.onnx.*answered nan bit/s"):
