@@ -18,7 +18,8 @@ use crate::scenario::Scenario;
 use crate::sim::Simulation;
 use rtcc_core::cc::agent::{self, AgentHandle};
 use rtcc_core::cc::{CapacityView, Registry};
-use rtcc_core::metrics::{FrameRecord, PacketRecord};
+use rtcc_core::learn::SeqGaps;
+use rtcc_core::metrics::{percentile, FrameRecord, PacketRecord};
 use rtcc_core::{Duration, Rate, Time};
 use std::sync::{Arc, Mutex};
 
@@ -56,7 +57,8 @@ struct Cursor {
     capacity: Arc<dyn CapacityView>,
     /// Packet records before this index are received or dropped and counted.
     first_open: usize,
-    max_seq: Option<u64>,
+    /// The receiver's view of losses: gaps in the sequence numbers it got.
+    gaps: SeqGaps,
     min_delay_ms: Option<f64>,
     /// Frames before this index are displayed or given up.
     first_open_frame: usize,
@@ -176,7 +178,7 @@ impl AgentEnv {
                 flow: i,
                 capacity: Arc::new(sc.controller_capacity(&sc.flows[i])),
                 first_open: 0,
-                max_seq: None,
+                gaps: SeqGaps::default(),
                 min_delay_ms: None,
                 first_open_frame: 0,
                 last_display: None,
@@ -272,11 +274,6 @@ impl AgentEnv {
             o.copy_from_slice(&values);
         }
     }
-
-    /// The simulator's output (for a summary of the episode).
-    pub fn into_simulation(self) -> Option<Simulation> {
-        self.sim
-    }
 }
 
 fn lock(a: &AgentHandle) -> std::sync::MutexGuard<'_, agent::AgentShared> {
@@ -317,26 +314,16 @@ fn packet_stats(c: &mut Cursor, records: &[PacketRecord], from: Time, to: Time) 
     let mut s = PacketStep::default();
     c.delays.clear();
     // Records before `first_open` were counted; a record still in flight stays open.
-    let mut all_settled = true;
-    let start = c.first_open;
-    for (k, r) in records.iter().enumerate().skip(start) {
+    let mut open = OpenFrom::new(c.first_open);
+    for (k, r) in records.iter().enumerate().skip(c.first_open) {
         if r.send > from && r.send <= to {
             s.sent_bytes += r.size as u64;
         }
-        let settled = r.dropped || r.recv.is_some_and(|t| t <= to);
-        if settled && all_settled {
-            c.first_open = k + 1;
-        } else {
-            all_settled = false;
-        }
+        open.see(k, r.dropped || r.recv.is_some_and(|t| t <= to));
         if let Some(t) = r.recv.filter(|&t| t > from && t <= to) {
             s.received += 1;
             s.recv_bytes += r.size as u64;
-            s.lost += match c.max_seq {
-                Some(m) => r.seq.saturating_sub(m).saturating_sub(1),
-                None => 0,
-            };
-            c.max_seq = Some(c.max_seq.map_or(r.seq, |m| m.max(r.seq)));
+            s.lost += c.gaps.lost_before(r.seq);
             let d = (t.0 as f64 - r.send.0 as f64) / 1e6;
             c.min_delay_ms = Some(c.min_delay_ms.map_or(d, |m| m.min(d)));
             c.delays.push(d);
@@ -345,17 +332,35 @@ fn packet_stats(c: &mut Cursor, records: &[PacketRecord], from: Time, to: Time) 
             break;
         }
     }
-    if !c.delays.is_empty() {
-        s.delay_mean_ms = c.delays.iter().sum::<f64>() / c.delays.len() as f64;
-        c.delays.sort_by(f64::total_cmp);
-        // Nearest rank.
-        let rank = ((0.95 * c.delays.len() as f64).ceil() as usize).clamp(1, c.delays.len());
-        s.delay_p95_ms = c.delays[rank - 1];
-    } else {
-        s.delay_mean_ms = f64::NAN;
-        s.delay_p95_ms = f64::NAN;
-    }
+    c.first_open = open.first;
+    c.delays.sort_by(f64::total_cmp);
+    s.delay_mean_ms = c.delays.iter().sum::<f64>() / c.delays.len() as f64; // NaN without any
+    s.delay_p95_ms = percentile(&c.delays, 95.0).unwrap_or(f64::NAN);
     s
+}
+
+/// Where the items not yet settled begin: items are settled in order of their index as a walk
+/// sees them, and the first unsettled one (and all after it) stays open for the next step.
+struct OpenFrom {
+    first: usize,
+    all_settled: bool,
+}
+
+impl OpenFrom {
+    fn new(first: usize) -> OpenFrom {
+        OpenFrom {
+            first,
+            all_settled: true,
+        }
+    }
+
+    /// Item `k` (the walk's next) is settled or not.
+    fn see(&mut self, k: usize, settled: bool) {
+        self.all_settled &= settled;
+        if self.all_settled {
+            self.first = k + 1;
+        }
+    }
 }
 
 #[derive(Default)]
@@ -373,14 +378,9 @@ fn frame_stats(c: &mut Cursor, frames: &[FrameRecord], from: Time, to: Time) -> 
     let mut s = FrameStep::default();
     let (mut latency, mut psnr, mut psnr_n) = (0.0, 0.0, 0u64);
     let mut displays: Vec<Time> = Vec::new();
-    let mut all_closed = true;
+    let mut open = OpenFrom::new(c.first_open_frame);
     for (k, f) in frames.iter().enumerate().skip(c.first_open_frame) {
-        let closed = f.unrecoverable || f.display.is_some_and(|t| t <= to);
-        if closed && all_closed {
-            c.first_open_frame = k + 1;
-        } else {
-            all_closed = false;
-        }
+        open.see(k, f.unrecoverable || f.display.is_some_and(|t| t <= to));
         if let Some(t) = f.display.filter(|&t| t > from && t <= to) {
             s.displayed += 1;
             s.displayed_bytes += f.size as u64;
@@ -395,6 +395,7 @@ fn frame_stats(c: &mut Cursor, frames: &[FrameRecord], from: Time, to: Time) -> 
             break;
         }
     }
+    c.first_open_frame = open.first;
     displays.sort();
     // Frozen: the parts of (from, to] more than `freeze_after` after the last display.
     let mut last = c.last_display;

@@ -513,11 +513,6 @@ impl Simulation {
         false
     }
 
-    /// Simulation time: the last event's.
-    pub fn now(&self) -> Time {
-        self.now
-    }
-
     /// The scenario's end.
     pub fn end(&self) -> Time {
         self.end
@@ -531,12 +526,6 @@ impl Simulation {
     /// Flow `i`'s frames so far, in frame order.
     pub fn frames(&self, i: usize) -> &[FrameRecord] {
         &self.flows[i].logs.frames
-    }
-
-    /// End a stepped run ([`Simulation::advance`]): what is still queued or in flight settles
-    /// as it is, as at the end of [`Simulation::run`].
-    pub fn into_output(self) -> SimOutput {
-        self.finish(false, &mut |_| {}, None)
     }
 
     /// Run events in time order until the heap holds none before `until` (or the run's end);
@@ -929,6 +918,15 @@ impl Simulation {
         }
     }
 
+    /// Link `li`'s propagation delay for a packet released at `r`, and whether it varies (then
+    /// the delay line keeps each flow's packets in order).
+    fn propagation(&self, li: usize, r: Time) -> (Duration, bool) {
+        match &self.link_delay_steps[li] {
+            None => (self.link_delay[li], false),
+            Some(steps) => (steps.at(r), true),
+        }
+    }
+
     /// Route departures and drops of link `li`, and keep one pending event for the link.
     fn drain_link_output(&mut self, li: usize) {
         let mut out = std::mem::take(&mut self.link_out);
@@ -937,8 +935,6 @@ impl Simulation {
         } else {
             Dir::Reverse
         };
-        let delay = self.link_delay[li];
-        let delay_steps = self.link_delay_steps[li].clone();
         let span = self.hop_span[li / 2];
         for &(t, p) in &out.departed {
             let c = &mut self.counters[li];
@@ -978,10 +974,10 @@ impl Simulation {
                 }
             }
             match released {
-                Some(r) => match &delay_steps {
-                    None => self.schedule_delivery(r + delay + extra, p, li, false),
-                    Some(s) => self.schedule_delivery(r + s.at(r) + extra, p, li, true),
-                },
+                Some(r) => {
+                    let (delay, in_order) = self.propagation(li, r);
+                    self.schedule_delivery(r + delay + extra, p, li, in_order)
+                }
                 None => self.free_slots.push(p.slot),
             }
         }

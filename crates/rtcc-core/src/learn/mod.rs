@@ -61,9 +61,7 @@ pub struct Arrival {
     pub size: u32,
     pub seq: u64,
     pub class: PacketClass,
-    /// Sequence numbers skipped just before it: `seq − (largest earlier seq) − 1`, at least 0
-    /// (the first packet has 0). OpenNetLab's receiver takes the previous packet's number instead
-    /// of the largest, which counts the gap of a reordered packet twice.
+    /// Sequence numbers skipped just before it ([`SeqGaps`]).
     pub lost_before: u64,
 }
 
@@ -71,6 +69,26 @@ impl Arrival {
     /// One-way delay as the receiver measures it (negative when the clocks differ so).
     pub fn delay_ms(&self) -> f64 {
         self.arrival_ms - self.send_ms
+    }
+}
+
+/// Losses as a receiver counts them: a packet's lost count is the gap between its sequence
+/// number and the largest one received before it (0 for the first packet and for a packet that
+/// arrives late, after a larger one). OpenNetLab's receiver takes the previous packet's number
+/// instead of the largest, which counts the gap of a reordered packet twice.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SeqGaps {
+    max: Option<u64>,
+}
+
+impl SeqGaps {
+    /// Sequence numbers skipped just before `seq`, which has now been received.
+    pub fn lost_before(&mut self, seq: u64) -> u64 {
+        let lost = self
+            .max
+            .map_or(0, |max| seq.saturating_sub(max).saturating_sub(1));
+        self.max = Some(self.max.map_or(seq, |m| m.max(seq)));
+        lost
     }
 }
 
@@ -87,7 +105,7 @@ pub struct ArrivalHistory {
     forgotten_min_delay_ms: Option<f64>,
     /// Smallest delay ever.
     min_delay_ms: Option<f64>,
-    max_seq: Option<u64>,
+    gaps: SeqGaps,
     /// The first packet's delay (OpenNetLab measures delays from it).
     first_delay_ms: Option<f64>,
 }
@@ -96,11 +114,7 @@ impl ArrivalHistory {
     /// A packet arrived (packets are expected in arrival order; one that arrived earlier than
     /// the newest is put in its place).
     pub fn push(&mut self, arrival_ms: f64, send_ms: f64, size: u32, seq: u64, class: PacketClass) {
-        let lost_before = match self.max_seq {
-            Some(max) => seq.saturating_sub(max).saturating_sub(1),
-            None => 0,
-        };
-        self.max_seq = Some(self.max_seq.map_or(seq, |m| m.max(seq)));
+        let lost_before = self.gaps.lost_before(seq);
         let a = Arrival {
             arrival_ms,
             send_ms,
