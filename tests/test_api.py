@@ -258,6 +258,31 @@ def test_a_streamed_or_forgotten_packet_log_gives_the_same_run(tmp_path):
     assert not (tmp_path / "none").exists()
 
 
+def test_logs_to_streams_every_log_and_changes_nothing(tmp_path):
+    import polars as pl
+
+    # Video over a lossy link with an outage (frames that never complete, repairs, freezes),
+    # and a flow that stops early: the frame log streams as frames settle.
+    sc = small(duration="20s", forward=dict(schedule=[["0s", "2Mbps"], ["6s", "1kbps"], ["9s", "2Mbps"]],
+                                            delay="30ms", queue="100ms", loss=0.02),
+               flows=[dict(name="a", controller="gcc"), dict(name="b", controller="sqp", stop="15s")])
+    kept = sc.run()
+    (tmp_path / "logs").mkdir()
+    streamed = sc.run(logs_to=tmp_path / "logs")
+    assert kept.summary_json == streamed.summary_json
+    assert sorted(p.name for p in (tmp_path / "logs").iterdir()) == ["frames.parquet", "packets.parquet",
+                                                                      "state.parquet"]
+    for name in ("frames", "state"):
+        assert streamed.table(name) is not None and getattr(streamed, name).schema == getattr(kept, name).schema
+    # Frames arrive as they settle, each flow's in frame order; state samples in time order.
+    assert streamed.frames.sort("flow", maintain_order=True).equals(kept.frames)
+    assert streamed.state.equals(kept.state)
+    streamed.save(tmp_path / "copy", plots=False)
+    assert pl.read_parquet(tmp_path / "copy" / "frames.parquet").equals(streamed.frames)
+    with pytest.raises(ValueError, match="logs_to or packets_to"):
+        sc.run(logs_to=tmp_path / "logs", packets_to=tmp_path / "p.parquet")
+
+
 def test_a_long_delay_series_is_drawn_as_its_envelope(result):
     from rtcc import series
 
@@ -276,3 +301,6 @@ def test_a_run_that_fails_leaves_no_partial_packet_log(tmp_path):
     with pytest.raises(RuntimeError, match="stopped by the caller"):
         small().run(progress=stop, packets_to=tmp_path / "p.parquet")
     assert list(tmp_path.iterdir()) == [], "neither the log nor its .partial file is left"
+    with pytest.raises(RuntimeError, match="stopped by the caller"):
+        small().run(progress=stop, logs_to=tmp_path)
+    assert list(tmp_path.iterdir()) == [], "no log and no .partial file is left"

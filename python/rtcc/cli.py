@@ -43,9 +43,9 @@ def cmd_run(args) -> int:
                          "([[path.hops]]), whose links are in summary.json's hops")
     check_dest(args.output, args.force)  # before a possibly long run
     with atomic_dir(args.output, force=args.force) as tmp:
-        with TerminalProgress(f"{scenario.name}") as bar:  # the packet log streams into the folder
+        with TerminalProgress(f"{scenario.name}") as bar:  # the logs stream into the folder
             result = scenario.run(seed=args.seed, progress=bar.callback, allow_large=args.allow_large,
-                                  packets_to=tmp / "packets.parquet", pcap_to=args.pcap)
+                                  logs_to=tmp, pcap_to=args.pcap)
         with RunsProgress(f"{scenario.name}: plots", unit="plots") as drawn:
             write_run(result, tmp, plots=not args.no_plots, progress=drawn)
         if args.mahimahi_log:

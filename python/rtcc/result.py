@@ -13,7 +13,8 @@ run folder without plots needs neither polars nor NumPy (``rtcc run --no-plots``
 They become polars DataFrames when first read. The packet log is the only log that grows with
 the link's rate (88 bytes a packet in the core): a run can stream it to a Parquet file as it goes
 (in row groups of 65,536 packets as the core hands them over) instead of holding it, or not keep it at all
-(sweeps without logs): the summary is the same either way.
+(sweeps without logs): the summary is the same either way. ``rtcc run`` streams the frame and
+state logs too (``Scenario.run(logs_to=...)``), so an hour's run holds no more than a minute's.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ class Result:
     core's Arrow data (``pyarrow.table(...)`` or any Arrow PyCapsule consumer takes it).
     """
 
-    def __init__(self, run, scenario: dict, packets_path: Path | None = None):
+    def __init__(self, run, scenario: dict, packets_path: Path | None = None,
+                 streamed: dict[str, Path] | None = None):
         self._run = run  # rtcc._core.Run: the core's result, its logs built on demand
         self._frames: dict = {}
         self.folder: Path | None = None  # the run folder a loaded result reads its logs from
@@ -49,6 +51,8 @@ class Result:
         self.summary: dict = json.loads(self.summary_json)
         self.scenario: dict = scenario
         self.packets_path = Path(packets_path) if packets_path is not None else None
+        # The frame and state logs the run streamed to files, by table name.
+        self._streamed: dict[str, Path] = dict(streamed or {})
         self.flows: list[dict] = [dict(f) for f in run.flows]
         self.video_encoders: list = []  # real encoders of this run (rtcc.video)
         self._quality = None
@@ -59,7 +63,7 @@ class Result:
         ``--keep-logs``), read back: the summary at once, each log when first read."""
         folder = Path(folder)
         self = cls.__new__(cls)
-        self._run, self._frames, self.folder = None, {}, folder
+        self._run, self._frames, self.folder, self._streamed = None, {}, folder, {}
         self.video_encoders, self._quality = [], None
         try:
             self.summary_json = (folder / "summary.json").read_text(encoding="utf-8")
@@ -91,7 +95,7 @@ class Result:
         """The log ``name`` (one of TABLES) as Arrow data: the core's table, or for a loaded run
         folder the file read by polars (whose DataFrame speaks the same Arrow PyCapsule
         interface); None for a packet log that was streamed or not kept."""
-        if self._run is None:
+        if self._run is None or name in self._streamed:
             return self._frame(name)
         return self._run.table(name)
 
@@ -101,6 +105,8 @@ class Result:
 
             if self._run is None:
                 self._frames[name] = pl.read_parquet(self.folder / f"{name}.parquet")
+            elif name in self._streamed:
+                self._frames[name] = pl.read_parquet(self._streamed[name])
             else:
                 data = self._run.table(name)
                 self._frames[name] = None if data is None else pl.DataFrame(data)
@@ -189,12 +195,13 @@ def write_run(result: Result, folder: Path, plots: bool = True, progress=None) -
         path = folder / f"{table}.parquet"
         if result._run.write_table(table, str(path)):
             continue
-        if result.packets_path is None:
+        source = result.packets_path if table == "packets" else result._streamed.get(table)
+        if source is None:
             raise ValueError(f"cannot write {path}: this run's {table} log was not kept")
-        if not path.exists() or not path.samefile(result.packets_path):
+        if not path.exists() or not path.samefile(source):
             import shutil
 
-            shutil.copyfile(result.packets_path, path)  # a streamed log written elsewhere
+            shutil.copyfile(source, path)  # a streamed log written elsewhere
     quality = result.quality
     if quality is not None:
         with open(folder / "quality.json", "w", encoding="utf-8") as f:

@@ -249,7 +249,8 @@ class Scenario:
 
     def run(self, seed: int | None = None, progress: bool | Callable[[float], None] = False,
             allow_large: bool = False, packets_to: str | os.PathLike | None = None,
-            keep_packets: bool = True, pcap_to: str | os.PathLike | None = None) -> "Result":
+            keep_packets: bool = True, pcap_to: str | os.PathLike | None = None,
+            logs_to: str | os.PathLike | None = None) -> "Result":
         """Simulate the scenario and return its Result.
 
         ``seed`` overrides the scenario's seed. ``progress=True`` draws a progress line on stderr
@@ -262,6 +263,12 @@ class Scenario:
         is then a LazyFrame over it), or ``keep_packets=False`` (None: for runs whose summary is
         all that is wanted). The summary is the same either way. The core writes the streamed
         file itself; the other logs become DataFrames when first read.
+
+        ``logs_to`` names an existing folder to stream the packet, frame and state logs into
+        (``packets.parquet``, ``frames.parquet``, ``state.parquet``, each frame once it is
+        settled): the run's memory then stays flat however long it is (``Result.packets`` is a
+        LazyFrame, ``frames`` and ``state`` are read from the files). It replaces
+        ``packets_to``.
 
         ``pcap_to`` names a pcap file to write every datagram the endpoints send to, as it is
         sent (IPv4/UDP around the real RTP and RTCP bytes, simulated timestamps; Wireshark:
@@ -276,10 +283,19 @@ class Scenario:
             self.check_size()
         bar = TerminalProgress(self.name) if progress is True else None
         callback = bar.callback if bar else (progress if callable(progress) else None)
+        streamed: dict[str, Path] = {}
+        if logs_to is not None:
+            if packets_to is not None:
+                raise ValueError("give logs_to or packets_to, not both (logs_to streams the packet log too)")
+            if not keep_packets:
+                raise ValueError("logs_to streams the packet log: keep_packets=False does not go with it")
+            streamed = {name: Path(logs_to) / f"{name}.parquet" for name in ("packets", "frames", "state")}
+            packets_to = streamed["packets"]
         # A streamed log is written beside its destination and moved there only once complete,
         # so a failed run leaves no partial file that looks like a log.
         partial = Path(f"{packets_to}.partial") if packets_to is not None else None
         pcap_partial = Path(f"{pcap_to}.partial") if pcap_to is not None else None
+        others = {name: Path(f"{path}.partial") for name, path in streamed.items() if name != "packets"}
         done = False
         from .video.encoders import opened
 
@@ -288,20 +304,25 @@ class Scenario:
             raw = _core.run(js, self.base_dir, seed, callback,
                             packets_to=str(partial) if partial is not None else None,
                             keep_packets=keep_packets,
-                            pcap_to=str(pcap_partial) if pcap_partial is not None else None)
+                            pcap_to=str(pcap_partial) if pcap_partial is not None else None,
+                            frames_to=str(others["frames"]) if others else None,
+                            state_to=str(others["state"]) if others else None)
             done = True
         except ScenarioError as e:
             raise self._error(str(e)) from e
         finally:
             if bar:
                 bar.close()
-            for part, final in ((partial, packets_to), (pcap_partial, pcap_to)):
+            moves = [(partial, packets_to), (pcap_partial, pcap_to)]
+            moves += [(part, streamed[name]) for name, part in others.items()]
+            for part, final in moves:
                 if part is not None:
                     if done:
                         os.replace(part, final)
                     else:
                         part.unlink(missing_ok=True)
-        result = Result(raw, self.to_dict(), packets_path=packets_to)
+        result = Result(raw, self.to_dict(), packets_path=packets_to,
+                        streamed={name: path for name, path in streamed.items() if name != "packets"})
         result.video_encoders = opened()  # the real encoders' bitstreams, for rtcc.video.quality
         for enc in result.video_encoders:
             enc.close()

@@ -590,11 +590,11 @@ def _run_task(task: tuple) -> tuple[bool, str]:
     plots = rest[0] if rest else True
     try:
         scenario = Scenario.from_dict(data, base_dir=base_dir)
-        if logs:  # the run's folder, its packet log streamed into it
+        if logs:  # the run's folder, its logs streamed into it
             from .result import write_run
 
             Path(logs).mkdir(parents=True)
-            result = scenario.run(seed=seed, allow_large=allow_large, packets_to=Path(logs) / "packets.parquet")
+            result = scenario.run(seed=seed, allow_large=allow_large, logs_to=logs)
             write_run(result, Path(logs), plots=plots)
         else:  # only the summary is wanted
             result = scenario.run(seed=seed, allow_large=allow_large, keep_packets=False)

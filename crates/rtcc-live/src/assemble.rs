@@ -317,6 +317,7 @@ pub fn assemble(sc: &Scenario, flow: usize, logs: &LiveLogs) -> Result<RunResult
         ),
         packets,
         frames,
+        frame_stats: None,
         segments: Vec::new(),
         downloads: Vec::new(),
         feedback_packets: 0,

@@ -96,13 +96,15 @@ struct RunOutput {
     /// The scenario run (its facts are built from it when first asked for).
     scenario: Scenario,
     end: rtcc_core::Time,
-    streamed: bool,
+    /// The logs that were streamed to files or forgotten as the run went (packets, frames,
+    /// state): the run has no table of them.
+    streamed: Vec<&'static str>,
     packets: Option<RecordBatch>,
     facts: Option<String>,
 }
 
 impl RunOutput {
-    fn new(result: rtcc_sim::RunResult, sc: &Scenario, streamed: bool) -> Self {
+    fn new(result: rtcc_sim::RunResult, sc: &Scenario, streamed: Vec<&'static str>) -> Self {
         let end = rtcc_core::Time(sc.duration.0);
         Self {
             result,
@@ -114,8 +116,11 @@ impl RunOutput {
         }
     }
 
-    /// The table `name`, or None for a packet log that was streamed or not kept.
+    /// The table `name`, or None for a log that was streamed or not kept.
     fn batch(&mut self, name: &str) -> PyResult<Option<RecordBatch>> {
+        if self.streamed.contains(&name) {
+            return Ok(None);
+        }
         if name != "packets" {
             return rtcc_sim::tables::table(&self.result, self.end, name)
                 .map(Some)
@@ -125,9 +130,6 @@ impl RunOutput {
                         rtcc_sim::tables::TABLES
                     ))
                 });
-        }
-        if self.streamed {
-            return Ok(None);
         }
         if self.packets.is_none() {
             let table = rtcc_sim::tables::table(&self.result, self.end, "packets");
@@ -172,14 +174,14 @@ impl RunOutput {
         Ok(flows)
     }
 
-    /// The table `name` (packets, frames, state, capacity) as Arrow data; None for a packet log
-    /// that was streamed or not kept.
+    /// The table `name` (packets, frames, state, capacity) as Arrow data; None for a log that
+    /// was streamed or not kept.
     fn table(&mut self, name: &str) -> PyResult<Option<ArrowTable>> {
         Ok(self.batch(name)?.map(ArrowTable))
     }
 
-    /// Write the table `name` to the Parquet file `path`; False (nothing written) for a packet
-    /// log that was streamed or not kept.
+    /// Write the table `name` to the Parquet file `path`; False (nothing written) for a log
+    /// that was streamed or not kept.
     fn write_table(&mut self, py: Python<'_>, name: &str, path: &str) -> PyResult<bool> {
         let Some(table) = self.batch(name)? else {
             return Ok(false);
@@ -193,13 +195,15 @@ impl RunOutput {
 /// Run a scenario (JSON text) and return it as a [`RunOutput`].
 ///
 /// `packets_to`: a Parquet file the packet log is streamed to as the run goes (row groups of
-/// 65,536 records, each flow's packets in send order), instead of being kept.
+/// 65,536 records, each flow's packets in send order), instead of being kept. `frames_to` and
+/// `state_to`: the same for the frame log (each flow's frames in frame order, as they settle)
+/// and the state log; with all three a run's memory does not grow with its length.
 /// `pcap_to`: a pcap file every datagram sent is written to as it is sent
 /// (`rtcc_sim::capture`). `keep_packets=False` without `packets_to` forgets the packet log (only the summary and the other logs
 /// remain). Either way the run holds about 8 bytes per packet for its summary instead of the
 /// 88 of a kept record.
 #[pyfunction]
-#[pyo3(signature = (scenario_json, base_dir, seed=None, progress=None, packets_to=None, keep_packets=true, pcap_to=None))]
+#[pyo3(signature = (scenario_json, base_dir, seed=None, progress=None, packets_to=None, keep_packets=true, pcap_to=None, frames_to=None, state_to=None))]
 #[allow(clippy::too_many_arguments)]
 fn run<'py>(
     py: Python<'py>,
@@ -210,6 +214,8 @@ fn run<'py>(
     packets_to: Option<&str>,
     keep_packets: bool,
     pcap_to: Option<&str>,
+    frames_to: Option<&str>,
+    state_to: Option<&str>,
 ) -> PyResult<RunOutput> {
     let registry = pycontroller::registry();
     let sc = scenario_from_json(scenario_json, base_dir, &registry)?;
@@ -232,33 +238,75 @@ fn run<'py>(
     };
     rtcc_sim::sim::clear_interrupt();
     pycontroller::take_error(); // none should be left from an earlier run
-    let mut writer = packets_to
-        .map(|p| rtcc_sim::tables::PacketLogWriter::create(Path::new(p)))
+    use rtcc_sim::tables::{frame_rows, frame_schema, state_schema, PacketLogWriter, TableWriter};
+    let mut packet_writer = packets_to
+        .map(|p| PacketLogWriter::create(Path::new(p)))
         .transpose()
         .map_err(PyOSError::new_err)?;
-    let mut sink_error: Option<String> = None;
-    let mut sink = |chunk: &[PacketRecord]| {
-        if let (Some(w), None) = (&mut writer, &sink_error) {
-            sink_error = w.write(chunk).err();
+    let mut frame_writer = frames_to
+        .map(|p| TableWriter::create(Path::new(p), frame_schema()))
+        .transpose()
+        .map_err(PyOSError::new_err)?;
+    let mut state_writer = state_to
+        .map(|p| TableWriter::create(Path::new(p), state_schema()))
+        .transpose()
+        .map_err(PyOSError::new_err)?;
+    // The first write error is kept (and later chunks dropped); the run fails with it.
+    let sink_error: std::cell::RefCell<Option<String>> = Default::default();
+    let keep_error = |r: Result<(), String>| {
+        if let Err(e) = r {
+            sink_error.borrow_mut().get_or_insert(e);
         }
     };
-    let streamed = packets_to.is_some() || !keep_packets;
+    let mut packet_sink = |chunk: &[PacketRecord]| {
+        if let (Some(w), false) = (&mut packet_writer, sink_error.borrow().is_some()) {
+            keep_error(w.write(chunk));
+        }
+    };
+    let mut frame_sink = |chunk: &[rtcc_sim::frames::SettledFrame]| {
+        if let (Some(w), false) = (&mut frame_writer, sink_error.borrow().is_some()) {
+            keep_error(w.write(&frame_rows(chunk)));
+        }
+    };
+    let mut state_sink = |chunk: &rtcc_sim::sim::StateLog| {
+        if let (Some(w), false) = (&mut state_writer, sink_error.borrow().is_some()) {
+            keep_error(w.write(&rtcc_sim::tables::state(chunk)));
+        }
+    };
+    let mut streamed = Vec::new();
+    if packets_to.is_some() || !keep_packets {
+        streamed.push("packets");
+    }
+    let sinks = rtcc_sim::sim::Sinks {
+        packets: (packets_to.is_some() || !keep_packets)
+            .then_some(&mut packet_sink as rtcc_sim::sim::PacketSink),
+        frames: frames_to
+            .is_some()
+            .then_some(&mut frame_sink as rtcc_sim::sim::FrameSink),
+        state: state_to
+            .is_some()
+            .then_some(&mut state_sink as rtcc_sim::sim::StateSink),
+    };
+    streamed.extend(frames_to.map(|_| "frames"));
+    streamed.extend(state_to.map(|_| "state"));
     let capture = pcap_to
         .map(|p| rtcc_sim::capture::PcapFile::create(Path::new(p)))
         .transpose()
         .map_err(PyOSError::new_err)?;
-    let sink = streamed.then_some(&mut sink as rtcc_sim::sim::PacketSink);
     let capture = capture.map(|c| Box::new(c) as Box<dyn rtcc_sim::capture::Capture>);
-    let result = rtcc_sim::run::run_with_sinks(&sc, seed, &mut report, &registry, sink, capture);
+    let result = rtcc_sim::run::run_with_sinks(&sc, seed, &mut report, &registry, sinks, capture);
     rtcc_sim::sim::clear_interrupt();
     if let Some(e) = pycontroller::take_error().or(callback_error) {
         return Err(e);
     }
     let result = result.map_err(ScenarioError::new_err)?;
-    if let Some(e) = sink_error {
+    if let Some(e) = sink_error.into_inner() {
         return Err(PyOSError::new_err(e));
     }
-    if let Some(w) = writer {
+    if let Some(w) = packet_writer {
+        w.finish().map_err(PyOSError::new_err)?;
+    }
+    for w in [frame_writer, state_writer].into_iter().flatten() {
         w.finish().map_err(PyOSError::new_err)?;
     }
     Ok(RunOutput::new(result, &sc, streamed))
@@ -285,7 +333,7 @@ fn live_result(
         emu: emu_dir.map(Into::into),
     };
     let result = rtcc_live::assemble::assemble(&sc, flow, &logs).map_err(PyValueError::new_err)?;
-    Ok(RunOutput::new(result, &sc, false))
+    Ok(RunOutput::new(result, &sc, Vec::new()))
 }
 
 /// The input files a scenario (JSON text, possibly partial) names, as the core reads them:

@@ -256,6 +256,7 @@ mod tests {
             packets: Vec::new(),
             stats: sc.packet_stats(&sc.flows[i]),
             frames: Vec::new(),
+            frame_stats: None,
             segments: Vec::new(),
             downloads: Vec::new(),
             feedback_packets: 0,

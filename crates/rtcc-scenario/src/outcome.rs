@@ -12,7 +12,7 @@ use rtcc_core::dash::qoe::SegmentRecord;
 use rtcc_core::endpoint::Download;
 use rtcc_core::metrics::{
     self, sqp_frame_delay, sqp_frame_delay::SentPacket, FlowLog, FlowSummary, FrameRecord,
-    PacketRecord, PacketStats, TotalSummary,
+    FrameStats, Frames, PacketRecord, PacketStats, TotalSummary,
 };
 use rtcc_core::{Duration, Time};
 use serde::Serialize;
@@ -37,7 +37,11 @@ pub struct FlowLogs {
     /// (`crate::run` does, one flow at a time, and releases the per-packet part once the
     /// flow is summarised).
     pub stats: PacketStats,
+    /// The frames, in frame order: all of them from [`Simulation::run`], none from a run that
+    /// streamed its frame log (they went to its sink; `frame_stats` holds what the summary
+    /// needs from them).
     pub frames: Vec<FrameRecord>,
+    pub frame_stats: Option<FrameStats>,
     /// The segments a DASH client appended, in order (times on the simulator's clock).
     pub segments: Vec<SegmentRecord>,
     /// The downloads a short TCP flow completed, in order.
@@ -284,7 +288,10 @@ fn flow_log<'a>(f: &'a FlowLogs, back: &dyn Fn(Time, Time) -> f64) -> FlowLog<'a
         start: f.config.start,
         stop: f.config.stop,
         packets: &f.stats,
-        frames: &f.frames,
+        frames: match &f.frame_stats {
+            Some(stats) => Frames::Gathered(stats),
+            None => Frames::Records(&f.frames),
+        },
         feedback_bytes: f.feedback_bytes,
         feedback_capacity_bytes: back(f.config.start, f.config.stop),
     }

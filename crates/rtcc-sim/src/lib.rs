@@ -14,6 +14,7 @@
 pub mod bench;
 pub mod capture;
 pub mod env;
+pub mod frames;
 pub mod replay;
 pub mod run;
 pub mod sim;

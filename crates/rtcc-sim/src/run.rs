@@ -3,7 +3,7 @@
 use crate::capture::Capture;
 use crate::path::PathCapacity;
 use crate::scenario::Scenario;
-use crate::sim::{PacketSink, SimOutput, Simulation};
+use crate::sim::{PacketSink, SimOutput, Simulation, Sinks};
 use rtcc_core::cc::{self, Registry};
 use rtcc_core::Time;
 pub use rtcc_scenario::outcome::{
@@ -27,7 +27,7 @@ pub fn run_with_registry(
     progress: &mut dyn FnMut(f64),
     registry: &Registry,
 ) -> Result<RunResult, String> {
-    run_inner(scenario, seed, progress, registry, None, None)
+    run_inner(scenario, seed, progress, registry, Sinks::default(), None)
 }
 
 /// [`run`] that hands the packet records to `sink` in chunks as the run goes instead of
@@ -38,7 +38,11 @@ pub fn run_streaming(
     progress: &mut dyn FnMut(f64),
     sink: PacketSink,
 ) -> Result<RunResult, String> {
-    run_inner(scenario, seed, progress, cc::registry(), Some(sink), None)
+    let sinks = Sinks {
+        packets: Some(sink),
+        ..Sinks::default()
+    };
+    run_inner(scenario, seed, progress, cc::registry(), sinks, None)
 }
 
 /// [`run_with_registry`] that hands the packet records to `sink` in chunks as the run goes
@@ -52,21 +56,26 @@ pub fn run_streaming_with_registry(
     registry: &Registry,
     sink: PacketSink,
 ) -> Result<RunResult, String> {
-    run_inner(scenario, seed, progress, registry, Some(sink), None)
+    let sinks = Sinks {
+        packets: Some(sink),
+        ..Sinks::default()
+    };
+    run_inner(scenario, seed, progress, registry, sinks, None)
 }
 
-/// Any of the above: the packet records to `sink` as in [`run_streaming_with_registry`] (or kept,
-/// with `None`), and every datagram the endpoints send to `capture` if given (`rtcc run --pcap`,
-/// [`crate::capture::PcapFile`]).
+/// Any of the above: each log that has a sink handed to it as the run goes, the others kept
+/// ([`Sinks`]; a run with every sink holds bounded memory however long it is), and every
+/// datagram the endpoints send to `capture` if given (`rtcc run --pcap`,
+/// [`crate::capture::PcapFile`]). The summary is the same either way.
 pub fn run_with_sinks(
     scenario: &Scenario,
     seed: Option<u64>,
     progress: &mut dyn FnMut(f64),
     registry: &Registry,
-    sink: Option<PacketSink>,
+    sinks: Sinks,
     capture: Option<Box<dyn Capture>>,
 ) -> Result<RunResult, String> {
-    run_inner(scenario, seed, progress, registry, sink, capture)
+    run_inner(scenario, seed, progress, registry, sinks, capture)
 }
 
 /// The error of a run ended by [`crate::sim::interrupt`].
@@ -77,7 +86,7 @@ fn run_inner(
     seed: Option<u64>,
     progress: &mut dyn FnMut(f64),
     registry: &Registry,
-    sink: Option<PacketSink>,
+    sinks: Sinks,
     capture: Option<Box<dyn Capture>>,
 ) -> Result<RunResult, String> {
     let mut sc = scenario.clone();
@@ -88,7 +97,7 @@ fn run_inner(
     if let Some(c) = capture {
         sim.capture_to(c);
     }
-    let streamed = sink.is_some();
+    let streamed = sinks.packets.is_some();
     let SimOutput {
         mut flows,
         state,
@@ -96,10 +105,7 @@ fn run_inner(
         links,
         interrupted,
         capture_error,
-    } = match sink {
-        Some(sink) => sim.run_streaming(progress, sink),
-        None => sim.run(progress),
-    };
+    } = sim.run_with_sinks(progress, sinks);
     if interrupted {
         return Err(INTERRUPTED.to_string());
     }

@@ -29,10 +29,11 @@
 //! from the scenario seed and the flow index).
 
 use crate::capture::Capture;
+use crate::frames::{FrameWindow, SettledFrame};
 use rtcc_core::cc::coupled::CouplingGroups;
 use rtcc_core::cc::{self, CapacityView};
 use rtcc_core::endpoint::{Endpoint, EndpointEvent};
-use rtcc_core::metrics::{apply_frame_event, FrameRecord, PacketRecord, PacketStats};
+use rtcc_core::metrics::{apply_frame_event, FrameRecord, FrameStats, PacketRecord, PacketStats};
 use rtcc_core::net::impair::Impairments;
 use rtcc_core::net::{Link, LinkOutput, NetPacket, Steps};
 use rtcc_core::packet::{Ecn, PacketKind};
@@ -250,12 +251,36 @@ impl PacketLog {
 /// Where a streaming run hands its packet records: one flow's, in send order, per call.
 pub type PacketSink<'a> = &'a mut dyn FnMut(&[PacketRecord]);
 
+/// Where a streaming run hands its settled frames: each flow's in frame order, flows
+/// interleaved ([`crate::frames`]).
+pub type FrameSink<'a> = &'a mut dyn FnMut(&[SettledFrame]);
+
+/// Where a streaming run hands its controller state samples, in time order.
+pub type StateSink<'a> = &'a mut dyn FnMut(&StateLog);
+
+/// Where a run hands its logs as it goes instead of keeping them; a log without a sink is kept
+/// ([`SimOutput`]). Each sink is handed about [`STREAM_CHUNK`] rows at a time ([`FRAME_CHUNK`]
+/// frames), and the rest at the end; the summary is the same with or without them.
+#[derive(Default)]
+pub struct Sinks<'a> {
+    pub packets: Option<PacketSink<'a>>,
+    pub frames: Option<FrameSink<'a>>,
+    pub state: Option<StateSink<'a>>,
+}
+
 /// Settled records (all flows together) a streaming run holds before it hands them to its sink.
 pub const STREAM_CHUNK: usize = 1 << 16;
+
+/// Settled frames (all flows together) a streaming run holds before it hands them to its sink:
+/// fewer than packets, so that an hour at 30 fps (108,000 frames) has its first chunk out after
+/// minutes, not half an hour.
+pub const FRAME_CHUNK: usize = 1 << 12;
 
 struct FlowState {
     logs: FlowLogs,
     packet_log: PacketLog,
+    /// A streaming run's frames not settled yet (`logs.frames` stays empty).
+    frame_window: Option<FrameWindow>,
     ends: [Box<dyn Endpoint>; 2],
     /// The pending wake-up of each end.
     wake_at: [Option<Time>; 2],
@@ -343,6 +368,8 @@ pub struct Simulation {
     /// records not handed over yet.
     streaming: bool,
     settled_unflushed: usize,
+    /// Settled frames not handed to the frame sink yet (a run that streams its frames).
+    settled_frames: Vec<SettledFrame>,
     /// Every datagram sent, as it is sent ([`Simulation::capture_to`]).
     capture: Option<Box<dyn Capture>>,
 }
@@ -368,6 +395,7 @@ impl Simulation {
                     packets: Vec::new(),
                     stats: sc.packet_stats(f),
                     frames: Vec::new(),
+                    frame_stats: None,
                     segments: Vec::new(),
                     downloads: Vec::new(),
                     feedback_packets: 0,
@@ -376,6 +404,7 @@ impl Simulation {
                     ce_marked: 0,
                 },
                 packet_log: PacketLog::default(),
+                frame_window: None,
                 wake_at: [None, None],
                 a_dir: if f.reverse {
                     Dir::Reverse
@@ -439,6 +468,7 @@ impl Simulation {
             events: 0,
             streaming: false,
             settled_unflushed: 0,
+            settled_frames: Vec::new(),
             capture: None,
         };
         for i in 0..sim.flows.len() {
@@ -477,7 +507,7 @@ impl Simulation {
     /// Run to the end, keeping every packet record (`FlowLogs::packets`). `progress(fraction)`
     /// is called once per simulated second.
     pub fn run(self, progress: &mut dyn FnMut(f64)) -> SimOutput {
-        self.run_inner(progress, None)
+        self.run_with_sinks(progress, Sinks::default())
     }
 
     /// Run to the end, handing each flow's packet records to `sink` in chunks (about
@@ -486,18 +516,29 @@ impl Simulation {
     /// flows interleave. The summary is
     /// the same as [`Simulation::run`]'s.
     pub fn run_streaming(self, progress: &mut dyn FnMut(f64), sink: PacketSink) -> SimOutput {
-        self.run_inner(progress, Some(sink))
+        let sinks = Sinks {
+            packets: Some(sink),
+            ..Sinks::default()
+        };
+        self.run_with_sinks(progress, sinks)
     }
 
-    fn run_inner(
-        mut self,
-        progress: &mut dyn FnMut(f64),
-        mut sink: Option<PacketSink>,
-    ) -> SimOutput {
-        self.streaming = sink.is_some();
+    /// Run to the end, handing each log that has a sink to it as the run goes (see [`Sinks`],
+    /// [`Simulation::run_streaming`] for packets, [`crate::frames`] for frames) and keeping the
+    /// others. With every sink given, the run holds the packets in flight, the frames not
+    /// settled and one chunk of each log, however long it is. The summary is the same as
+    /// [`Simulation::run`]'s.
+    pub fn run_with_sinks(mut self, progress: &mut dyn FnMut(f64), mut sinks: Sinks) -> SimOutput {
+        self.streaming = sinks.packets.is_some();
+        if sinks.frames.is_some() {
+            for f in &mut self.flows {
+                f.frame_window = Some(FrameWindow::default());
+                f.logs.frame_stats = Some(FrameStats::default());
+            }
+        }
         self.push(Time::from_millis(1000), Event::Progress);
-        let interrupted = self.process(None, progress, &mut sink);
-        self.finish(interrupted, progress, sink)
+        let interrupted = self.process(None, progress, &mut sinks);
+        self.finish(interrupted, progress, sinks)
     }
 
     /// Run every event before `until` (an environment's step) and stop, so that the caller can
@@ -506,10 +547,10 @@ impl Simulation {
     /// packet records are kept. Whether the run has reached its end.
     pub fn advance(&mut self, until: Time) -> bool {
         if until >= self.end {
-            self.process(None, &mut |_| {}, &mut None);
+            self.process(None, &mut |_| {}, &mut Sinks::default());
             return true;
         }
-        self.process(Some(until), &mut |_| {}, &mut None);
+        self.process(Some(until), &mut |_| {}, &mut Sinks::default());
         false
     }
 
@@ -534,7 +575,7 @@ impl Simulation {
         &mut self,
         until: Option<Time>,
         progress: &mut dyn FnMut(f64),
-        sink: &mut Option<PacketSink>,
+        sinks: &mut Sinks,
     ) -> bool {
         while let Some(next) = self.heap.peek_time() {
             if next > self.end || until.is_some_and(|u| next >= u) {
@@ -578,11 +619,12 @@ impl Simulation {
                         return true;
                     }
                     self.push(time + Duration::from_millis(1000), Event::Progress);
+                    self.stream_frames_and_state(time, sinks);
                 }
             }
             if self.settled_unflushed >= STREAM_CHUNK {
                 self.settled_unflushed = 0;
-                if let Some(sink) = sink.as_mut() {
+                if let Some(sink) = sinks.packets.as_mut() {
                     for f in &mut self.flows {
                         f.packet_log.flush(*sink);
                     }
@@ -592,16 +634,56 @@ impl Simulation {
         false
     }
 
+    /// Streaming (once per simulated second): settle what frames can be and hand full chunks of
+    /// frames and state samples to their sinks.
+    fn stream_frames_and_state(&mut self, now: Time, sinks: &mut Sinks) {
+        if let Some(sink) = sinks.frames.as_mut() {
+            for f in &mut self.flows {
+                if let (Some(w), Some(stats)) = (&mut f.frame_window, &mut f.logs.frame_stats) {
+                    w.settle(now, stats, &mut self.settled_frames);
+                }
+            }
+            if self.settled_frames.len() >= FRAME_CHUNK {
+                (*sink)(&self.settled_frames);
+                self.settled_frames.clear();
+            }
+        }
+        if let Some(sink) = sinks.state.as_mut() {
+            if self.state.time.len() >= STREAM_CHUNK {
+                (*sink)(&self.state);
+                self.state = StateLog::default();
+            }
+        }
+    }
+
     fn finish(
         mut self,
         interrupted: bool,
         progress: &mut dyn FnMut(f64),
-        mut sink: Option<PacketSink>,
+        mut sinks: Sinks,
     ) -> SimOutput {
-        // The run is over: whatever is still queued or in flight settles as it is.
+        // The run is over: whatever is still queued or in flight settles as it is, and so do
+        // the frames still held.
+        let end = self.end;
+        for f in &mut self.flows {
+            if let (Some(w), Some(stats)) = (&mut f.frame_window, &mut f.logs.frame_stats) {
+                w.finish(end, stats, &mut self.settled_frames);
+            }
+        }
+        if let Some(sink) = sinks.frames.as_mut() {
+            if !self.settled_frames.is_empty() {
+                (*sink)(&self.settled_frames);
+            }
+        }
+        if let Some(sink) = sinks.state.as_mut() {
+            if !self.state.time.is_empty() {
+                (*sink)(&self.state);
+                self.state = StateLog::default();
+            }
+        }
         for f in &mut self.flows {
             let log = &mut f.packet_log;
-            match sink.as_mut() {
+            match sinks.packets.as_mut() {
                 Some(sink) => {
                     f.logs.stats.add_all(&log.records[log.settled..]);
                     log.settled = log.records.len();
@@ -684,9 +766,14 @@ impl Simulation {
             let (dir, log) = match side {
                 Side::A => {
                     let log = fl.packet_log.next_index();
-                    if t.kind == PacketKind::Media {
-                        if let Some(f) = t.frame.and_then(|f| fl.logs.frames.get_mut(f as usize)) {
-                            f.on_media_sent(now);
+                    if let (PacketKind::Media, Some(frame)) = (t.kind, t.frame) {
+                        match &mut fl.frame_window {
+                            Some(w) => w.on_media_sent(frame, now),
+                            None => {
+                                if let Some(f) = fl.logs.frames.get_mut(frame as usize) {
+                                    f.on_media_sent(now);
+                                }
+                            }
                         }
                     }
                     fl.packet_log.records.push(PacketRecord {
@@ -746,10 +833,21 @@ impl Simulation {
             let to_true = |t: Time| Time(t.0.saturating_sub(offset.0));
             match e {
                 EndpointEvent::FrameEncoded(f) => {
-                    debug_assert_eq!(f.frame as usize, fl.logs.frames.len());
-                    fl.logs.frames.push(FrameRecord::encoded(i as u32, &f));
+                    let record = FrameRecord::encoded(i as u32, &f);
+                    match &mut fl.frame_window {
+                        Some(w) => w.push(record),
+                        None => {
+                            debug_assert_eq!(f.frame as usize, fl.logs.frames.len());
+                            fl.logs.frames.push(record);
+                        }
+                    }
                 }
-                EndpointEvent::Frame(fe) => apply_frame_event(&mut fl.logs.frames, fe, to_true),
+                EndpointEvent::Frame(fe) => {
+                    match (&mut fl.frame_window, &mut fl.logs.frame_stats) {
+                        (Some(w), Some(stats)) => w.on_event(fe, to_true, stats),
+                        _ => apply_frame_event(&mut fl.logs.frames, fe, to_true),
+                    }
+                }
                 EndpointEvent::Segment(r) => fl.logs.segments.push(r.map_times(to_true)),
                 // A's clock is true time.
                 EndpointEvent::Download(d) => fl.logs.downloads.push(d),

@@ -21,7 +21,9 @@
 //! [`PacketLogWriter`] streams a packet log to Parquet chunk by chunk, as
 //! [`crate::run::run_streaming_with_registry`] hands the records over, in row groups of
 //! [`crate::sim::STREAM_CHUNK`] rows (each flow's packets in send order, flows interleaved);
-//! [`write_logs`] writes a finished run's other three tables. Packet logs are written with
+//! [`TableWriter`] does the same for the frame log (each flow's frames in frame order, as they
+//! settle) and the state log of [`crate::run::run_with_sinks`]; [`write_logs`] writes a
+//! finished run's other three tables. Packet logs are written with
 //! zstd and without dictionaries (nanosecond times do not repeat: a dictionary only doubled the
 //! file); the other tables keep the writer's default dictionaries (the state log's signal names).
 
@@ -41,8 +43,9 @@ use parquet::file::properties::WriterProperties;
 use rtcc_core::metrics::{self, PacketRecord};
 use rtcc_core::Time;
 
+use crate::frames::SettledFrame;
 use crate::run::RunResult;
-use crate::sim::{StateLog, STREAM_CHUNK};
+use crate::sim::{StateLog, FRAME_CHUNK, STREAM_CHUNK};
 
 /// The names of the four logs, as their files are named in a run folder (`<name>.parquet`).
 pub const TABLES: [&str; 4] = ["packets", "frames", "state", "capacity"];
@@ -99,11 +102,10 @@ pub fn packets(parts: &[&[PacketRecord]]) -> RecordBatch {
     )
 }
 
-/// The frame log of every flow of `result`, flow by flow in capture order, with the derived
-/// `delay_ns`, `display_ns` and `latency_ns` (the run ends at `end`).
-pub fn frames(result: &RunResult, end: Time) -> RecordBatch {
+/// The frame log's schema.
+pub fn frame_schema() -> SchemaRef {
     use DataType::*;
-    let schema = Arc::new(Schema::new(vec![
+    Arc::new(Schema::new(vec![
         Field::new("flow", UInt32, false),
         Field::new("frame", Int64, false),
         Field::new("capture_ns", Int64, false),
@@ -121,41 +123,53 @@ pub fn frames(result: &RunResult, end: Time) -> RecordBatch {
         Field::new("latency_ns", Int64, false),
         Field::new("recovered", Boolean, false),
         Field::new("unrecoverable", Boolean, false),
-    ]));
-    let all = || result.flows.iter().flat_map(|f| f.frames.iter());
-    let (mut delay, mut display, mut latency) = (Vec::new(), Vec::new(), Vec::new());
+    ]))
+}
+
+/// The frame log of every flow of `result`, flow by flow in capture order, with the derived
+/// `delay_ns`, `display_ns` and `latency_ns` (the run ends at `end`).
+pub fn frames(result: &RunResult, end: Time) -> RecordBatch {
+    let mut rows = Vec::new();
     for f in &result.flows {
-        delay.extend(
-            metrics::frame_delays(&f.frames, end)
-                .into_iter()
-                .map(|d| d.map_or(-1, |d| d.0 as i64)),
-        );
-        let shown = metrics::playout::display_times(&f.frames);
-        let lat = metrics::playout::frame_latencies(&f.frames, &shown, end);
-        display.extend(shown.iter().map(|&t| ns(t)));
-        latency.extend(lat.iter().map(|d| d.0 as i64));
+        let later = metrics::frame_stats::later_events(&f.frames);
+        for (record, later) in f.frames.iter().zip(later) {
+            let (delay, latency) = metrics::frame_stats::derive(record, later, end);
+            rows.push(SettledFrame {
+                record: *record,
+                delay,
+                latency,
+            });
+        }
     }
-    let int64 = |f: &dyn Fn(&metrics::FrameRecord) -> i64| -> ArrayRef {
-        Arc::new(Int64Array::from_iter_values(all().map(f)))
+    frame_rows(&rows)
+}
+
+/// Frame log rows: each record with its derived values ([`SettledFrame`]).
+pub fn frame_rows(rows: &[SettledFrame]) -> RecordBatch {
+    let int64 = |f: &dyn Fn(&SettledFrame) -> i64| -> ArrayRef {
+        Arc::new(Int64Array::from_iter_values(rows.iter().map(f)))
     };
     let flag = |f: &dyn Fn(&metrics::FrameRecord) -> bool| -> ArrayRef {
-        Arc::new(BooleanArray::from_iter(all().map(|r| Some(f(r)))))
+        Arc::new(BooleanArray::from_iter(
+            rows.iter().map(|r| Some(f(&r.record))),
+        ))
     };
+    let all = || rows.iter().map(|r| &r.record);
     batch(
-        schema,
+        frame_schema(),
         vec![
             Arc::new(UInt32Array::from_iter_values(all().map(|f| f.flow))),
-            int64(&|f| f.frame as i64),
-            int64(&|f| f.capture.0 as i64),
+            int64(&|r| r.record.frame as i64),
+            int64(&|r| r.record.capture.0 as i64),
             Arc::new(UInt32Array::from_iter_values(all().map(|f| f.size))),
             Arc::new(Float64Array::from_iter_values(all().map(|f| f.target_bps))),
             Arc::new(UInt32Array::from_iter_values(
                 all().map(|f| f.packets as u32),
             )),
-            int64(&|f| ns(f.first_send)),
-            int64(&|f| ns(f.last_send)),
-            int64(&|f| ns(f.complete)),
-            Arc::new(Int64Array::from(delay)),
+            int64(&|r| ns(r.record.first_send)),
+            int64(&|r| ns(r.record.last_send)),
+            int64(&|r| ns(r.record.complete)),
+            int64(&|r| r.delay.map_or(-1, |d| d.0 as i64)),
             flag(&|f| f.keyframe),
             Arc::new(Float64Array::from_iter_values(
                 all().map(|f| f.psnr_db.unwrap_or(f64::NAN)),
@@ -163,25 +177,29 @@ pub fn frames(result: &RunResult, end: Time) -> RecordBatch {
             Arc::new(UInt32Array::from_iter_values(
                 all().map(|f| f.resolution.map_or(0, |r| r.height)),
             )),
-            Arc::new(Int64Array::from(display)),
-            Arc::new(Int64Array::from(latency)),
+            int64(&|r| ns(r.record.display)),
+            int64(&|r| r.latency.0 as i64),
             flag(&|f| f.recovered),
             flag(&|f| f.unrecoverable),
         ],
     )
 }
 
-/// The controllers' state log, long format: one row per (flow, time, signal) sample.
-pub fn state(log: &StateLog) -> RecordBatch {
+/// The state log's schema.
+pub fn state_schema() -> SchemaRef {
     use DataType::*;
-    let schema = Arc::new(Schema::new(vec![
+    Arc::new(Schema::new(vec![
         Field::new("flow", UInt32, false),
         Field::new("time_ns", Int64, false),
         Field::new("signal", Utf8, false),
         Field::new("value", Float64, false),
-    ]));
+    ]))
+}
+
+/// The controllers' state log, long format: one row per (flow, time, signal) sample.
+pub fn state(log: &StateLog) -> RecordBatch {
     batch(
-        schema,
+        state_schema(),
         vec![
             Arc::new(UInt32Array::from(log.flow.clone())),
             Arc::new(Int64Array::from_iter_values(
@@ -271,20 +289,27 @@ pub fn write_logs(folder: &Path, result: &RunResult, end: Time) -> Result<(), St
     Ok(())
 }
 
-/// Streams a packet log to a Parquet file, in row groups of [`STREAM_CHUNK`] records.
-pub struct PacketLogWriter {
+/// Streams a table to a Parquet file chunk by chunk, in row groups of [`STREAM_CHUNK`] rows
+/// ([`FRAME_CHUNK`] for the frame log): what a streaming run hands its sinks
+/// ([`crate::sim::Sinks`]) goes to one of these.
+pub struct TableWriter {
     writer: ArrowWriter<BufWriter<File>>,
     path: std::path::PathBuf,
 }
 
-impl PacketLogWriter {
-    pub fn create(path: &Path) -> Result<Self, String> {
+impl TableWriter {
+    /// A writer of `schema`'s table; dictionaries only where names repeat (not for the packet
+    /// log, see the module header).
+    pub fn create(path: &Path, schema: SchemaRef) -> Result<Self, String> {
         let properties = WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::default()))
-            .set_dictionary_enabled(false)
-            .set_max_row_group_row_count(Some(STREAM_CHUNK))
+            .set_dictionary_enabled(schema != packet_schema())
+            .set_max_row_group_row_count(Some(match schema == frame_schema() {
+                true => FRAME_CHUNK,
+                false => STREAM_CHUNK,
+            }))
             .build();
-        let writer = ArrowWriter::try_new(create(path)?, packet_schema(), Some(properties))
+        let writer = ArrowWriter::try_new(create(path)?, schema, Some(properties))
             .map_err(|e| failed(path, e))?;
         Ok(Self {
             writer,
@@ -293,10 +318,8 @@ impl PacketLogWriter {
     }
 
     /// Append one chunk (a row group is written whenever [`STREAM_CHUNK`] rows are buffered).
-    pub fn write(&mut self, chunk: &[PacketRecord]) -> Result<(), String> {
-        self.writer
-            .write(&packets(&[chunk]))
-            .map_err(|e| failed(&self.path, e))
+    pub fn write(&mut self, chunk: &RecordBatch) -> Result<(), String> {
+        self.writer.write(chunk).map_err(|e| failed(&self.path, e))
     }
 
     /// Finish the file (an empty table when no chunk was written).
@@ -305,5 +328,24 @@ impl PacketLogWriter {
             .close()
             .map(|_| ())
             .map_err(|e| failed(&self.path, e))
+    }
+}
+
+/// Streams a packet log to a Parquet file, in row groups of [`STREAM_CHUNK`] records.
+pub struct PacketLogWriter(TableWriter);
+
+impl PacketLogWriter {
+    pub fn create(path: &Path) -> Result<Self, String> {
+        TableWriter::create(path, packet_schema()).map(Self)
+    }
+
+    /// Append one chunk (a row group is written whenever [`STREAM_CHUNK`] rows are buffered).
+    pub fn write(&mut self, chunk: &[PacketRecord]) -> Result<(), String> {
+        self.0.write(&packets(&[chunk]))
+    }
+
+    /// Finish the file (an empty table when no chunk was written).
+    pub fn finish(self) -> Result<(), String> {
+        self.0.finish()
     }
 }

@@ -111,3 +111,176 @@ fn a_streamed_run_matches_a_kept_one_record_for_record() {
         assert_eq!(flow.rate_bps, bits, "{}", flow.name);
     }
 }
+
+/// Runs that stress the frame rules of a streaming run (`rtcc_sim::frames`): repairs completing
+/// frames after later ones (NACK on a lossy link, FEC), an outage that leaves frames undecided
+/// for seconds, frames the encoder skips (a paused sender, the frame dropper on a slow link), a
+/// flow that stops early and one that pauses, a receiver clock ahead of the sender's, and
+/// frames still in flight at the end.
+const FRAME_CASES: [&str; 3] = [
+    r#"
+duration = "60s"
+seed = 5
+[path.forward]
+schedule = [["0s", "3Mbps"], ["12s", "1kbps"], ["16s", "3Mbps"], ["30s", "400kbps"], ["45s", "2Mbps"]]
+delay = "30ms"
+queue = "150ms"
+loss = { model = "random", p = 0.03 }
+[[flows]]
+controller = "gcc"
+clock_offset = "250ms"
+[[flows]]
+controller = "sqp"
+recovery = { nack = true, fec = 4 }
+stop = "50s"
+[[flows]]
+controller = "vidaptive"
+active = [["0s", "20s"], ["24s", "60s"]]
+"#,
+    r#"
+duration = "30s"
+seed = 9
+[path.forward]
+capacity = "250kbps"
+delay = "60ms"
+queue = "1000pkts"
+[[flows]]
+controller = "fixed"
+params = { rate = "2Mbps" }
+[[flows]]
+controller = "c3g"
+"#,
+    r#"
+duration = "25s"
+seed = 2
+[path.forward]
+capacity = "8Mbps"
+delay = "20ms"
+queue = "40ms"
+loss = { model = "gilbert-elliott-time", good = "2s", bad = "300ms" }
+[[flows]]
+controller = "copa"
+[[flows]]
+kind = "tcp"
+controller = "cubic"
+"#,
+];
+
+#[test]
+fn streamed_frames_and_state_match_a_kept_run() {
+    use rtcc_core::metrics::frame_stats::{derive, later_events};
+    use rtcc_sim::frames::SettledFrame;
+    use rtcc_sim::sim::{Sinks, StateLog};
+    for (case, toml) in FRAME_CASES.iter().enumerate() {
+        let sc = scenario(toml);
+        let kept = run_quiet(&sc);
+        let mut frames: Vec<SettledFrame> = Vec::new();
+        let mut state = StateLog::default();
+        let fraction = std::cell::Cell::new(0.0f64);
+        let mut early_chunks = 0;
+        let (mut on_packets, mut on_frames, mut on_state) = (
+            |_: &[PacketRecord]| {},
+            |c: &[SettledFrame]| {
+                early_chunks += (fraction.get() < 0.9) as usize;
+                frames.extend_from_slice(c)
+            },
+            |s: &StateLog| {
+                state.flow.extend_from_slice(&s.flow);
+                state.time.extend_from_slice(&s.time);
+                state.signal.extend_from_slice(&s.signal);
+                state.value.extend_from_slice(&s.value);
+            },
+        );
+        let sinks = Sinks {
+            packets: Some(&mut on_packets),
+            frames: Some(&mut on_frames),
+            state: Some(&mut on_state),
+        };
+        let streamed = rtcc_sim::run::run_with_sinks(
+            &sc,
+            None,
+            &mut |f| fraction.set(f),
+            rtcc_core::cc::registry(),
+            sinks,
+            None,
+        )
+        .expect("runs");
+        assert_eq!(
+            kept.summary.to_json(),
+            streamed.summary.to_json(),
+            "case {case}: the summary does not depend on whether the frame and state logs are kept"
+        );
+        assert!(
+            streamed.flows.iter().all(|f| f.frames.is_empty()) && streamed.state.time.is_empty(),
+            "case {case}: a streamed run keeps no frames or state samples"
+        );
+        let end = rtcc_core::Time(sc.duration.0);
+        for (i, flow) in kept.flows.iter().enumerate() {
+            let expected: Vec<SettledFrame> = flow
+                .frames
+                .iter()
+                .zip(later_events(&flow.frames))
+                .map(|(r, later)| {
+                    let (delay, latency) = derive(r, later, end);
+                    SettledFrame {
+                        record: *r,
+                        delay,
+                        latency,
+                    }
+                })
+                .collect();
+            let mine: Vec<SettledFrame> = frames
+                .iter()
+                .filter(|f| f.record.flow == i as u32)
+                .copied()
+                .collect();
+            assert_eq!(
+                mine.len(),
+                expected.len(),
+                "case {case}, flow {i}: every frame, once"
+            );
+            for (m, e) in mine.iter().zip(&expected) {
+                assert_eq!(
+                    m, e,
+                    "case {case}, flow {i}: frame {} as the kept log has it",
+                    e.record.frame
+                );
+            }
+        }
+        let samples = |s: &StateLog| -> Vec<(u32, rtcc_core::Time, &'static str, u64)> {
+            (0..s.time.len())
+                .map(|k| (s.flow[k], s.time[k], s.signal[k], s.value[k].to_bits()))
+                .collect()
+        };
+        let (mine, theirs) = (samples(&state), samples(&kept.state));
+        let first_difference = mine.iter().zip(&theirs).position(|(a, b)| a != b);
+        assert!(
+            mine.len() == theirs.len() && first_difference.is_none(),
+            "case {case}: the same state samples in the same order ({} and {}, first difference at {first_difference:?})",
+            mine.len(),
+            theirs.len()
+        );
+        // The rules are exercised: frames completed late by a repair, frames never complete,
+        // frames skipped by the encoder.
+        let all = || kept.flows.iter().flat_map(|f| &f.frames);
+        let repaired = all().filter(|f| f.recovered).count();
+        let never = all()
+            .filter(|f| f.packets > 0 && f.complete.is_none())
+            .count();
+        let skipped = all().filter(|f| f.packets == 0).count();
+        eprintln!("case {case}: {repaired} repaired, {never} never complete, {skipped} skipped");
+        assert!(never > 0, "case {case}: frames that never complete");
+        if case == 0 {
+            assert!(
+                repaired > 0 && skipped > 0,
+                "case 0: repairs and skipped frames"
+            );
+            assert!(
+                early_chunks > 0,
+                "case 0: frames settle and go out while the run goes on ({} frames, chunks of {})",
+                frames.len(),
+                rtcc_sim::sim::FRAME_CHUNK
+            );
+        }
+    }
+}

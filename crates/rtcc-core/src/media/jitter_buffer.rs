@@ -66,6 +66,18 @@ pub enum FrameEvent {
     Abandoned { frame: u64 },
 }
 
+impl FrameEvent {
+    /// The frame the event is about.
+    pub fn frame(&self) -> u64 {
+        match *self {
+            FrameEvent::Complete { frame, .. }
+            | FrameEvent::Displayed { frame, .. }
+            | FrameEvent::Undecodable { frame }
+            | FrameEvent::Abandoned { frame } => frame,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct JitterBufferConfig {
     /// Wait for missing packets (NACK or FEC may still bring them); off: abandon an incomplete

@@ -13,10 +13,12 @@ use serde::Serialize;
 
 pub mod audio;
 pub mod downloads;
+pub mod frame_stats;
 pub mod packet_stats;
 pub mod playout;
 pub mod sqp_frame_delay;
 
+pub use frame_stats::FrameStats;
 pub use packet_stats::{arrival_windows, PacketStats};
 
 /// One packet on the forward path.
@@ -94,6 +96,23 @@ impl FrameRecord {
         self.first_send.get_or_insert(t);
         self.last_send = Some(t);
     }
+
+    /// Apply what the receiver reported about this frame; `to_run_clock` moves the receiver's
+    /// times to the run's clock.
+    pub fn apply(&mut self, event: FrameEvent, to_run_clock: impl Fn(Time) -> Time) {
+        match event {
+            FrameEvent::Complete { at, recovered, .. } => {
+                self.complete = Some(to_run_clock(at));
+                self.recovered = recovered;
+            }
+            FrameEvent::Displayed { at, .. } => self.display = Some(to_run_clock(at)),
+            // A frame the encoder skipped has no packets: the receiver, which cannot tell it
+            // from a lost one, gives up on it, but nothing was lost.
+            FrameEvent::Undecodable { .. } | FrameEvent::Abandoned { .. } => {
+                self.unrecoverable |= self.packets > 0;
+            }
+        }
+    }
 }
 
 /// Apply what the receiver reported about a frame to `frames` (indexed by frame number; an
@@ -103,30 +122,8 @@ pub fn apply_frame_event(
     event: FrameEvent,
     to_run_clock: impl Fn(Time) -> Time,
 ) {
-    match event {
-        FrameEvent::Complete {
-            frame,
-            at,
-            recovered,
-            ..
-        } => {
-            if let Some(r) = frames.get_mut(frame as usize) {
-                r.complete = Some(to_run_clock(at));
-                r.recovered = recovered;
-            }
-        }
-        FrameEvent::Displayed { frame, at } => {
-            if let Some(r) = frames.get_mut(frame as usize) {
-                r.display = Some(to_run_clock(at));
-            }
-        }
-        FrameEvent::Undecodable { frame } | FrameEvent::Abandoned { frame } => {
-            // A frame the encoder skipped has no packets: the receiver, which cannot tell it
-            // from a lost one, gives up on it, but nothing was lost.
-            if let Some(r) = frames.get_mut(frame as usize).filter(|r| r.packets > 0) {
-                r.unrecoverable = true;
-            }
-        }
+    if let Some(r) = frames.get_mut(event.frame() as usize) {
+        r.apply(event, to_run_clock);
     }
 }
 
@@ -196,18 +193,12 @@ pub fn percentile_at(n: usize, p: f64, value: impl Fn(usize) -> f64) -> Option<f
 /// every later frame, which counted such frames as earlier than they completed (16 % off at P99
 /// on the LTE-like demo with sqp).
 pub fn frame_delays(frames: &[FrameRecord], end: Time) -> Vec<Option<Duration>> {
-    let mut out = vec![None; frames.len()];
-    let mut next_completion = end;
-    for (i, f) in frames.iter().enumerate().rev() {
-        if f.packets == 0 {
-            continue; // an empty (skipped) frame is not a frame the viewer waits for
-        }
-        out[i] = Some(f.complete.unwrap_or(next_completion) - f.capture);
-        if let Some(c) = f.complete {
-            next_completion = next_completion.min(c);
-        }
-    }
-    out
+    let later = frame_stats::later_events(frames);
+    frames
+        .iter()
+        .zip(later)
+        .map(|(f, later)| frame_stats::derive(f, later, end).0)
+        .collect()
 }
 
 /// Freezes: gaps between consecutive instants (frame completions in time order, or display
@@ -215,26 +206,11 @@ pub fn frame_delays(frames: &[FrameRecord], end: Time) -> Vec<Option<Duration>> 
 /// seeds), with the mean taken over the whole flow. Returns (count, total duration of the
 /// freezing gaps). `instants` must be in time order.
 pub fn freezes(instants: &[Time]) -> (usize, Duration) {
-    debug_assert!(
-        instants.windows(2).all(|w| w[0] <= w[1]),
-        "freezes are gaps between consecutive instants: sort them first"
-    );
-    if instants.len() < 3 {
-        return (0, Duration::ZERO);
+    let mut counter = frame_stats::FreezeCounter::default();
+    for &t in instants {
+        counter.push(t);
     }
-    let span = instants[instants.len() - 1] - instants[0];
-    let mean = span.as_secs_f64() / (instants.len() - 1) as f64;
-    let threshold = (3.0 * mean).max(mean + 0.150);
-    let mut count = 0;
-    let mut total = Duration::ZERO;
-    for w in instants.windows(2) {
-        let gap = w[1] - w[0];
-        if gap.as_secs_f64() > threshold {
-            count += 1;
-            total = total + gap;
-        }
-    }
-    (count, total)
+    counter.freezes()
 }
 
 /// Jain's fairness index `(Σx)² / (n Σx²)` of a set of throughputs (1 = equal shares).
@@ -406,39 +382,20 @@ pub struct FlowLog<'a> {
     pub stop: Time,
     /// The flow's packets, gathered as the run went ([`PacketStats`]).
     pub packets: &'a PacketStats,
-    pub frames: &'a [FrameRecord],
+    /// The flow's frames, in frame order: their records, or (a run that streamed its frame
+    /// log) only what the summary needs from them, gathered as the run went.
+    pub frames: Frames<'a>,
     /// Bytes the receiver sent back, and what the link they travel could carry meanwhile
     /// (infinite when unlimited).
     pub feedback_bytes: u64,
     pub feedback_capacity_bytes: f64,
 }
 
-/// Bits of the displayed frames over the target's bits (see [`FlowSummary::displayed_share`]).
-/// Each captured frame stands for the target until the next capture (the last one for the mean
-/// interval).
-fn displayed_share(frames: &[FrameRecord], display: &[Option<Time>]) -> Option<f64> {
-    let n = frames.len();
-    if n < 2 {
-        return None;
-    }
-    let mean_interval = (frames[n - 1].capture - frames[0].capture).as_secs_f64() / (n - 1) as f64;
-    let target_bits: f64 = frames
-        .iter()
-        .enumerate()
-        .map(|(i, f)| {
-            let until = frames.get(i + 1).map_or(mean_interval, |next| {
-                (next.capture - f.capture).as_secs_f64()
-            });
-            f.target_bps * until
-        })
-        .sum();
-    let shown_bits: f64 = frames
-        .iter()
-        .zip(display)
-        .filter(|(_, d)| d.is_some())
-        .map(|(f, _)| f.size as f64 * 8.0)
-        .sum();
-    (target_bits > 0.0).then(|| shown_bits / target_bits)
+/// A flow's frames as a summary sees them.
+#[derive(Clone, Copy)]
+pub enum Frames<'a> {
+    Records(&'a [FrameRecord]),
+    Gathered(&'a FrameStats),
 }
 
 /// Summarise one flow. `capacity_bytes(from, to)` is what the bottleneck could carry.
@@ -449,64 +406,42 @@ pub fn summarize_flow(
     capacity_bytes: &dyn Fn(Time, Time) -> f64,
 ) -> FlowSummary {
     let active = (log.stop - log.start).as_secs_f64().max(1e-9);
-    let frames: Vec<&FrameRecord> = log.frames.iter().filter(|f| f.packets > 0).collect();
-    let mut delays: Vec<f64> = frame_delays(log.frames, end)
-        .into_iter()
-        .flatten()
-        .map(|d| d.as_millis_f64())
-        .collect();
-    // In time order: a repaired frame completes after later ones (docs/metrics.md: gaps between
-    // consecutive completions; until 2026-11 they were taken in frame order).
-    let mut completions: Vec<Time> = frames.iter().filter_map(|f| f.complete).collect();
-    completions.sort_unstable();
-    let (freeze_count, freeze_time) = freezes(&completions);
-    let display = playout::display_times(log.frames);
-    let shown: Vec<Time> = display.iter().flatten().copied().collect();
-    let (display_freeze_count, display_freeze_time) = freezes(&shown);
-    let mut latencies: Vec<f64> = playout::frame_latencies(log.frames, &display, end)
-        .iter()
-        .map(|d| d.as_millis_f64())
-        .collect();
-    let psnr: Vec<f64> = log
-        .frames
-        .iter()
-        .zip(&display)
-        .filter(|(_, d)| d.is_some())
-        .filter_map(|(f, _)| f.psnr_db)
-        .collect();
+    let gathered;
+    let frame_stats = match log.frames {
+        Frames::Records(records) => {
+            gathered = FrameStats::of(records, end);
+            &gathered
+        }
+        Frames::Gathered(stats) => stats,
+    };
+    let fs = frame_stats.summary();
     let stats = log.packets;
     let cap = capacity_bytes(log.start, log.stop);
     let counted = stats.sent - stats.in_flight_at_end;
-    let mut sender_wait: Vec<f64> = frames
-        .iter()
-        .filter_map(|f| f.last_send.map(|t| (t - f.capture).as_millis_f64()))
-        .collect();
     let rates = stats.received_rates();
-    // 0.0 + Σ: an empty f64 sum is −0.0, which would print as "-0.00".
-    let video_bits = frames.iter().fold(0.0, |a, f| a + f.size as f64 * 8.0);
     FlowSummary {
         name: log.name.to_string(),
         controller: log.controller.to_string(),
         start_s: log.start.as_secs_f64(),
         stop_s: log.stop.as_secs_f64(),
-        frame_delay_ms: Percentiles::of(&mut delays),
-        frames_sent: frames.len(),
-        frames_delivered: completions.len(),
-        frame_rate_fps: completions.len() as f64 / active,
-        freezes: freeze_count,
-        freeze_time_s: freeze_time.as_secs_f64(),
-        keyframes: frames.iter().filter(|f| f.keyframe).count(),
-        frames_displayed: shown.len(),
-        frames_undecodable: completions.len() - shown.len(),
-        display_rate_fps: shown.len() as f64 / active,
-        display_freezes: display_freeze_count,
-        display_freeze_time_s: display_freeze_time.as_secs_f64(),
-        frame_latency_ms: Percentiles::of(&mut latencies),
-        sender_wait_ms: Percentiles::of(&mut sender_wait),
-        frames_skipped: log.frames.len() - frames.len(),
-        displayed_share: displayed_share(log.frames, &display),
-        psnr_db: (!psnr.is_empty()).then(|| psnr.iter().sum::<f64>() / psnr.len() as f64),
-        video_bitrate_bps: video_bits / active,
+        frame_delay_ms: fs.frame_delay_ms,
+        frames_sent: fs.frames_sent,
+        frames_delivered: fs.frames_delivered,
+        frame_rate_fps: fs.frames_delivered as f64 / active,
+        freezes: fs.freezes.0,
+        freeze_time_s: fs.freezes.1.as_secs_f64(),
+        keyframes: fs.keyframes,
+        frames_displayed: fs.frames_displayed,
+        frames_undecodable: fs.frames_delivered - fs.frames_displayed,
+        display_rate_fps: fs.frames_displayed as f64 / active,
+        display_freezes: fs.display_freezes.0,
+        display_freeze_time_s: fs.display_freezes.1.as_secs_f64(),
+        frame_latency_ms: fs.frame_latency_ms,
+        sender_wait_ms: fs.sender_wait_ms,
+        frames_skipped: fs.frames_skipped,
+        displayed_share: fs.displayed_share,
+        psnr_db: fs.psnr_db,
+        video_bitrate_bps: fs.video_bits / active,
         throughput_bps: stats.received_bytes as f64 * 8.0 / active,
         convergence_s: convergence_time(&rates, RATE_WINDOW),
         below_min_share: log
@@ -521,8 +456,8 @@ pub fn summarize_flow(
         queuing_delay_ms: stats.queuing_delay.percentiles(),
         retransmissions: stats.retransmissions,
         fec_packets: stats.fec_packets,
-        frames_recovered: log.frames.iter().filter(|f| f.recovered).count(),
-        frames_unrecoverable: log.frames.iter().filter(|f| f.unrecoverable).count(),
+        frames_recovered: fs.frames_recovered,
+        frames_unrecoverable: fs.frames_unrecoverable,
         feedback_bytes: log.feedback_bytes,
         feedback_share: (log.feedback_capacity_bytes.is_finite()
             && log.feedback_capacity_bytes > 0.0)
@@ -651,13 +586,19 @@ mod tests {
             })
             .collect();
         let shown = [Some(Time::ZERO), None, Some(Time::ZERO), Some(Time::ZERO)];
-        let share = displayed_share(&f, &shown).unwrap();
+        let f: Vec<FrameRecord> = f
+            .into_iter()
+            .zip(shown)
+            .map(|(f, display)| FrameRecord { display, ..f })
+            .collect();
+        let end = Time::from_millis(1000);
+        let share = FrameStats::of(&f, end).summary().displayed_share.unwrap();
         assert!(
             (share - 0.75).abs() < 1e-12,
             "3 of 4 target-sized frames: {share}"
         );
         assert_eq!(
-            displayed_share(&f[..1], &shown[..1]),
+            FrameStats::of(&f[..1], end).summary().displayed_share,
             None,
             "one frame has no interval"
         );
@@ -779,7 +720,7 @@ mod tests {
             start: Time::ZERO,
             stop: Time::from_millis(4000),
             packets,
-            frames: &[],
+            frames: Frames::Records(&[]),
             feedback_bytes: 0,
             feedback_capacity_bytes: f64::INFINITY,
         };

@@ -190,7 +190,7 @@ mod tests {
                 start: Time::ZERO,
                 stop: Time::from_millis(1000),
                 packets: &PacketStats::new(Time::ZERO, end, (Time::ZERO, end), end),
-                frames: &log,
+                frames: crate::metrics::Frames::Records(&log),
                 feedback_bytes: 0,
                 feedback_capacity_bytes: f64::INFINITY,
             },
