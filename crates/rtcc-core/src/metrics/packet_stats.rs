@@ -396,9 +396,18 @@ impl DelaySample {
 
     /// P50/P95/P99 in milliseconds.
     pub fn percentiles(&self) -> Percentiles {
-        const PS: [f64; 3] = [50.0, 95.0, 99.0];
-        // The ranks the percentiles interpolate between, found in the same passes.
-        let mut ranks: Vec<usize> = PS
+        let ms = |v: u64| Duration(v).as_millis_f64();
+        match self.percentiles_by(&[50.0, 95.0, 99.0], ms)[..] {
+            [p50, p95, p99] => Percentiles { p50, p95, p99 },
+            _ => unreachable!("three percentiles asked for"),
+        }
+    }
+
+    /// Each percentile of `ps` ([`super::percentile`]'s linear rule) of the values as `value`
+    /// maps them (an order-preserving map: milliseconds, a rate), `None` for an empty sample;
+    /// the ranks they interpolate between are found in the same passes.
+    pub fn percentiles_by(&self, ps: &[f64], value: impl Fn(u64) -> f64) -> Vec<Option<f64>> {
+        let mut ranks: Vec<usize> = ps
             .iter()
             .filter_map(|&p| percentile_ranks(self.len, p))
             .flat_map(|(lo, hi, _)| [lo, hi])
@@ -406,15 +415,11 @@ impl DelaySample {
         ranks.sort_unstable();
         ranks.dedup();
         let values = self.select(&ranks);
-        let millis = |i: usize| {
+        let at = |i: usize| {
             let k = ranks.binary_search(&i).expect("a rank found above");
-            Duration(values[k]).as_millis_f64()
+            value(values[k])
         };
-        Percentiles {
-            p50: percentile_at(self.len, PS[0], millis),
-            p95: percentile_at(self.len, PS[1], millis),
-            p99: percentile_at(self.len, PS[2], millis),
-        }
+        ps.iter().map(|&p| percentile_at(self.len, p, at)).collect()
     }
 }
 

@@ -24,9 +24,11 @@
 //! The simulated frame bitrate is `F(t)·8 / I`. The paper reports the P90 frame delay and the
 //! P10 and P90 frame bitrates, with `n` from 1 to 32 frames (Fig. 15b).
 
-use super::percentile;
+use super::packet_stats::DelaySample;
 use crate::units::{Duration, Time};
 use serde::Serialize;
+use std::collections::VecDeque;
+use std::io::{Read, Seek, SeekFrom, Write};
 
 /// One packet of the flow: bottleneck ingress time, bytes, arrival at the receiver (`None` if
 /// lost or still in flight at the end).
@@ -80,8 +82,109 @@ const ADVANCE_EVERY: usize = 1024;
 /// A frame's completion time when it never completed (16 bytes a slot instead of 24).
 const NEVER: Time = Time(u64::MAX);
 
+/// Slots a [`SlotLog`] holds in memory before it moves them to its file (128 KB).
+const SLOTS_IN_MEMORY: usize = 1 << 13;
+
+/// One window's slots (Eq. 10's bytes and when the frame was complete), appended in slot
+/// order: the newest [`SLOTS_IN_MEMORY`] in memory, those before in an anonymous temporary file
+/// (16 bytes each), so an hour of 30 fps slots (108,000 per window) does not stay in memory. The
+/// frame walk reads them back newest first ([`SlotLog::newest_first`]). If no temporary file
+/// can be written the slots stay in memory.
+#[derive(Debug, Default)]
+struct SlotLog {
+    memory: Vec<(f64, Time)>,
+    file: Option<std::fs::File>,
+    in_file: usize,
+    spill_failed: bool,
+}
+
+impl SlotLog {
+    fn len(&self) -> usize {
+        self.in_file + self.memory.len()
+    }
+
+    fn push(&mut self, slot: (f64, Time)) {
+        self.memory.push(slot);
+        if self.memory.len() >= SLOTS_IN_MEMORY && !self.spill_failed {
+            self.spill();
+        }
+    }
+
+    fn spill(&mut self) {
+        if self.file.is_none() {
+            match tempfile::tempfile() {
+                Ok(f) => self.file = Some(f),
+                Err(_) => {
+                    self.spill_failed = true;
+                    return;
+                }
+            }
+        }
+        let mut bytes = Vec::with_capacity(16 * self.memory.len());
+        for (size, complete) in &self.memory {
+            bytes.extend_from_slice(&size.to_bits().to_le_bytes());
+            bytes.extend_from_slice(&complete.0.to_le_bytes());
+        }
+        let mut file: &std::fs::File = self.file.as_ref().expect("a file to spill to");
+        match file
+            .seek(SeekFrom::Start(16 * self.in_file as u64))
+            .and_then(|_| file.write_all(&bytes))
+        {
+            Ok(()) => {
+                self.in_file += self.memory.len();
+                self.memory.clear();
+            }
+            // Disk full: the slots stay in memory from here on (a partial write lies past
+            // the counted slots and is never read).
+            Err(_) => self.spill_failed = true,
+        }
+    }
+
+    /// Every slot, the newest first.
+    fn newest_first(&self) -> impl Iterator<Item = (f64, Time)> + '_ {
+        let chunks = self.in_file.div_ceil(SLOTS_IN_MEMORY);
+        let from_file = (0..chunks).rev().flat_map(move |c| {
+            let (from, to) = (
+                c * SLOTS_IN_MEMORY,
+                ((c + 1) * SLOTS_IN_MEMORY).min(self.in_file),
+            );
+            let mut buf = vec![0u8; 16 * (to - from)];
+            let mut file: &std::fs::File = self.file.as_ref().expect("slots in a file");
+            file.seek(SeekFrom::Start(16 * from as u64))
+                .and_then(|_| file.read_exact(&mut buf))
+                .unwrap_or_else(|e| {
+                    panic!("cannot read back Eq. 10's frames kept in a temporary file: {e}")
+                });
+            let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
+            let slots: Vec<(f64, Time)> = buf
+                .chunks_exact(16)
+                .map(|r| (f64::from_bits(word(&r[..8])), Time(word(&r[8..]))))
+                .collect();
+            slots.into_iter().rev()
+        });
+        self.memory.iter().rev().copied().chain(from_file)
+    }
+}
+
+/// A key whose unsigned order is `f64::total_cmp`'s order (so a [`DelaySample`] can rank
+/// frame sizes), and back.
+fn order_key(x: f64) -> u64 {
+    let bits = x.to_bits();
+    match bits >> 63 {
+        1 => !bits,
+        _ => bits | 1 << 63,
+    }
+}
+
+fn from_order_key(key: u64) -> f64 {
+    f64::from_bits(match key >> 63 {
+        1 => key & !(1 << 63),
+        _ => !key,
+    })
+}
+
 /// One window `n`'s frames, computed slot by slot as soon as the packets they need are known.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 struct Window {
     n: usize,
     /// The next slot to size (`frames.len()`), and its size once computed (its completion may
@@ -94,7 +197,7 @@ struct Window {
     first: usize,
     last: usize,
     /// Per slot: Eq. 10's bytes and when the frame was complete ([`NEVER`] if it was not).
-    frames: Vec<(f64, Time)>,
+    frames: SlotLog,
 }
 
 /// Eq. 10 and the frame walk for every window of [`WINDOWS`] over a flow's packets, fed in
@@ -102,9 +205,11 @@ struct Window {
 /// with the run: it keeps the packets of the last `max n + 1` slots (and up to
 /// [`ADVANCE_EVERY`] more) and one entry per slot,
 /// where a batch computation kept every packet (32 bytes each for SQP's triple, plus 12 for its
-/// prefix sums). The arithmetic is the batch computation's, step for step, so the result is
+/// prefix sums). The slots themselves go to a temporary file as they are made ([`SlotLog`]),
+/// and the boundaries no window needs any more are dropped, so an hour's run holds no more than
+/// a minute's. The arithmetic is the batch computation's, step for step, so the result is
 /// the same to the bit whether a run streams its packets or keeps them.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub struct Eq10 {
     start: Time,
     interval: Duration,
@@ -113,8 +218,10 @@ pub struct Eq10 {
     slots: usize,
     last_boundary: usize,
     /// Bytes sent before each slot boundary known so far (the first packet with ingress at or
-    /// after the boundary is not counted).
-    boundary_cum: Vec<u64>,
+    /// after the boundary is not counted), from boundary `boundary_first` on (those before are
+    /// behind every window).
+    boundary_cum: VecDeque<u64>,
+    boundary_first: usize,
     /// Packets from index `base` on (earlier ones are no longer needed).
     packets: std::collections::VecDeque<Carried>,
     base: usize,
@@ -148,7 +255,8 @@ impl Eq10 {
             end,
             slots,
             last_boundary: slots + max_n,
-            boundary_cum: Vec::new(),
+            boundary_cum: VecDeque::new(),
+            boundary_first: 0,
             packets: Default::default(),
             base: 0,
             bytes: 0,
@@ -168,7 +276,7 @@ impl Eq10 {
                     begin: 0.0,
                     first: 0,
                     last: 0,
-                    frames: Vec::with_capacity(slots),
+                    frames: SlotLog::default(),
                 })
                 .collect(),
         }
@@ -183,6 +291,16 @@ impl Eq10 {
         self.start + Duration(self.interval.0 * k as u64)
     }
 
+    /// Boundaries closed so far.
+    fn boundaries(&self) -> usize {
+        self.boundary_first + self.boundary_cum.len()
+    }
+
+    /// Bytes sent before boundary `k` (closed, and not behind every window).
+    fn cum_at(&self, k: usize) -> u64 {
+        self.boundary_cum[k - self.boundary_first]
+    }
+
     /// The next packet in ingress order.
     pub fn push(&mut self, p: &SentPacket) {
         debug_assert!(!self.finished, "push after finish");
@@ -192,10 +310,10 @@ impl Eq10 {
             return; // every frame is known: later packets change nothing
         }
         // Boundaries at or before this packet's ingress close with the bytes before it.
-        while self.boundary_cum.len() <= self.last_boundary
-            && p.ingress >= self.boundary(self.boundary_cum.len())
+        while self.boundaries() <= self.last_boundary
+            && p.ingress >= self.boundary(self.boundaries())
         {
-            self.boundary_cum.push(self.bytes);
+            self.boundary_cum.push_back(self.bytes);
         }
         self.bytes += p.size as u64;
         self.lost += p.recv.is_none() as u32;
@@ -237,6 +355,12 @@ impl Eq10 {
             self.packets.pop_front();
             self.base += 1;
         }
+        // Every window is past the boundaries before its next slot.
+        let behind_all = self.windows.iter().map(|w| w.frames.len()).min();
+        while self.boundary_first < behind_all.unwrap_or(0) && !self.boundary_cum.is_empty() {
+            self.boundary_cum.pop_front();
+            self.boundary_first += 1;
+        }
     }
 
     fn advance_window(&mut self, w: usize) {
@@ -251,15 +375,16 @@ impl Eq10 {
             let size = match win.sized {
                 Some(size) => size,
                 None => {
-                    if self.boundary_cum.len() <= k + win.n {
+                    if self.boundaries() <= k + win.n {
                         return; // slot k + n has not ended yet
                     }
-                    let c = &self.boundary_cum;
-                    let one = (c[k + 1] - c[k]) as f64;
-                    let window = (c[k + win.n] - c[k]) as f64;
+                    let c = |i: usize| self.cum_at(i);
+                    let one = (c(k + 1) - c(k)) as f64;
+                    let window = (c(k + win.n) - c(k)) as f64;
+                    let first_begin = (k == 0).then(|| c(0) as f64);
                     let win = &mut self.windows[w];
-                    if k == 0 {
-                        win.begin = c[0] as f64;
+                    if let Some(begin) = first_begin {
+                        win.begin = begin;
                     }
                     let size = ((window - win.pending) / win.n as f64)
                         .max(one - win.pending)
@@ -323,8 +448,8 @@ impl Eq10 {
         if self.slots == 0 {
             return;
         }
-        while self.boundary_cum.len() <= self.last_boundary {
-            self.boundary_cum.push(self.bytes);
+        while self.boundaries() <= self.last_boundary {
+            self.boundary_cum.push_back(self.bytes);
         }
         self.advance();
     }
@@ -335,11 +460,12 @@ impl Eq10 {
         let Some(w) = self.windows.iter().find(|w| w.n == n as usize) else {
             return Vec::new();
         };
-        let mut frames: Vec<SimulatedFrame> = w
-            .frames
-            .iter()
+        let mut slots: Vec<(f64, Time)> = w.frames.newest_first().collect();
+        slots.reverse();
+        let mut frames: Vec<SimulatedFrame> = slots
+            .into_iter()
             .enumerate()
-            .map(|(k, &(bytes, complete))| SimulatedFrame {
+            .map(|(k, (bytes, complete))| SimulatedFrame {
                 slot: self.boundary(k),
                 bytes,
                 complete: (complete != NEVER).then_some(complete),
@@ -361,13 +487,49 @@ impl Eq10 {
         frames
     }
 
-    /// The summary of every window of [`WINDOWS`].
+    /// The summary of every window of [`WINDOWS`]: [`Eq10::frames`]'s delays and
+    /// [`window_summary`]'s percentiles, walked newest first from the slot log into exact
+    /// samples instead of a vector of frames (the same numbers to the bit).
     pub fn summary(&mut self) -> Vec<SqpFrameDelay> {
-        let interval = self.interval;
-        WINDOWS
-            .iter()
-            .map(|&n| window_summary(n, interval, &self.frames(n)))
-            .collect()
+        self.finish();
+        let seconds = self.interval.as_secs_f64();
+        let mut out = Vec::with_capacity(WINDOWS.len());
+        for w in &self.windows {
+            let (mut delays, mut sizes) = (DelaySample::default(), DelaySample::default());
+            let mut shown_at = self.end;
+            for (k, (bytes, complete)) in (0..w.frames.len()).rev().zip(w.frames.newest_first()) {
+                let delay = if bytes <= 0.0 {
+                    self.interval
+                } else {
+                    if complete != NEVER {
+                        shown_at = shown_at.min(complete);
+                    }
+                    shown_at - self.boundary(k)
+                };
+                delays.push(delay);
+                sizes.push(Duration(order_key(bytes)));
+            }
+            let ms = |v: u64| Duration(v).as_millis_f64();
+            let bps = |key: u64| from_order_key(key) * 8.0 / seconds;
+            let d = delays.percentiles_by(&[50.0, 90.0, 95.0, 99.0], ms);
+            let r = sizes.percentiles_by(&[10.0, 50.0, 90.0], bps);
+            out.push(SqpFrameDelay {
+                n: w.n as u32,
+                frame_interval_ms: self.interval.as_millis_f64(),
+                frame_delay_ms: DelayPercentiles {
+                    p50: d[0],
+                    p90: d[1],
+                    p95: d[2],
+                    p99: d[3],
+                },
+                frame_bitrate_bps: BitratePercentiles {
+                    p10: r[0],
+                    p50: r[1],
+                    p90: r[2],
+                },
+            });
+        }
+        out
     }
 }
 
@@ -436,34 +598,38 @@ pub fn summarize(
     eq10.summary()
 }
 
-fn window_summary(n: u32, interval: Duration, frames: &[SimulatedFrame]) -> SqpFrameDelay {
-    let mut delays: Vec<f64> = frames.iter().map(|f| f.delay.as_millis_f64()).collect();
-    let mut rates: Vec<f64> = frames
-        .iter()
-        .map(|f| f.bytes * 8.0 / interval.as_secs_f64())
-        .collect();
-    delays.sort_by(|a, b| a.total_cmp(b));
-    rates.sort_by(|a, b| a.total_cmp(b));
-    SqpFrameDelay {
-        n,
-        frame_interval_ms: interval.as_millis_f64(),
-        frame_delay_ms: DelayPercentiles {
-            p50: percentile(&delays, 50.0),
-            p90: percentile(&delays, 90.0),
-            p95: percentile(&delays, 95.0),
-            p99: percentile(&delays, 99.0),
-        },
-        frame_bitrate_bps: BitratePercentiles {
-            p10: percentile(&rates, 10.0),
-            p50: percentile(&rates, 50.0),
-            p90: percentile(&rates, 90.0),
-        },
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::metrics::percentile;
+
+    /// A window's summary from its frames, the plain way (sort and interpolate): what
+    /// [`Eq10::summary`] computes without holding the frames.
+    fn window_summary(n: u32, interval: Duration, frames: &[SimulatedFrame]) -> SqpFrameDelay {
+        let mut delays: Vec<f64> = frames.iter().map(|f| f.delay.as_millis_f64()).collect();
+        let mut rates: Vec<f64> = frames
+            .iter()
+            .map(|f| f.bytes * 8.0 / interval.as_secs_f64())
+            .collect();
+        delays.sort_by(|a, b| a.total_cmp(b));
+        rates.sort_by(|a, b| a.total_cmp(b));
+        SqpFrameDelay {
+            n,
+            frame_interval_ms: interval.as_millis_f64(),
+            frame_delay_ms: DelayPercentiles {
+                p50: percentile(&delays, 50.0),
+                p90: percentile(&delays, 90.0),
+                p95: percentile(&delays, 95.0),
+                p99: percentile(&delays, 99.0),
+            },
+            frame_bitrate_bps: BitratePercentiles {
+                p10: percentile(&rates, 10.0),
+                p50: percentile(&rates, 50.0),
+                p90: percentile(&rates, 90.0),
+            },
+        }
+    }
     use proptest::prelude::*;
 
     /// Eq. 10 computed the plain way, with every packet and its prefix sums in hand: the
@@ -547,12 +713,67 @@ mod tests {
                     let got: Vec<_> = eq10.frames(n).iter().map(|f| (f.bytes, f.complete, f.delay)).collect();
                     prop_assert_eq!(got, want, "n = {}, moved every {} packets", n, every);
                 }
+                let plain: Vec<SqpFrameDelay> = WINDOWS.iter().map(|&n| window_summary(n, iv, &eq10.frames(n))).collect();
+                prop_assert_eq!(eq10.summary(), plain, "moved every {} packets", every);
             }
         }
     }
 
     fn ms(v: u64) -> Time {
         Time::from_millis(v)
+    }
+
+    #[test]
+    fn slots_past_the_memory_limit_go_to_a_file_and_come_back_the_same() {
+        // 30,000 slots of 1 ms (more than three files' chunks), an uneven sender with losses.
+        let packets: Vec<SentPacket> = (0..40_000u64)
+            .map(|i| {
+                let t = i * 3 / 4;
+                pkt(
+                    t,
+                    200 + (i * 7919 % 1300) as u32,
+                    (i % 97 != 0).then_some(t + 20 + i % 11),
+                )
+            })
+            .collect();
+        let (start, stop, iv, end) = (ms(0), ms(30_000), Duration::from_millis(1), ms(31_000));
+        let mut eq10 = Eq10::new(start, stop, iv, end);
+        packets.iter().for_each(|p| eq10.push(p));
+        assert!(
+            eq10.windows
+                .iter()
+                .all(|w| w.frames.in_file > 2 * SLOTS_IN_MEMORY),
+            "the slots went to the file"
+        );
+        assert!(
+            eq10.boundary_cum.len() < 2 * ADVANCE_EVERY,
+            "boundaries behind every window are dropped ({} kept)",
+            eq10.boundary_cum.len()
+        );
+        for n in WINDOWS {
+            let want = batch(&packets, start, stop, iv, n as usize, end);
+            let got: Vec<_> = eq10
+                .frames(n)
+                .iter()
+                .map(|f| (f.bytes, f.complete, f.delay))
+                .collect();
+            assert_eq!(got, want, "n = {n}");
+        }
+        let plain: Vec<SqpFrameDelay> = WINDOWS
+            .iter()
+            .map(|&n| window_summary(n, iv, &eq10.frames(n)))
+            .collect();
+        assert_eq!(eq10.summary(), plain);
+    }
+
+    #[test]
+    fn the_order_key_sorts_as_total_cmp() {
+        let mut x = [3.5, -0.0, 0.0, 1e-300, -2.0, f64::INFINITY, 1e9, 0.25];
+        let mut keys: Vec<u64> = x.iter().map(|&v| order_key(v)).collect();
+        x.sort_by(|a, b| a.total_cmp(b));
+        keys.sort_unstable();
+        let back: Vec<u64> = keys.iter().map(|&k| from_order_key(k).to_bits()).collect();
+        assert_eq!(back, x.map(f64::to_bits));
     }
 
     fn pkt(ingress_ms: u64, size: u32, recv_ms: Option<u64>) -> SentPacket {
