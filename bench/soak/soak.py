@@ -174,11 +174,11 @@ def sim(args, out: Path) -> dict:
     sc.write_text(f'duration = "{args.duration}s"\nseed = 1\n[path.forward]\ncapacity = "110Mbps"\ndelay = "20ms"\n'
                   f'queue = "50ms"\n[[flows]]\ncontroller = "fixed"\nparams = {{ rate = "100Mbps" }}\n')
     proc = subprocess.Popen([sys.executable, "-m", "rtcc", "run", str(sc), "-o", str(out / "run"), "--no-plots",
-                             "--allow-large"], cwd=ROOT)
+                             "--allow-large", "--force"], cwd=ROOT)
     rows, t0 = [], time.monotonic()
     while proc.poll() is None:
         rss = rss_mb(proc.pid)
-        if rss is not None:
+        if rss:  # None or 0 while the process starts or exits
             rows.append((round(time.monotonic() - t0, 1), "rtcc run", round(rss, 2)))
         time.sleep(args.every)
     return {"rows": rows, "exit": proc.returncode, "wall_s": round(time.monotonic() - t0, 1)}
