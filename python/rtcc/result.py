@@ -12,7 +12,7 @@ reach Python as Arrow data without a copy, or are written to Parquet by the core
 run folder without plots needs neither polars nor NumPy (``rtcc run --no-plots`` stays fast).
 They become polars DataFrames when first read. The packet log is the only log that grows with
 the link's rate (88 bytes a packet in the core): a run can stream it to a Parquet file as it goes
-(in row groups of 65,536 packets as the core hands them over) instead of holding it, or not keep it at all
+(in chunks of 65,536 packets as the core hands them over, row groups of 262,144) instead of holding it, or not keep it at all
 (sweeps without logs): the summary is the same either way. ``rtcc run`` streams the frame and
 state logs too (``Scenario.run(logs_to=...)``), so an hour's run holds no more than a minute's.
 """

@@ -195,7 +195,7 @@ impl RunOutput {
 /// Run a scenario (JSON text) and return it as a [`RunOutput`].
 ///
 /// `packets_to`: a Parquet file the packet log is streamed to as the run goes (row groups of
-/// 65,536 records, each flow's packets in send order), instead of being kept. `frames_to` and
+/// 262,144 records, each flow's packets in send order), instead of being kept. `frames_to` and
 /// `state_to`: the same for the frame log (each flow's frames in frame order, as they settle)
 /// and the state log; with all three a run's memory does not grow with its length.
 /// `pcap_to`: a pcap file every datagram sent is written to as it is sent
