@@ -16,6 +16,7 @@ pub mod downloads;
 pub mod frame_stats;
 pub mod packet_stats;
 pub mod playout;
+pub mod spill;
 pub mod sqp_frame_delay;
 
 pub use frame_stats::FrameStats;

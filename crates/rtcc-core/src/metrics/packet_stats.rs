@@ -12,11 +12,11 @@
 //! log: Eq. 10 sees the packets in that order (the simulator logs them in ingress order), the
 //! delays are only ever used through their exact ranks, and every sum is over integers.
 
+use super::spill::SpillFile;
 use super::sqp_frame_delay::{Eq10, SentPacket};
 use super::{percentile_at, percentile_ranks, PacketRecord, Percentiles, JAIN_WINDOW, RATE_WINDOW};
 use crate::packet::PacketKind;
 use crate::units::{Duration, Time};
-use std::io::{Read, Seek, SeekFrom, Write};
 
 /// A flow's packet statistics (see the module header).
 #[derive(Debug)]
@@ -221,11 +221,9 @@ impl PacketStats {
 pub struct DelaySample {
     /// The encoded values not spilled yet.
     encoded: Vec<u8>,
-    /// The encoded values before those, in a temporary file, and how many bytes; `None` until
-    /// the first spill (or for good if no temporary file could be written: then the sample
-    /// stays in memory).
-    spilled: Option<(std::fs::File, u64)>,
-    spill_failed: bool,
+    /// The encoded values before those, in a temporary file (empty if none could be written:
+    /// then the sample stays in memory).
+    spilled: SpillFile,
     len: usize,
     last: u64,
     min: u64,
@@ -254,36 +252,8 @@ impl DelaySample {
         };
         self.last = v;
         self.len += 1;
-        if self.encoded.len() >= SPILL_AT && !self.spill_failed {
-            self.spill();
-        }
-    }
-
-    /// Move the encoded values to the temporary file (values end where a push ended, so the
-    /// file holds whole values).
-    fn spill(&mut self) {
-        if self.spilled.is_none() {
-            match tempfile::tempfile() {
-                Ok(f) => self.spilled = Some((f, 0)),
-                Err(_) => {
-                    self.spill_failed = true;
-                    return;
-                }
-            }
-        }
-        let (file, bytes) = self.spilled.as_mut().expect("a file to spill to");
-        // At the end of what was counted (a read moves the file's position).
-        match file
-            .seek(SeekFrom::Start(*bytes))
-            .and_then(|_| file.write_all(&self.encoded))
-        {
-            Ok(()) => {
-                *bytes += self.encoded.len() as u64;
-                self.encoded.clear();
-            }
-            // Disk full: the sample stays in memory from here on. The bytes of a partial
-            // write are past the counted ones and never read.
-            Err(_) => self.spill_failed = true,
+        if self.encoded.len() >= SPILL_AT && self.spilled.append(&self.encoded) {
+            self.encoded.clear();
         }
     }
 
@@ -302,24 +272,10 @@ impl DelaySample {
 
     /// The encoded bytes: the file's, then the memory's.
     fn bytes(&self) -> impl Iterator<Item = u8> + '_ {
-        let file = self.spilled.iter().flat_map(|(f, n)| {
-            let mut at = 0u64;
-            std::iter::from_fn(move || {
-                if at == *n {
-                    return None;
-                }
-                let mut chunk = vec![0u8; (*n - at).min(1 << 20) as usize];
-                let mut file = f; // `&File` reads and seeks
-                file.seek(SeekFrom::Start(at))
-                    .and_then(|_| file.read_exact(&mut chunk))
-                    .unwrap_or_else(|e| {
-                        panic!("cannot read back the delays kept in a temporary file: {e}")
-                    });
-                at += chunk.len() as u64;
-                Some(chunk)
-            })
-            .flatten()
-        });
+        // Values end where a push ended, so the file holds whole values.
+        let n = self.spilled.len();
+        let chunks = (0..n).step_by(1 << 20);
+        let file = chunks.flat_map(move |at| self.spilled.read(at, (n - at).min(1 << 20) as usize));
         file.chain(self.encoded.iter().copied())
     }
 
@@ -474,7 +430,7 @@ mod tests {
         let mut sample = DelaySample::default();
         values.iter().for_each(|&v| sample.push(Duration(v)));
         assert!(
-            sample.spilled.as_ref().is_some_and(|(_, n)| *n > 0) && sample.encoded.len() < SPILL_AT,
+            !sample.spilled.is_empty() && sample.encoded.len() < SPILL_AT,
             "the sample should live mostly in its temporary file"
         );
         assert!(sample.values().eq(values.iter().copied()));

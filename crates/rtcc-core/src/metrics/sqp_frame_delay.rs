@@ -25,10 +25,10 @@
 //! P10 and P90 frame bitrates, with `n` from 1 to 32 frames (Fig. 15b).
 
 use super::packet_stats::DelaySample;
+use super::spill::SpillFile;
 use crate::units::{Duration, Time};
 use serde::Serialize;
 use std::collections::VecDeque;
-use std::io::{Read, Seek, SeekFrom, Write};
 
 /// One packet of the flow: bottleneck ingress time, bytes, arrival at the receiver (`None` if
 /// lost or still in flight at the end).
@@ -93,75 +93,50 @@ const SLOTS_IN_MEMORY: usize = 1 << 13;
 #[derive(Debug, Default)]
 struct SlotLog {
     memory: Vec<(f64, Time)>,
-    file: Option<std::fs::File>,
-    in_file: usize,
-    spill_failed: bool,
+    file: SpillFile,
 }
 
 impl SlotLog {
+    fn in_file(&self) -> usize {
+        (self.file.len() / 16) as usize
+    }
+
     fn len(&self) -> usize {
-        self.in_file + self.memory.len()
+        self.in_file() + self.memory.len()
     }
 
     fn push(&mut self, slot: (f64, Time)) {
         self.memory.push(slot);
-        if self.memory.len() >= SLOTS_IN_MEMORY && !self.spill_failed {
-            self.spill();
-        }
-    }
-
-    fn spill(&mut self) {
-        if self.file.is_none() {
-            match tempfile::tempfile() {
-                Ok(f) => self.file = Some(f),
-                Err(_) => {
-                    self.spill_failed = true;
-                    return;
-                }
+        if self.memory.len() >= SLOTS_IN_MEMORY {
+            let mut bytes = Vec::with_capacity(16 * self.memory.len());
+            for (size, complete) in &self.memory {
+                bytes.extend_from_slice(&size.to_bits().to_le_bytes());
+                bytes.extend_from_slice(&complete.0.to_le_bytes());
             }
-        }
-        let mut bytes = Vec::with_capacity(16 * self.memory.len());
-        for (size, complete) in &self.memory {
-            bytes.extend_from_slice(&size.to_bits().to_le_bytes());
-            bytes.extend_from_slice(&complete.0.to_le_bytes());
-        }
-        let mut file: &std::fs::File = self.file.as_ref().expect("a file to spill to");
-        match file
-            .seek(SeekFrom::Start(16 * self.in_file as u64))
-            .and_then(|_| file.write_all(&bytes))
-        {
-            Ok(()) => {
-                self.in_file += self.memory.len();
+            if self.file.append(&bytes) {
                 self.memory.clear();
             }
-            // Disk full: the slots stay in memory from here on (a partial write lies past
-            // the counted slots and is never read).
-            Err(_) => self.spill_failed = true,
         }
     }
 
     /// Every slot, the newest first.
     fn newest_first(&self) -> impl Iterator<Item = (f64, Time)> + '_ {
-        let chunks = self.in_file.div_ceil(SLOTS_IN_MEMORY);
-        let from_file = (0..chunks).rev().flat_map(move |c| {
-            let (from, to) = (
-                c * SLOTS_IN_MEMORY,
-                ((c + 1) * SLOTS_IN_MEMORY).min(self.in_file),
-            );
-            let mut buf = vec![0u8; 16 * (to - from)];
-            let mut file: &std::fs::File = self.file.as_ref().expect("slots in a file");
-            file.seek(SeekFrom::Start(16 * from as u64))
-                .and_then(|_| file.read_exact(&mut buf))
-                .unwrap_or_else(|e| {
-                    panic!("cannot read back Eq. 10's frames kept in a temporary file: {e}")
-                });
-            let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
-            let slots: Vec<(f64, Time)> = buf
-                .chunks_exact(16)
-                .map(|r| (f64::from_bits(word(&r[..8])), Time(word(&r[8..]))))
-                .collect();
-            slots.into_iter().rev()
-        });
+        let in_file = self.in_file();
+        let from_file = (0..in_file.div_ceil(SLOTS_IN_MEMORY))
+            .rev()
+            .flat_map(move |c| {
+                let (from, to) = (
+                    c * SLOTS_IN_MEMORY,
+                    ((c + 1) * SLOTS_IN_MEMORY).min(in_file),
+                );
+                let bytes = self.file.read(16 * from as u64, 16 * (to - from));
+                let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
+                let slots: Vec<(f64, Time)> = bytes
+                    .chunks_exact(16)
+                    .map(|r| (f64::from_bits(word(&r[..8])), Time(word(&r[8..]))))
+                    .collect();
+                slots.into_iter().rev()
+            });
         self.memory.iter().rev().copied().chain(from_file)
     }
 }
@@ -742,7 +717,7 @@ mod tests {
         assert!(
             eq10.windows
                 .iter()
-                .all(|w| w.frames.in_file > 2 * SLOTS_IN_MEMORY),
+                .all(|w| w.frames.in_file() > 2 * SLOTS_IN_MEMORY),
             "the slots went to the file"
         );
         assert!(
