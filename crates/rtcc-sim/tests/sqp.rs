@@ -766,8 +766,8 @@ fn keeps_sending(r: &RunResult) -> (f64, f64, f64) {
 
 #[test]
 fn on_a_400_kbps_link_with_a_deep_buffer_the_latency_stays_under_300_ms() {
-    // 0.4 Mbit/s, 1000-packet drop-tail, 50 ms RTT. Before the start rate, the per-round-trip
-    // decrease bound and the no-overshoot bound (docs/sqp.md, "Hard links") the latency P95 was
+    // 0.4 Mbit/s, 1000-packet drop-tail, 50 ms RTT. Before the start rate, the delivery floor
+    // and the no-overshoot bound (docs/sqp.md, "Hard links") the latency P95 was
     // 1087 / 720 / 1172 ms for seeds 1-3 (a 2 Mbit/s start floods seconds of queue) and the
     // longest silence 0.90-1.20 s; now 165 / 155 / 170 ms (12 seeds: 148-183) and 0.40-0.53 s.
     for seed in 1..=3 {
