@@ -355,8 +355,16 @@ fn with_eq1_as_printed_small_frames_read_high_and_keep_a_queue_at_5_mbps() {
         pct(&queuing_ms(&r, 45.0, 60.0), 90.0)
     );
     assert!(b > 5.0e6, "estimate at 5 Mbit/s {b} exceeds the link");
-    let q = queuing_ms(&r, 45.0, 60.0);
-    assert!(pct(&q, 90.0) > 20.0, "P90 queuing {} ms", pct(&q, 90.0));
+    // So the video fills the link instead of leaving T's 10 % (the corrected sample: 4.5 Mbit/s,
+    // the test above); the standing queue this leaves varied with the path the estimate took
+    // after the drop (P90 queuing 45–60 s: 38 ms when it collapsed to the floor, 9.8 ms since
+    // the delivery floor).
+    let video = throughput_bps(&r, 0, 45.0, 60.0);
+    eprintln!(
+        "step (Eq. 1 as printed): video 45–60 s {:.3} Mbit/s",
+        video / 1e6
+    );
+    assert!(video > 0.97 * 5e6, "video at 5 Mbit/s: {video}");
     // At 20 Mbit/s (25 packets per frame) the same reading still drains (T·25/24 < 1).
     let q = queuing_ms(&r, 65.0, 75.0);
     assert!(
@@ -721,5 +729,84 @@ fn the_eq10_metric_is_reported_for_video_and_constant_rate_flows() {
     assert!(
         (sim - real).abs() < 3.0,
         "simulated {sim} ms vs frame delay {real} ms"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Links the paper never tried, with the realistic media pipeline (`lagged` encoder, balanced
+// quality scaling, frame dropper, pacer pushback): `experiments/sqp/hard-*.toml`, docs/sqp.md
+// "Hard links". On both the flow must keep sending and its frame latency stay bounded.
+
+/// One of the hard-link scenario files with another seed.
+fn hard_link(file: &str, seed: u64) -> RunResult {
+    let path = common::repo_dir("experiments/sqp").join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("\nseed = 1\n"), "{file} sets seed = 1");
+    simulate(&text.replace("\nseed = 1\n", &format!("\nseed = {seed}\n")))
+}
+
+/// (frame latency P95 in ms, longest gap between two packets sent in s, lowest received rate
+/// over the 5 s windows from 5 s in bit/s).
+fn keeps_sending(r: &RunResult) -> (f64, f64, f64) {
+    let f = &r.flows[0];
+    let mut sent: Vec<f64> = f.packets.iter().map(|p| secs(p.send)).collect();
+    sent.sort_by(|a, b| a.total_cmp(b));
+    let gap = sent.windows(2).map(|w| w[1] - w[0]).fold(0.0, f64::max);
+    let last = sent.last().copied().unwrap_or(0.0);
+    assert!(
+        last > r.summary.duration_s - 0.5,
+        "last packet sent at {last} s"
+    );
+    let lowest = (1..12)
+        .map(|k| throughput_bps(r, 0, 5.0 * k as f64, 5.0 * (k + 1) as f64))
+        .fold(f64::INFINITY, f64::min);
+    let p95 = r.summary.flows[0].frame_latency_ms.p95.unwrap();
+    (p95, gap, lowest)
+}
+
+#[test]
+fn on_a_400_kbps_link_with_a_deep_buffer_the_latency_stays_under_300_ms() {
+    // 0.4 Mbit/s, 1000-packet drop-tail, 50 ms RTT. Before the start rate, the delivery floor
+    // and the no-overshoot bound (docs/sqp.md, "Hard links") the latency P95 was
+    // 1087 / 720 / 1172 ms for seeds 1-3 (a 2 Mbit/s start floods seconds of queue) and the
+    // longest silence 0.90-1.20 s; now 165 / 155 / 170 ms (12 seeds: 148-183) and 0.40-0.53 s.
+    for seed in 1..=3 {
+        let (p95, gap, lowest) = keeps_sending(&hard_link("hard-400kbps.toml", seed));
+        eprintln!("seed {seed}: latency P95 {p95:.0} ms, longest gap {gap:.2} s, lowest 5 s rate {lowest:.0} bit/s");
+        // The bound.
+        assert!(p95 < 300.0, "seed {seed}: latency P95 {p95} ms");
+        // Never silent for long: measured ≤ 0.53 s; the frame dropper alone may skip 0.75 s.
+        assert!(gap < 0.75, "seed {seed}: {gap} s without a packet");
+        // Every 5 s carries most of the link: measured ≥ 0.348 Mbit/s, so 75 % of it.
+        assert!(
+            lowest > 0.3e6,
+            "seed {seed}: {lowest} bit/s in a 5 s window"
+        );
+    }
+}
+
+#[test]
+fn on_the_demo_lte_trace_the_latency_stays_bounded() {
+    // The demo's LTE-like link (mean 6 Mbit/s, 40 ms RTT, 200 ms buffer). Latency P95 for seeds
+    // 1-5: before 294 / 412 / 885 / 647 / 795 ms (median 647; gcc 69-97), now 384 / 184 / 175 /
+    // 177 / 246 ms (12 seeds: median 181, 174-384). Seed 1's 384 ms is one frame lost at a queue
+    // overflow that could not be repaired (2.3 s until the next keyframe): such a freeze lands
+    // on one seed or another, so the bound is on the median of five seeds (+40 % on 181 ms),
+    // with each seed below 500 ms.
+    let mut p95s = Vec::new();
+    for seed in 1..=5 {
+        let (p95, gap, lowest) = keeps_sending(&hard_link("hard-lte.toml", seed));
+        eprintln!("seed {seed}: latency P95 {p95:.0} ms, longest gap {gap:.2} s, lowest 5 s rate {lowest:.0} bit/s");
+        assert!(p95 < 500.0, "seed {seed}: latency P95 {p95} ms");
+        // Measured ≤ 0.47 s (before: up to 1.02 s).
+        assert!(gap < 0.75, "seed {seed}: {gap} s without a packet");
+        // The trace's 5 s means are 3.5-9 Mbit/s; the flow receives ≥ 2.3 Mbit/s in each.
+        assert!(lowest > 1e6, "seed {seed}: {lowest} bit/s in a 5 s window");
+        p95s.push(p95);
+    }
+    let median = pct(&p95s, 50.0);
+    assert!(
+        median < 250.0,
+        "median latency P95 {median} ms over seeds 1-5"
     );
 }

@@ -15,6 +15,16 @@ controller_config! {
         pub target_multiplier: f64 = 0.9,
         /// δ: step size of the update rule, Eq. 4 (§4.4)
         pub step: Rate = Rate::from_kbps(320.0),
+        /// frame rate at which δ is one update's step (the paper's 60 fps); 0: δ per update
+        ///
+        /// At another frame rate each update moves `δ·step_fps/fps`, so the estimate moves as
+        /// far per second as at the paper's 60 fps.
+        pub step_fps: f64 = 60.0,
+        /// no decrease goes below this share of T × the rate the path delivered the sampled
+        /// train at (0: none)
+        ///
+        /// The judgment bound against Eq. 1's penalty counted once per frame in flight.
+        pub delivery_floor: f64 = 0.4,
         /// r: reward weight of the update rule, Eq. 4 (§4.4)
         pub reward: f64 = 0.25,
         /// window of the minimum one-way delay, as a multiple of sRTT (§4.3)
@@ -32,8 +42,8 @@ controller_config! {
         ///
         /// The hysteresis band between the estimate and the encoder target.
         pub hysteresis: f64 = 0.05,
-        /// estimate before the first sample
-        pub initial_rate: Rate = Rate::from_mbps(2.0),
+        /// estimate before the first sample (libwebrtc's start bitrate)
+        pub initial_rate: Rate = Rate::from_kbps(300.0),
         /// lowest estimate; cannot be below 2 x 50 B x 8 x fps (every frame two packets; a
         /// one-packet frame has no dispersion)
         ///
@@ -77,6 +87,8 @@ pub struct SqpParams {
     pub hysteresis: f64,
     pub initial: f64,
     pub bounds: Bounds,
+    /// Share of `T` × the sampled train's delivery rate below which no decrease goes.
+    pub delivery_floor: f64,
 }
 
 impl SqpConfig {
@@ -134,6 +146,18 @@ impl SqpConfig {
                 ))
             }
         };
+        finite(
+            "step_fps",
+            self.step_fps,
+            self.step_fps >= 0.0,
+            "a frame rate >= 0 (0: the step per update)",
+        )?;
+        finite(
+            "delivery_floor",
+            self.delivery_floor,
+            (0.0..=1.0).contains(&self.delivery_floor),
+            "a number in [0, 1]",
+        )?;
         if !(fps > 0.0 && fps.is_finite()) {
             return Err(format!("needs a positive frame rate, got {fps} fps"));
         }
@@ -168,7 +192,11 @@ impl SqpConfig {
         Ok(SqpParams {
             m,
             t,
-            delta: self.step.bps(),
+            delta: if self.step_fps > 0.0 {
+                self.step.bps() * self.step_fps / fps
+            } else {
+                self.step.bps()
+            },
             r: self.reward,
             window: self.min_owd_window,
             anchor,
@@ -181,6 +209,7 @@ impl SqpConfig {
                 max_rate,
                 max_decrease: MAX_DECREASE,
             },
+            delivery_floor: self.delivery_floor,
         })
     }
 }

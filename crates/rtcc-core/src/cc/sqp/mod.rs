@@ -48,6 +48,7 @@
 //! | `pacing_multiplier` m | 2.0 | §4.5 "We empirically set m=2"; §6.1 |
 //! | `target_multiplier` T | 0.9 | §4.5 "and T=0.9"; §5.1 |
 //! | `step` δ | 320 kbps | §4.4 "SQP empirically sets δ = 320 kbps" |
+//! | `step_fps` | 60 | §6.1: δ is one update's step at the paper's 60 fps (judgment, below) |
 //! | `reward` r | 0.25 | §4.4 "and r = 0.25" |
 //! | `min_owd_window` | 2.0 (× sRTT) | §4.3 "an adaptive window size of 2 × sRTT"; swept in §5.3 |
 //! | sRTT gain | 1/8 | RFC 2988 §2, which §4.3 cites ([36]) |
@@ -55,7 +56,8 @@
 //! | `min_owd_anchor` | "frame" | judgment (below) |
 //! | `train_correction` | "none" | Eq. 1 as printed: `F` is the whole frame (below) |
 //! | `hysteresis` | 0.05 | judgment: §4.1 names a "simple hysteresis filter", no parameters |
-//! | `initial_rate` | 2 Mbps | judgment |
+//! | `initial_rate` | 300 kbps | judgment (libwebrtc's start bitrate, below) |
+//! | `delivery_floor` | 0.4 | judgment (below) |
 //! | `min_rate` | the flow's `min_bitrate` (30 kbps) | judgment (below) |
 //! | `max_rate` | 100 Mbps | judgment (the application's cap; §6.1 tests links below 100 Mbps) |
 //!
@@ -91,8 +93,27 @@
 //!   frames, this floor was two *full* packets per frame: 576 kbit/s at 30 fps with 1200-byte
 //!   payloads, so SQP overran every link below that.) A frame whose denominator is still not
 //!   positive gives no sample and no update.
-//! - **Clamps.** Eq. 4 is additive and can take `B` below zero when `T·S ≪ B`: one update never
-//!   more than halves `B`, and `B` stays in `[min_rate, max_rate]`. The initial estimate is
+//! - **Clamps.** Eq. 4 is a gradient step of Eq. 3 towards `B = T·S` with an absolute step
+//!   `δ`; where `δ` is large next to `B` (below about `(1 + r)·δ`) one step would cross the
+//!   optimum, so an update never moves `B` past `T·S` (on a 0.4 Mbit/s link a collapsed `B`
+//!   otherwise jumped to 7× the link in one update). Eq. 4 can also take `B` below zero when
+//!   `T·S ≪ B`: one update never more than halves `B`, and no decrease goes below 0.4
+//!   (`delivery_floor`) of `T` times the rate at which the path delivered the sampled train
+//!   after its first packet. The penalty of Eq. 1 asks for the whole queue to drain within one
+//!   frame, and every frame in flight reports the same queue, so without that floor a queue of
+//!   a few hundred ms took `B` to a tenth of a link still delivering, and the frame dropper then
+//!   skipped every frame for up to 1.4 s (no frame, no sample). At `0.4·T` of the link a queue
+//!   drains at more than half the link rate; 0.5 would disturb the shares of §6.9's ten flows.
+//!   `B` stays in `[min_rate, max_rate]`.
+//! - **Step per second.** §4.4's `δ = 320 kbps` is one update's step at the paper's 60 fps
+//!   (§6.1), i.e. the rate of change the paper tuned ("the convergence time under dynamic network
+//!   conditions"). At `fps` frames per second each update moves `δ·step_fps/fps` (`step_fps`
+//!   = 60), so the estimate moves as far per second as the paper's; `step_fps = 0` takes `δ`
+//!   per update at any frame rate (half the speed at 30 fps).
+//! - **Start.** `initial_rate` is libwebrtc's start bitrate (300 kbit/s, `gcc`'s here) unless
+//!   the flow's `start_bitrate` says otherwise. SQP learns nothing until the first frame is
+//!   whole at the receiver, so a start above the link floods the queue for that long (from
+//!   2 Mbit/s, the old default, 3–4 s of queue on a 0.4 Mbit/s link). The initial estimate is
 //!   raised to `min_rate` if below it.
 //! - **Loss.** Per frame: `S·(1 − lost/total)`, with `F` the frame's full size and `R_end` the
 //!   last packet that arrived. A frame with every packet lost has `S = 0`: the clamp halves `B`.
@@ -222,6 +243,15 @@ impl Sqp {
 
     fn on_closed_frame(&mut self, now: Time, f: &ClosedFrame, w: Duration) {
         let t = &f.train;
+        // The rate the path delivered the train at, after its first packet (unbiased at any
+        // train length; 0 without two arrivals): no decrease goes below `delivery_floor` of it
+        // after T.
+        let delivered = match (t.recv_start, t.recv_end) {
+            (Some(r0), Some(r1)) if diff_ns(r1, r0) > 0 => {
+                (t.recv_bytes - t.first_recv_bytes) as f64 * 8.0 / (diff_ns(r1, r0) as f64 * 1e-9)
+            }
+            _ => 0.0,
+        };
         let sample = match (t.recv_start, t.recv_end, self.min_owd(now, f, w)) {
             (Some(r0), Some(r1), Some(dmin)) => {
                 let (bytes, scale) = match self.p.train_correction {
@@ -256,12 +286,13 @@ impl Sqp {
             _ => 0.0,
         };
         self.last.sample_bps = sample;
-        self.estimate = update::update(
+        self.estimate = update::update_keeping(
             self.estimate,
             self.p.t * sample,
             self.p.delta,
             self.p.r,
             &self.p.bounds,
+            self.p.delivery_floor * self.p.t * delivered,
         );
         self.target = self.filter.apply(self.estimate);
         self.updates += 1;

@@ -112,7 +112,7 @@ fn the_estimate_trajectory_does_not_depend_on_the_receivers_clock_offset() {
     // §4.2: Δ_min and R_end − S_start carry the same offset, which cancels. ±1 s offsets give
     // the same trajectory bit for bit (including through a capacity drop that builds a queue).
     let trajectory = |offset_ns: i64| {
-        let mut b = Bench::new("", 20e6, offset_ns);
+        let mut b = Bench::new("initial_rate = \"2Mbps\"", 20e6, offset_ns);
         let mut out = Vec::new();
         for k in 0..400 {
             if k == 200 {
@@ -290,4 +290,72 @@ fn bad_parameters_are_rejected_with_a_message() {
     check("min_rate = \"2Mbps\"\nmax_rate = \"1Mbps\"", "max_rate");
     check("step = \"0bps\"", "step");
     check("step = 5", "unit");
+}
+
+#[test]
+fn no_decrease_goes_below_half_the_target_multiplied_delivery_rate() {
+    // 20 → 5 Mbit/s under a flow at 18 Mbit/s: the queue grows until the estimate is below
+    // the link, and every frame in flight reports it (Eq. 1's penalty). The trains still arrive
+    // at 5 Mbit/s, so the estimate never goes below 0.4 · T · 5 Mbit/s = 1.8 Mbit/s.
+    let lowest = |params: &str| {
+        let mut b = Bench::new(params, 20e6, 0);
+        for _ in 0..100 {
+            b.frame(&[]);
+        }
+        b.c = 5e6;
+        let mut lowest = f64::INFINITY;
+        for _ in 0..200 {
+            b.frame(&[]);
+            lowest = lowest.min(b.sqp.estimate().bps());
+        }
+        lowest
+    };
+    let floored = lowest("initial_rate = \"18Mbps\"");
+    assert!(floored >= 1.8e6 * (1.0 - 1e-9), "{floored}");
+    assert!(floored < 2.0e6, "the floor is reached: {floored}");
+    // Without the floor the same queue halves the estimate frame after frame.
+    let unfloored = lowest("initial_rate = \"18Mbps\"\ndelivery_floor = 0.0");
+    assert!(unfloored < 1e6, "{unfloored}");
+    // The bound itself: a decrease stops at `keep`, never more than halving, never past T·S.
+    let bounds = update::Bounds {
+        min_rate: 30e3,
+        max_rate: 100e6,
+        max_decrease: 0.5,
+    };
+    assert_eq!(
+        update::update_keeping(10e6, 0.5e6, 320e3, 0.25, &bounds, 7e6),
+        7e6
+    );
+    assert_eq!(
+        update::update_keeping(10e6, 0.5e6, 320e3, 0.25, &bounds, 2e6),
+        5e6
+    );
+    assert_eq!(
+        update::update_keeping(10e6, 9e6, 320e3, 0.25, &bounds, 2e6),
+        10e6 + update::eq4_step(10e6, 9e6, 320e3, 0.25)
+    );
+}
+
+#[test]
+fn an_update_never_moves_the_estimate_past_the_target_multiplied_sample() {
+    // Eq. 4's step is absolute: at B = 100 kbit/s a sample eight times higher would add
+    // δ·(r·7 + 1 − 1/8) = 0.84 Mbit/s (δ = 320 kbit/s at 60 fps), past the optimum B = T·S.
+    let bounds = update::Bounds {
+        min_rate: 30e3,
+        max_rate: 100e6,
+        max_decrease: 0.5,
+    };
+    let (b, s) = (100e3, 800e3);
+    assert!(b + update::eq4_step(b, s, 320e3, 0.25) > s);
+    assert_eq!(update::update(b, s, 320e3, 0.25, &bounds), s);
+    // Downwards likewise (the halving bound is not reached here).
+    let (b, s) = (300e3, 250e3);
+    assert!(b + update::eq4_step(b, s, 320e3, 0.25) < s);
+    assert_eq!(update::update(b, s, 320e3, 0.25, &bounds), s);
+    // At the paper's rates a step never reaches the optimum, so nothing changes there.
+    let (b, s) = (18e6, 19e6);
+    assert_eq!(
+        update::update(b, s, 320e3, 0.25, &bounds),
+        b + update::eq4_step(b, s, 320e3, 0.25)
+    );
 }

@@ -16,9 +16,11 @@
 //! increase … linear decrease", §5.2), e.g. `+206.25 kbit/s` per frame when a flow is far
 //! below the link (`x = T·m = 1.8`) and `−360 kbit/s` at `x = 0.5`.
 //!
-//! The paper gives no bounds; Eq. 4 can drive `B` negative when `x` is small. Judgment calls
-//! (named in `docs/sqp.md`): one update never more than halves `B`, and `B` stays within
-//! `[min_rate, max_rate]`.
+//! The paper gives no bounds; Eq. 4 can drive `B` negative when `x` is small, and where `δ`
+//! is large next to `B` one step can cross the optimum. Judgment calls (named in
+//! `docs/sqp.md`): an update never moves `B` past `S`, never more than halves `B` nor cuts it
+//! below a level the caller gives (half the target-multiplied rate at which the path delivered
+//! the sampled frame), and `B` stays within `[min_rate, max_rate]`.
 
 /// Eq. 4's step for estimate `b` and target-multiplied sample `s` (both bit/s), step size
 /// `delta` (bit/s) and reward weight `r`. `s = 0` (a frame with every packet lost) gives −∞.
@@ -40,9 +42,27 @@ pub struct Bounds {
 
 /// One update: Eq. 4, then the bounds.
 pub fn update(b: f64, s_target: f64, delta: f64, r: f64, bounds: &Bounds) -> f64 {
+    update_keeping(b, s_target, delta, r, bounds, 0.0)
+}
+
+/// One update that, besides never more than halving `b`, never decreases below `keep`.
+pub fn update_keeping(
+    b: f64,
+    s_target: f64,
+    delta: f64,
+    r: f64,
+    bounds: &Bounds,
+    keep: f64,
+) -> f64 {
     let next = b + eq4_step(b, s_target, delta, r);
-    next.max(b * (1.0 - bounds.max_decrease))
-        .clamp(bounds.min_rate, bounds.max_rate)
+    // A gradient step of Eq. 3 moves towards its optimum `B = S` and never past it.
+    let next = if s_target >= b {
+        next.min(s_target)
+    } else {
+        next.max(s_target)
+    };
+    let lowest = (b * (1.0 - bounds.max_decrease)).max(keep.min(b));
+    next.max(lowest).clamp(bounds.min_rate, bounds.max_rate)
 }
 
 /// The "simple hysteresis filter" between SQP's estimate and the encoder (§4.1), whose
