@@ -293,7 +293,7 @@ fn bad_parameters_are_rejected_with_a_message() {
 }
 
 #[test]
-fn no_decrease_goes_below_half_the_target_multiplied_delivery_rate() {
+fn no_decrease_goes_below_the_delivery_floor_of_the_target_multiplied_delivery_rate() {
     // 20 → 5 Mbit/s under a flow at 18 Mbit/s: the queue grows until the estimate is below
     // the link, and every frame in flight reports it (Eq. 1's penalty). The trains still arrive
     // at 5 Mbit/s, so the estimate never goes below 0.4 · T · 5 Mbit/s = 1.8 Mbit/s.
