@@ -293,6 +293,7 @@ pub fn info() -> ControllerInfo {
             rate_reports: None,
             ..feedback_every(C3gBbrConfig::default().interval)
         },
+        media: Default::default(),
         build: build_fn(build),
     }
 }

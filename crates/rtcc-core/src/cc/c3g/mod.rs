@@ -614,6 +614,7 @@ pub fn info() -> ControllerInfo {
             .into(),
         params: C3gConfig::param_docs(),
         feedback: feedback_every(C3gConfig::default().interval),
+        media: Default::default(),
         build: build_fn(build),
     }
 }
