@@ -587,6 +587,21 @@ params = { rate = "5Mbps" }
             video(&s.flows[0]).clone()
         };
         let settings = |v: &crate::flow::VideoFlow| (v.degradation, v.pushback, v.frame_dropper);
+        // C³G's server changes only the bitrate (§IV) and its client shows every frame (§V-B).
+        let v = flow("controller = \"c3g\"");
+        assert_eq!(settings(&v), (Preference::Disabled, true, false));
+        assert_eq!(v.media_defaults, ["degradation", "frame_dropper"]);
+        assert_eq!(
+            flow("controller = \"c3g-bbr\"").media_defaults,
+            v.media_defaults
+        );
+        // What the scenario writes wins, field by field.
+        let v = flow("controller = \"c3g\"\ndegradation = \"balanced\"");
+        assert_eq!(settings(&v), (Preference::Balanced, true, false));
+        assert_eq!(v.media_defaults, ["frame_dropper"]);
+        let v = flow("controller = \"c3g\"\ndegradation = \"balanced\"\nframe_dropper = true");
+        assert_eq!(settings(&v), (Preference::Balanced, true, true));
+        assert!(v.media_defaults.is_empty());
         // A controller that declares none gets rtcc's defaults.
         let v = flow("controller = \"gcc\"");
         assert_eq!(settings(&v), (Preference::Balanced, true, true));
