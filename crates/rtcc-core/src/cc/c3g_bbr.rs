@@ -30,7 +30,7 @@
 //! dropped what waited over 100 ms, §VI-B): once a standing queue forms, the smallest RTVL of
 //! 2Δt is that queue, so BDP grows with it and the inflight test, which only sees a second of
 //! λ − μ, stops firing; the probes go on and the queue fills (docs/c3g.md: frame latency P95 of
-//! 7–48 s on the cellular traces with 1000 packets of buffer). `rtprop_window` (BBR's own
+//! 4–48 s on the cellular traces with 1000 packets of buffer). `rtprop_window` (BBR's own
 //! filter, §III-A) and `cut_during_hold` are there to show it; their defaults are the paper's.
 //!
 //! The encoder target is λ mapped through the same λ/v ratio as C³G ([`super::c3g::SendRatio`]),
