@@ -716,3 +716,17 @@ def test_bundled_examples_are_listed_and_usable_by_name_from_anywhere(tmp_path, 
     capsys.readouterr()
     assert main(["validate", "demo/nope"]) == 1
     assert "rtcc examples" in capsys.readouterr().out
+
+
+def test_run_and_controllers_name_a_controllers_media_defaults(tmp_path, scenario, capsys):
+    out = tmp_path / "run"
+    assert main(["run", str(scenario), "-o", str(out), "--no-plots", "--controller", "c3g"]) == 0
+    printed = capsys.readouterr().out
+    assert 'its controller\'s media defaults: degradation = "disabled", frame_dropper = false' in printed
+    facts = json.loads((out / "facts.json").read_text())
+    assert facts["flows"][0]["media"]["controller_defaults"] == ["degradation", "frame_dropper"]
+    assert main(["run", str(scenario), "-o", str(tmp_path / "gcc"), "--no-plots", "--controller", "gcc"]) == 0
+    assert "media defaults" not in capsys.readouterr().out
+    assert main(["controllers"]) == 0
+    listing = capsys.readouterr().out
+    assert '(its video flows default to degradation = "disabled", frame_dropper = false;' in listing

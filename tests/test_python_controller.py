@@ -178,3 +178,23 @@ def test_a_python_controllers_feedback_is_checked():
         rtcc.register_controller("pytest_bad_feedback", Constant, feedback={"interval": "50ms", "rate_reports": "0ms"})
     with pytest.raises(ValueError, match="set an interval"):
         rtcc.register_controller("pytest_bad_feedback", Constant, feedback={"frame_acks": True})
+
+
+def test_a_python_controller_declares_media_defaults_that_a_flow_takes_unless_it_writes_its_own():
+    media = {"encoder": {"model": "lagged", "noise": 0.1}, "frame_dropper": False}
+    rtcc.register_controller("pytest_media", Constant, params={"rate": ""}, media=media)
+    listed = next(c for c in rtcc.controllers() if c["name"] == "pytest_media")
+    assert listed["media"] == media
+    taken = scenario("pytest_media").run().facts["flows"][0]["media"]
+    assert taken["encoder"] == media["encoder"] and taken["frame_dropper"] is False
+    assert taken["controller_defaults"] == ["encoder", "frame_dropper"]
+    data = scenario("pytest_media").to_dict()
+    data["flows"][0].update(encoder="ideal", frame_dropper=True)
+    own = rtcc.Scenario.from_dict(data).run().facts["flows"][0]["media"]
+    assert (own["encoder"], own["frame_dropper"], own["controller_defaults"]) == ("ideal", True, [])
+    with pytest.raises(ValueError, match="media: unknown field `dropper`"):
+        rtcc.register_controller("pytest_bad_media", Constant, media={"dropper": False})
+    with pytest.raises(ValueError, match="media.degradation: unknown degradation preference"):
+        rtcc.register_controller("pytest_bad_media", Constant, media={"degradation": "sideways"})
+    with pytest.raises(ValueError, match="media.encoder.nois"):
+        rtcc.register_controller("pytest_bad_media", Constant, media={"encoder": {"model": "lagged", "nois": 1}})

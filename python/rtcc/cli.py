@@ -9,6 +9,7 @@ when a file is invalid. See docs/cli.md.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -53,8 +54,19 @@ def cmd_run(args) -> int:
 
             write_mahimahi_log(result, tmp / "uplink.log")
     print(text_table(comparison_rows([(None, result.summary)])), end="")
+    _print_media_defaults(result)
     print(f"wrote {args.output}")
     return 0
+
+
+def _print_media_defaults(result) -> None:
+    """Name the media settings a flow took from its controller's defaults (facts.json has all)."""
+    for flow in result.facts.get("flows", []):
+        media = flow.get("media") or {}
+        taken = media.get("controller_defaults") or []
+        if taken:
+            text = _media_text({k: media[k] for k in taken})
+            print(f"{flow['name']}: its controller's media defaults: {text} (docs/controllers.md)")
 
 
 def cmd_live(args) -> int:
@@ -217,6 +229,8 @@ def cmd_controllers(args) -> int:
         if i:
             print()
         print(f"{c['name']}: {c['summary']}")
+        if c.get("media"):
+            print(f"  (its video flows default to {_media_text(c['media'])}; a flow's own fields win)")
         params = c["params"]
         width = max((len(p["name"]) for p in params), default=0)
         dwidth = max((len(_default(p)) for p in params), default=0)
@@ -243,6 +257,12 @@ MEDIA_FIELDS = [
     ("frame_dropper", "true", "frames are skipped while the encoder's output runs ahead of its target"),
     ("payload", "1200B", "largest payload per packet (SQP: frames of up to two payloads go out as two halves)"),
 ]
+
+
+def _media_text(media: dict) -> str:
+    """A controller's media defaults as a scenario writes them: `degradation = "disabled", ...`."""
+    return ", ".join(f"{k} = {json.dumps(v)}" if not isinstance(v, bool) else f"{k} = {str(v).lower()}"
+                     for k, v in media.items())
 
 
 def _default(p: dict) -> str:

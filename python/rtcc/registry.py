@@ -18,7 +18,8 @@ __all__ = ["ControllerSpec", "controllers", "default_specs", "register_controlle
 
 
 def controllers() -> list[dict]:
-    """Registered controllers: ``[{"name", "summary", "params": [{"name", "default", "doc"}]}]``.
+    """Registered controllers: ``[{"name", "summary", "params": [{"name", "default", "doc"}], "feedback",
+    "media"}]`` (``media``: the media settings its video flows take unless they write their own).
 
     A parameter whose ``default`` is ``""`` is required.
     """
@@ -26,7 +27,7 @@ def controllers() -> list[dict]:
 
 
 def register_controller(name: str, factory, summary: str = "", params: dict | None = None,
-                        feedback: dict | None = None) -> None:
+                        feedback: dict | None = None, media: dict | None = None) -> None:
     """Register a controller written in Python under ``name`` (for this process).
 
     ``factory(params: dict, ctx: dict)`` returns the controller object; ``ctx`` has ``now_s``,
@@ -43,13 +44,15 @@ def register_controller(name: str, factory, summary: str = "", params: dict | No
     (``window_start_s``, ``window_end_s``, ``bytes``, ``packets``: what the receiver got in the
     window, its clock). ``feedback`` is what the receiver sends the controller's flows, as a
     scenario's ``feedback`` (``interval``, ``per_frame``, ``frame_acks``, ``rate_reports``;
-    default: transport-wide feedback every 50 ms). An exception in any of them fails the run
+    default: transport-wide feedback every 50 ms). ``media`` holds the media settings its video
+    flows take unless their scenario writes them (``encoder``, ``degradation``, ``pushback``,
+    ``frame_dropper``, as a scenario writes them; default: none). An exception in any of them fails the run
     with a RuntimeError naming the controller and the method. Sweeps with ``jobs > 1`` run in
     fresh processes, which only know the controllers their own imports register.
     """
     if not callable(factory):
         raise TypeError(f"factory must be callable, got {factory!r}")
-    _core.register_controller(name, factory, summary, params, feedback)
+    _core.register_controller(name, factory, summary, params, feedback, media)
     PYTHON_CONTROLLERS.add(name)
 
 

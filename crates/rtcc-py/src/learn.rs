@@ -339,6 +339,7 @@ pub fn onnx_info() -> ControllerInfo {
         summary: "A learned policy in ONNX (the MMSys 2024 challenge's signature), run every step through onnxruntime.".into(),
         params,
         feedback: agent::feedback(),
+        media: Default::default(),
         build: Arc::new(|params: &Params, ctx: &ControllerContext, _| build_onnx(params, ctx)),
     }
 }

@@ -478,6 +478,24 @@ fn controllers(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
             fb.set_item("rate_reports", r.to_string())?;
         }
         d.set_item("feedback", fb)?;
+        // The media settings its video flows take unless their scenario writes them, as a
+        // scenario's fields would write them (empty: none).
+        let media = PyDict::new(py);
+        let m = &info.media;
+        if let Some(e) = &m.encoder {
+            let json = py.import("json")?;
+            media.set_item("encoder", json.call_method1("loads", (e.to_string(),))?)?;
+        }
+        if let Some(p) = &m.degradation {
+            media.set_item("degradation", p)?;
+        }
+        if let Some(b) = m.pushback {
+            media.set_item("pushback", b)?;
+        }
+        if let Some(b) = m.frame_dropper {
+            media.set_item("frame_dropper", b)?;
+        }
+        d.set_item("media", media)?;
         list.append(d)?;
     }
     Ok(list)
@@ -486,15 +504,16 @@ fn controllers(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
 /// Register a controller written in Python: `factory(params: dict, ctx: dict)` returns the
 /// object (see `docs/controllers.md`); `params` maps parameter names to their defaults.
 #[pyfunction]
-#[pyo3(signature = (name, factory, summary="", params=None, feedback=None))]
+#[pyo3(signature = (name, factory, summary="", params=None, feedback=None, media=None))]
 fn register_controller(
     name: &str,
     factory: Py<PyAny>,
     summary: &str,
     params: Option<&Bound<'_, PyDict>>,
     feedback: Option<&Bound<'_, PyDict>>,
+    media: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<()> {
-    pycontroller::register(name, factory, summary, params, feedback)
+    pycontroller::register(name, factory, summary, params, feedback, media)
 }
 
 /// Register an encoder model written in Python (`rtcc.video` registers `vp8` and `x264`):

@@ -13,7 +13,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use rtcc_core::cc::{Controller, ControllerContext, ControllerError, ControllerInfo, Decision};
-use rtcc_core::cc::{FeedbackPolicy, FrameController};
+use rtcc_core::cc::{FeedbackPolicy, FrameController, MediaDefaults};
 use rtcc_core::cc::{ParamDoc, Params, Registry};
 use rtcc_core::packet::{FeedbackReport, FrameAck, FrameInfo, PacketKind, RateReport, SentPacket};
 use rtcc_core::{Rate, Time};
@@ -68,6 +68,7 @@ pub fn register(
     summary: &str,
     params: Option<&Bound<'_, PyDict>>,
     feedback: Option<&Bound<'_, PyDict>>,
+    media: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<()> {
     // The feedback the receiver sends this controller's flows, in the scenario's `feedback`
     // form; flows may still set their own.
@@ -92,6 +93,29 @@ pub fn register(
             policy
         }
     };
+    // The media settings its video flows take unless their scenario writes them.
+    let media = match media {
+        None => MediaDefaults::default(),
+        Some(d) => {
+            let json: String = d
+                .py()
+                .import("json")?
+                .call_method1("dumps", (d,))?
+                .extract()?;
+            let media: MediaDefaults = serde_json::from_str(&json).map_err(|e| {
+                PyValueError::new_err(format!(
+                    "media: {e} (keys: {})",
+                    MediaDefaults::FIELDS.join(", ")
+                ))
+            })?;
+            media
+                .check(std::path::Path::new("."))
+                .map_err(|(field, problem)| {
+                    PyValueError::new_err(format!("media.{field}: {problem}"))
+                })?;
+            media
+        }
+    };
     let mut docs = Vec::new();
     for (k, v) in params.into_iter().flat_map(|d| d.iter()) {
         docs.push(ParamDoc {
@@ -106,6 +130,7 @@ pub fn register(
         summary: summary.into(),
         params: docs,
         feedback,
+        media,
         build: Arc::new(move |params, ctx, _registry| {
             Python::attach(|py| PyController::new(py, &controller, factory.bind(py), params, ctx))
                 .map(|c| Box::new(c) as Box<dyn Controller>)

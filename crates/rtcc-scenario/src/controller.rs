@@ -16,7 +16,7 @@
 use crate::error::{At, FieldError};
 use rtcc_core::cc::coupled::{self, Algorithm};
 use rtcc_core::cc::{
-    Controller, ControllerContext, ControllerError, FeedbackPolicy, Params, Registry,
+    Controller, ControllerContext, ControllerError, FeedbackPolicy, MediaDefaults, Params, Registry,
 };
 use serde::Deserialize;
 
@@ -49,6 +49,9 @@ pub struct ControllerRecipe {
     /// The feedback the controller asks its receiver for (a hand-built `coupled` asks for its
     /// inner controller's); a video flow's `feedback` table replaces it.
     pub feedback: FeedbackPolicy,
+    /// The media settings the controller asks for (a hand-built `coupled`, its inner
+    /// controller's); a video flow's own fields replace them one by one.
+    pub media: MediaDefaults,
     /// Coupled with the other flows of its group (RFC 8699); `None`: the controller alone.
     pub coupling: Option<Coupling>,
 }
@@ -74,20 +77,21 @@ impl ControllerRecipe {
                 ),
             ));
         };
-        // A hand-built `coupled` controller asks for its inner controller's feedback.
+        // A hand-built `coupled` controller asks for its inner controller's feedback and media.
         let asks = match (name, params.get("inner")) {
             ("coupled", Some(toml::Value::String(inner))) => inner.as_str(),
             _ => name,
         };
-        let feedback = registry
+        let info = registry
             .lookup(asks)
-            .map_err(|e| at.err("controller", e.to_string()))?
-            .feedback;
+            .map_err(|e| at.err("controller", e.to_string()))?;
+        let (feedback, media) = (info.feedback, info.media.clone());
         let coupling = coupling.map(|c| check_coupling(at, c)).transpose()?;
         let recipe = ControllerRecipe {
             name: name.to_string(),
             params,
             feedback,
+            media,
             coupling,
         };
         let controller = registry
@@ -126,6 +130,7 @@ impl ControllerRecipe {
             name,
             params,
             feedback: info.feedback,
+            media: info.media.clone(),
             coupling: None,
         })
     }

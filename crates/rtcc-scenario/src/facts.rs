@@ -78,10 +78,26 @@ pub struct FlowFacts {
     /// none, as the summary's `below_min_share` counts) and maximum (`None`: no maximum).
     pub min_bitrate_bps: Option<f64>,
     pub max_bitrate_bps: Option<f64>,
+    /// A video flow's media settings as run (`None` for other kinds).
+    pub media: Option<MediaFacts>,
     /// A coupled flow's priority (RFC 8699); `None` for a flow that is not coupled.
     pub priority: Option<f64>,
     /// Bit rate received in each window, by arrival time (every packet of the flow).
     pub rate_bps: Vec<f64>,
+}
+
+/// The media settings a video flow ran with: its scenario's, else its controller's defaults
+/// ([`rtcc_core::cc::MediaDefaults`]), else rtcc's.
+#[derive(Debug, Clone, Serialize)]
+pub struct MediaFacts {
+    /// The encoder as written (a model name or a table).
+    pub encoder: serde_json::Value,
+    /// Quality scaling (the degradation preference).
+    pub degradation: &'static str,
+    pub pushback: bool,
+    pub frame_dropper: bool,
+    /// The fields above that came from the controller's defaults (empty: none did).
+    pub controller_defaults: Vec<&'static str>,
 }
 
 impl RunFacts {
@@ -167,6 +183,13 @@ pub fn run_facts(sc: &Scenario, result: &RunResult) -> RunFacts {
                     .collect(),
                 min_bitrate_bps: video.map(|v| v.media.min_bitrate.bps()),
                 max_bitrate_bps: video.and_then(|v| v.media.max_bitrate.map(|r| r.bps())),
+                media: video.map(|v| MediaFacts {
+                    encoder: v.encoder_value.clone(),
+                    degradation: v.degradation.name(),
+                    pushback: v.pushback,
+                    frame_dropper: v.frame_dropper,
+                    controller_defaults: v.media_defaults.clone(),
+                }),
                 priority: match &c.kind {
                     FlowKind::Video(v) => v.controller.coupling.as_ref().map(|c| c.priority),
                     _ => None,

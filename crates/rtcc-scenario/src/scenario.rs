@@ -575,6 +575,88 @@ params = { rate = "5Mbps" }
     }
 
     #[test]
+    fn a_controllers_media_defaults_fill_only_what_the_scenario_leaves_out() {
+        use rtcc_core::cc::{ControllerInfo, MediaDefaults, Registry};
+        use rtcc_core::media::degradation::Preference;
+        use rtcc_core::media::encoder::EncoderConfig;
+        let flow = |lines: &str| {
+            let s = parse(&format!(
+                "duration = \"1s\"\n[path.forward]\ncapacity = \"10Mbps\"\n[[flows]]\n{lines}\n"
+            ))
+            .unwrap();
+            video(&s.flows[0]).clone()
+        };
+        let settings = |v: &crate::flow::VideoFlow| (v.degradation, v.pushback, v.frame_dropper);
+        // C³G's server changes only the bitrate (§IV) and its client shows every frame (§V-B).
+        let v = flow("controller = \"c3g\"");
+        assert_eq!(settings(&v), (Preference::Disabled, true, false));
+        assert_eq!(v.media_defaults, ["degradation", "frame_dropper"]);
+        assert_eq!(
+            flow("controller = \"c3g-bbr\"").media_defaults,
+            v.media_defaults
+        );
+        // What the scenario writes wins, field by field.
+        let v = flow("controller = \"c3g\"\ndegradation = \"balanced\"");
+        assert_eq!(settings(&v), (Preference::Balanced, true, false));
+        assert_eq!(v.media_defaults, ["frame_dropper"]);
+        let v = flow("controller = \"c3g\"\ndegradation = \"balanced\"\nframe_dropper = true");
+        assert_eq!(settings(&v), (Preference::Balanced, true, true));
+        assert!(v.media_defaults.is_empty());
+        // A controller that declares none gets rtcc's defaults.
+        let v = flow("controller = \"gcc\"");
+        assert_eq!(settings(&v), (Preference::Balanced, true, true));
+        assert!(v.media_defaults.is_empty() && v.encoder_value == "ideal");
+
+        // An encoder and pushback from a registered controller's defaults; a bad default names
+        // the controller, not the scenario.
+        let with_media = |media: MediaDefaults| {
+            let mut r = Registry::builtin();
+            let fixed = r.lookup("fixed").unwrap().clone();
+            r.register(ControllerInfo {
+                name: "steady".into(),
+                media,
+                ..fixed
+            })
+            .unwrap();
+            r
+        };
+        let r = with_media(MediaDefaults {
+            encoder: Some(serde_json::json!({ "model": "lagged", "noise": 0.1 })),
+            pushback: Some(false),
+            ..MediaDefaults::default()
+        });
+        let steady = |lines: &str| {
+            let text = format!(
+                "duration = \"1s\"\n[path.forward]\ncapacity = \"10Mbps\"\n[[flows]]\n\
+                 controller = \"steady\"\nparams = {{ rate = \"1Mbps\" }}\n{lines}\n"
+            );
+            Scenario::from_toml_str_with_registry(&text, Path::new("."), "t.toml", None, &r)
+                .map(|s| video(&s.flows[0]).clone())
+        };
+        let v = steady("").unwrap();
+        assert!(matches!(&v.encoder, EncoderConfig::Lagged(c) if c.noise == 0.1));
+        assert_eq!(v.encoder_value["noise"], 0.1);
+        assert_eq!(settings(&v), (Preference::Balanced, false, true));
+        assert_eq!(v.media_defaults, ["encoder", "pushback"]);
+        let v = steady("encoder = \"ideal\"\npushback = true").unwrap();
+        assert!(matches!(v.encoder, EncoderConfig::Ideal) && v.pushback);
+        assert!(v.media_defaults.is_empty());
+        let r = with_media(MediaDefaults {
+            degradation: Some("sideways".into()),
+            ..MediaDefaults::default()
+        });
+        let text = "duration = \"1s\"\n[path.forward]\ncapacity = \"10Mbps\"\n[[flows]]\n\
+                    controller = \"steady\"\nparams = { rate = \"1Mbps\" }\n";
+        let e = Scenario::from_toml_str_with_registry(text, Path::new("."), "t.toml", None, &r)
+            .unwrap_err();
+        assert_eq!(e.field, "flows[0].degradation");
+        assert!(
+            e.message.contains("the default of controller \"steady\""),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn rate_reports_parse_default_to_none_and_name_their_bad_fields() {
         use rtcc_core::cc::FeedbackPolicy;
         assert_eq!(

@@ -48,6 +48,7 @@ fn registry() -> (Registry, Reports) {
             rate_reports: Some(Duration::from_millis(50)),
             ..FeedbackPolicy::default()
         },
+        media: Default::default(),
         build: Arc::new(move |params, _ctx, _registry| {
             let cfg: RecorderConfig = parse_config("recorder", params)?;
             Ok(Box::new(Recorder {

@@ -33,6 +33,7 @@ fn registry() -> Registry {
         summary: "a constant rate".into(),
         params: vec![ParamDoc::new("rate", "", "the rate")],
         feedback: FeedbackPolicy::default(),
+        media: Default::default(),
         build: Arc::new(|params, _ctx, _registry| {
             let cfg: SteadyConfig = parse_config("steady", params)?;
             Ok(Box::new(Steady(cfg.rate)))

@@ -376,6 +376,7 @@ pub fn info_with(on_build: Arc<dyn Fn(AgentHandle) + Send + Sync>) -> Controller
         summary: "Target set every step by a learning agent (the rtcc.gym environment).".into(),
         params,
         feedback: feedback(),
+        media: Default::default(),
         build: Arc::new(move |params: &Params, ctx: &ControllerContext, registry| {
             let mut params = params.clone();
             let behaviour = params.remove("behaviour");

@@ -580,6 +580,7 @@ pub fn info() -> ControllerInfo {
             .into(),
         params: BbrConfig::param_docs(),
         feedback: TCP_FEEDBACK,
+        media: Default::default(),
         build: build_fn(|params, ctx| build("bbr", params, ctx)),
     }
 }
@@ -591,6 +592,7 @@ pub fn info_s() -> ControllerInfo {
         summary: "BBR-S (Vargas et al., WWW '21): bbr with the 85th-percentile bandwidth \
                   estimator (bw_estimator = \"percentile\" by default)."
             .into(),
+        media: Default::default(),
         build: build_fn(|params, ctx| build("bbr-s", &with_percentile(params), ctx)),
         ..info()
     }

@@ -1152,6 +1152,7 @@ pub fn info() -> ControllerInfo {
             .into(),
         params: Bbr2Config::param_docs(),
         feedback: TCP_FEEDBACK,
+        media: Default::default(),
         build: build_fn(|params, ctx| build("bbr2", params, ctx)),
     }
 }
@@ -1163,6 +1164,7 @@ pub fn info_s() -> ControllerInfo {
         summary: "BBR2-S (Vargas et al., WWW '21): bbr2 with the 85th-percentile bandwidth \
                   estimator (bw_estimator = \"percentile\" by default)."
             .into(),
+        media: Default::default(),
         build: build_fn(|params, ctx| build("bbr2-s", &with_percentile(params), ctx)),
         ..info()
     }

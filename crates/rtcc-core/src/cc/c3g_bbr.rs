@@ -26,13 +26,22 @@
 //!   (judgment calls; the text does not say when the next probe comes).
 //! - No ProbeRTT: cutting to 4 packets every 10 s would wreck the picture.
 //!
+//! On a deep buffer this design floods it, and the paper's testbed never showed it (its limiter
+//! dropped what waited over 100 ms, §VI-B): once a standing queue forms, the smallest RTVL of
+//! 2Δt is that queue, so BDP grows with it and the inflight test, which only sees a second of
+//! λ − μ, stops firing; the probes go on and the queue fills (docs/c3g.md: frame latency P95 of
+//! 4–48 s on the cellular traces with 1000 packets of buffer). `rtprop_window` (BBR's own
+//! filter, §III-A) and `cut_during_hold` are there to show it; their defaults are the paper's.
+//!
 //! The encoder target is λ mapped through the same λ/v ratio as C³G ([`super::c3g::SendRatio`]),
 //! never below the flow's minimum. BtlBW's 10-period window is ours (BBR uses 6–10 RTTs; §III-A);
 //! λ and μ in `inflight` are sums over the last w' = 1 s of periods (our reading of "(λ(t) −
 //! μ(t))·w'": one period's difference times a second would count a frame that straddles two
 //! periods as a second's worth of queue).
 
-use super::c3g::{catch_up, feedback_every, period_rtvl, rate_bounds, Meter, SendRatio};
+use super::c3g::{
+    catch_up, feedback_every, period_rtvl, rate_bounds, testbed_media, Meter, SendRatio,
+};
 use super::params::controller_config;
 use super::{
     build_fn, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo,
@@ -76,6 +85,21 @@ controller_config! {
         ///
         /// The first keyframe and a half-measured μ̄ look like a queue (ours, as for `c3g`).
         pub warmup: Duration = Duration::from_millis(2000),
+        /// window of RTprop, the smallest RTVL
+        ///
+        /// `None`: two periods, the paper's "w = 2Δt" (§VI-A.1). Behind a standing queue the
+        /// smallest RTVL of 2Δt is the queue itself, so BDP grows with the queue and inflight
+        /// never passes it: on a deep buffer the paper's BBR fills it (docs/c3g.md). BBR's own
+        /// filter spans "tens of seconds to minutes" (§III-A); `"10s"` is Linux BBR's.
+        #[doc_default = "2 periods (the paper's 2Δt)"]
+        pub rtprop_window: Option<Duration> = None,
+        /// check congestion in the six ×1 iterations after a cut too
+        ///
+        /// The paper's ProbeBW is "reduced (×0.75) and then stabilized (×1) for six
+        /// iterations" (§VI-A.2); `false` reads the six as a hold with no check, so the rate
+        /// falls by at most ×0.75 per seven iterations. `true` cuts at every congested
+        /// iteration, the reading of the extraction's B2.
+        pub cut_during_hold: bool = false,
     }
 }
 
@@ -108,8 +132,9 @@ pub struct C3gBbr {
     received: VecDeque<f64>,
     /// λ̄ − μ̄ of the periods of the last second.
     differences: VecDeque<f64>,
-    /// RTVL samples of the last two periods (time, ms).
+    /// RTVL samples of the last `rtprop_window` (time, ms), and that window.
     recent_rtvl: VecDeque<(Time, f64)>,
+    rtprop_window: Duration,
     previous_rtvl: Option<f64>,
     // For the logs.
     btlbw: f64,
@@ -147,6 +172,7 @@ impl C3gBbr {
             received: VecDeque::new(),
             differences: VecDeque::new(),
             recent_rtvl: VecDeque::new(),
+            rtprop_window: cfg.rtprop_window.unwrap_or(Duration(2 * cfg.interval.0)),
             previous_rtvl: None,
             btlbw: 0.0,
             rtprop_ms: f64::NAN,
@@ -169,12 +195,12 @@ impl C3gBbr {
         while self
             .recent_rtvl
             .front()
-            .is_some_and(|&(t, _)| t + dt + dt < now)
+            .is_some_and(|&(t, _)| t + self.rtprop_window < now)
         {
             self.recent_rtvl.pop_front();
         }
         self.btlbw = self.received.iter().copied().fold(0.0, f64::max);
-        // RTprop: the smallest RTVL of the last 2Δt (the period's RTVL when none came).
+        // RTprop: the smallest RTVL of the window (the period's RTVL when none came).
         self.rtprop_ms = self
             .recent_rtvl
             .iter()
@@ -210,7 +236,7 @@ impl C3gBbr {
                 }
             }
             Mode::ProbeBw => {
-                if self.cruise > 0 {
+                if self.cruise > 0 && !(self.cfg.cut_during_hold && self.congestion) {
                     self.cruise -= 1;
                 } else if self.congestion {
                     self.lambda *= 0.75;
@@ -293,6 +319,8 @@ pub fn info() -> ControllerInfo {
             rate_reports: None,
             ..feedback_every(C3gBbrConfig::default().interval)
         },
+        // The platform C³G ran on, which the paper's BBR ran on too (§VI-A, §VI-B).
+        media: testbed_media(),
         build: build_fn(build),
     }
 }

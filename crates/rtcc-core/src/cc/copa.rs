@@ -522,6 +522,7 @@ pub fn info() -> ControllerInfo {
                 .into(),
         params: CopaConfig::param_docs(),
         feedback: WINDOW_FEEDBACK,
+        media: Default::default(),
         build: build_fn(build),
     }
 }

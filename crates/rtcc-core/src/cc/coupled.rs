@@ -473,6 +473,7 @@ pub fn info() -> ControllerInfo {
             frame_acks: false,
             rate_reports: None,
         },
+        media: Default::default(),
         build: Arc::new(build),
     }
 }

@@ -386,6 +386,7 @@ pub fn info() -> ControllerInfo {
         summary: "TCP CUBIC (RFC 9438) with HyStart and Linux's defaults.".into(),
         params: CubicConfig::param_docs(),
         feedback: TCP_FEEDBACK,
+        media: Default::default(),
         build: build_fn(build),
     }
 }

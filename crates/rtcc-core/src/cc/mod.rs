@@ -195,6 +195,55 @@ impl Default for FeedbackPolicy {
     }
 }
 
+/// The media settings a controller needs to work as its paper describes (its testbed's sender),
+/// declared beside its [`FeedbackPolicy`] in its [`ControllerInfo`]. A video flow takes each one
+/// its scenario does not write; a value the scenario writes always wins. Each is written as a
+/// scenario's `[[flows]]` field of the same name (docs/scenarios.md); `None` leaves rtcc's own
+/// default (`encoder = "ideal"`, `degradation = "balanced"`, `pushback` and `frame_dropper` on).
+/// A run's `facts.json` shows the settings each video flow ran with and which came from here.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MediaDefaults {
+    /// The encoder model: a name (`"lagged"`) or a table (`{ model = "lagged", noise = 0.1 }`).
+    pub encoder: Option<serde_json::Value>,
+    /// Quality scaling, WebRTC's degradation preference (`"disabled"`, `"balanced"`, ...).
+    pub degradation: Option<String>,
+    /// Pacer pushback.
+    pub pushback: Option<bool>,
+    /// The frame dropper.
+    pub frame_dropper: Option<bool>,
+}
+
+impl MediaDefaults {
+    /// The field names, as a scenario writes them.
+    pub const FIELDS: [&'static str; 4] = ["encoder", "degradation", "pushback", "frame_dropper"];
+
+    /// Whether the controller declares none.
+    pub fn is_empty(&self) -> bool {
+        *self == MediaDefaults::default()
+    }
+
+    /// Whether a video flow can take these settings: `Err((field, problem))`. An encoder table
+    /// that names a file reads it relative to `base_dir`.
+    pub fn check(&self, base_dir: &std::path::Path) -> Result<(), (String, String)> {
+        if let Some(v) = &self.encoder {
+            crate::media::encoder::EncoderConfig::from_value(v, base_dir).map_err(|(sub, m)| {
+                let field = if sub.is_empty() {
+                    "encoder".into()
+                } else {
+                    format!("encoder.{sub}")
+                };
+                (field, m)
+            })?;
+        }
+        if let Some(p) = &self.degradation {
+            crate::media::degradation::Preference::parse(p)
+                .map_err(|m| ("degradation".to_string(), m))?;
+        }
+        Ok(())
+    }
+}
+
 /// One rate/congestion controller.
 pub trait Controller: Send {
     /// A packet left the sender.

@@ -547,6 +547,7 @@ pub fn info() -> ControllerInfo {
             .into(),
         params: NadaConfig::param_docs(),
         feedback: NADA_FEEDBACK,
+        media: Default::default(),
         build: build_fn(build),
     }
 }

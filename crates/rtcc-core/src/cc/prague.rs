@@ -171,6 +171,7 @@ pub fn info() -> ControllerInfo {
             .into(),
         params: PragueConfig::param_docs(),
         feedback: TCP_FEEDBACK,
+        media: Default::default(),
         build: build_fn(build),
     }
 }

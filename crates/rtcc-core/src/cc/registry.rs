@@ -1,6 +1,6 @@
 //! Controllers by name: a [`Registry`] of [`ControllerInfo`]s that users can extend at run time.
 
-use super::{Controller, ControllerContext, FeedbackPolicy, Params};
+use super::{Controller, ControllerContext, FeedbackPolicy, MediaDefaults, Params};
 use crate::suggest::did_you_mean;
 use std::borrow::Cow;
 use std::sync::{Arc, LazyLock};
@@ -74,6 +74,8 @@ pub struct ControllerInfo {
     pub summary: String,
     pub params: Vec<ParamDoc>,
     pub feedback: FeedbackPolicy,
+    /// The media settings its video flows take unless their scenario writes them.
+    pub media: MediaDefaults,
     pub build: BuildFn,
 }
 
@@ -304,6 +306,24 @@ mod tests {
     }
 
     #[test]
+    fn every_controllers_media_defaults_are_settings_a_video_flow_takes() {
+        for info in registry().iter() {
+            assert_eq!(
+                info.media.check(std::path::Path::new(".")),
+                Ok(()),
+                "{}",
+                info.name
+            );
+        }
+        let bad = crate::cc::MediaDefaults {
+            encoder: Some(serde_json::json!({ "model": "lagged", "nois": 0.1 })),
+            ..Default::default()
+        };
+        let (field, _) = bad.check(std::path::Path::new(".")).unwrap_err();
+        assert_eq!(field, "encoder.nois");
+    }
+
+    #[test]
     fn a_registered_controller_is_built_by_name_and_duplicates_are_refused() {
         let mut r = Registry::builtin();
         let info = ControllerInfo {
@@ -311,6 +331,7 @@ mod tests {
             summary: "fixed under another name".into(),
             params: vec![ParamDoc::new("rate", "", "full rate")],
             feedback: FeedbackPolicy::default(),
+            media: Default::default(),
             build: Arc::new(|params, ctx, reg| reg.create("fixed", params, ctx)),
         };
         r.register(info.clone()).unwrap();

@@ -510,6 +510,7 @@ pub fn info() -> ControllerInfo {
         summary: "TCP Reno (RFC 5681, RFC 3465 byte counting).".into(),
         params: RenoConfig::param_docs(),
         feedback: TCP_FEEDBACK,
+        media: Default::default(),
         build: build_fn(build),
     }
 }

@@ -261,6 +261,7 @@ pub fn info() -> ControllerInfo {
             .into(),
         params: RoccConfig::param_docs(),
         feedback: WINDOW_FEEDBACK,
+        media: Default::default(),
         build: build_fn(build),
     }
 }

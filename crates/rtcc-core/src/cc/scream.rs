@@ -1174,6 +1174,7 @@ pub fn info() -> ControllerInfo {
             .into(),
         params: ScreamConfig::param_docs(),
         feedback: SCREAM_FEEDBACK,
+        media: Default::default(),
         build: build_fn(build),
     }
 }

@@ -623,6 +623,7 @@ pub fn info() -> ControllerInfo {
             frame_acks: true,
             ..copa::WINDOW_FEEDBACK
         },
+        media: Default::default(),
         build: Arc::new(build),
     }
 }

@@ -78,6 +78,11 @@ impl Preference {
         "disabled",
     ];
 
+    /// The name a scenario writes (`Preference::parse`'s input).
+    pub fn name(self) -> &'static str {
+        Preference::NAMES[self as usize]
+    }
+
     pub fn parse(s: &str) -> Result<Preference, String> {
         match s {
             "balanced" => Ok(Preference::Balanced),

@@ -123,6 +123,10 @@ pub struct VideoFlow {
     pub degradation: Preference,
     pub pushback: bool,
     pub frame_dropper: bool,
+    /// The encoder as the scenario or the controller's defaults wrote it (`"ideal"` if neither).
+    pub encoder_value: serde_json::Value,
+    /// The media fields the flow took from its controller's defaults, in field order.
+    pub media_defaults: Vec<&'static str>,
     pub ecn: EcnMode,
 }
 
@@ -153,18 +157,6 @@ impl VideoSpec {
         let frame_jitter_model = match &self.frame_jitter_model {
             Some(m) => JitterModel::parse(m).map_err(|e| at.err("frame_jitter_model", e))?,
             None => JitterModel::Grid,
-        };
-        let encoder = match &self.encoder {
-            None => EncoderConfig::Ideal,
-            Some(v) => EncoderConfig::from_value(v, check.base_dir)
-                .map_err(|(sub, m)| at.sub_err("encoder", &sub, m))?,
-        };
-        // An external model (a real codec) is opened for this flow: it needs its name and rate.
-        let encoder = match encoder {
-            EncoderConfig::External(e) => {
-                EncoderConfig::External(std::sync::Arc::new(e.for_flow(&common.name, fps)))
-            }
-            other => other,
         };
         let payload = self.payload.unwrap_or(super::DEFAULT_PAYLOAD);
         let overhead = self.overhead.unwrap_or(Bytes(0));
@@ -205,10 +197,6 @@ impl VideoSpec {
                 ),
             ));
         }
-        let degradation = match &self.degradation {
-            None => Preference::Balanced,
-            Some(p) => Preference::parse(p).map_err(|e| at.err("degradation", e))?,
-        };
         let ecn = self.ecn.unwrap_or_default().0;
         let ctx = check.context(common, Some((fps, payload, media)), ecn);
         let controller = ControllerRecipe::check(
@@ -220,6 +208,43 @@ impl VideoSpec {
             check.registry,
         )?;
         super::check_l4s_video(at, &controller.name, ecn)?;
+        // The media settings: the scenario's, else the controller's (`MediaDefaults`), else rtcc's.
+        let theirs = controller.media.clone();
+        let taken = &mut Vec::new();
+        let encoder_value = pick(self.encoder, theirs.encoder, "encoder", taken);
+        let degradation = pick(self.degradation, theirs.degradation, "degradation", taken);
+        let pushback = pick(self.pushback, theirs.pushback, "pushback", taken).unwrap_or(true);
+        let frame_dropper = pick(
+            self.frame_dropper,
+            theirs.frame_dropper,
+            "frame_dropper",
+            taken,
+        )
+        .unwrap_or(true);
+        let media_defaults = std::mem::take(taken);
+        // A controller's default that does not read names the controller, not the scenario.
+        let whose = |field: &str, m: String| match media_defaults.contains(&field) {
+            true => format!("{m} (the default of controller {:?})", controller.name),
+            false => m,
+        };
+        let encoder = match &encoder_value {
+            None => EncoderConfig::Ideal,
+            Some(v) => EncoderConfig::from_value(v, check.base_dir)
+                .map_err(|(sub, m)| at.sub_err("encoder", &sub, whose("encoder", m)))?,
+        };
+        // An external model (a real codec) is opened for this flow: it needs its name and rate.
+        let encoder = match encoder {
+            EncoderConfig::External(e) => {
+                EncoderConfig::External(std::sync::Arc::new(e.for_flow(&common.name, fps)))
+            }
+            other => other,
+        };
+        let degradation = match &degradation {
+            None => Preference::Balanced,
+            Some(p) => {
+                Preference::parse(p).map_err(|e| at.err("degradation", whose("degradation", e)))?
+            }
+        };
         let feedback = self.feedback.unwrap_or(controller.feedback);
         feedback
             .check()
@@ -238,8 +263,10 @@ impl VideoSpec {
             frame_ack,
             media,
             degradation,
-            pushback: self.pushback.unwrap_or(true),
-            frame_dropper: self.frame_dropper.unwrap_or(true),
+            pushback,
+            frame_dropper,
+            encoder_value: encoder_value.unwrap_or_else(|| serde_json::json!("ideal")),
+            media_defaults,
             ecn,
         }))
     }
@@ -271,6 +298,20 @@ impl VideoSpec {
                 .unwrap_or(defaults.keyframe_request_interval),
         })
     }
+}
+
+/// A media field: `own` if the scenario wrote it, else the controller's default `theirs`, whose
+/// `field` name then joins `taken`.
+fn pick<T>(
+    own: Option<T>,
+    theirs: Option<T>,
+    field: &'static str,
+    taken: &mut Vec<&'static str>,
+) -> Option<T> {
+    own.or_else(|| {
+        taken.extend(theirs.is_some().then_some(field));
+        theirs
+    })
 }
 
 impl FrameAckSpec {

@@ -381,6 +381,7 @@ pub fn info() -> ControllerInfo {
             frame_acks: false,
             rate_reports: None,
         },
+        media: Default::default(),
         build: build_fn(build),
     }
 }
