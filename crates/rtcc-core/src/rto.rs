@@ -1,4 +1,5 @@
-//! The retransmission timer of RFC 6298, shared by the TCP-like bulk sender and the video sender.
+//! The retransmission timer of RFC 6298, used by the video sender (the TCP-like bulk sender runs
+//! Linux's variant, `tcp/rtt.rs`, with the same constants).
 //!
 //! - Every RTT sample `R` updates the smoothed RTT and its variation (§2.2–2.3):
 //!   first sample `SRTT = R, RTTVAR = R/2`; then `RTTVAR = 3/4·RTTVAR + 1/4·|SRTT − R|`,

@@ -52,15 +52,23 @@
 //!   to respond.
 //! - Not modelled: the receive window (never limiting), handshakes, header options.
 
+mod rack;
+mod rtt;
+mod scoreboard;
+mod tlp;
+
 use crate::cc::Controller;
 use crate::packet::{
-    Ecn, EcnMode, FeedbackReport, PacketKind, SendHistory, SentPacket, TransportFeedback,
+    Ecn, EcnMode, FeedbackReport, PacketKind, PacketResult, SentPacket, TransportFeedback,
 };
 use crate::units::{Duration, Time};
 
-use crate::rto::RtoTimer;
 pub use crate::rto::{RTO_INITIAL, RTO_MAX, RTO_MIN};
-use std::collections::VecDeque;
+use rack::Rack;
+use rtt::LinuxRtt;
+use scoreboard::{Scoreboard, State};
+use std::collections::{BTreeSet, VecDeque};
+pub use tlp::Probe;
 
 /// Bytes of IPv4 (20), TCP (20) and the timestamp option (12) in every segment: a 1500-byte
 /// packet carries Linux's usual MSS of 1448 bytes.
@@ -99,9 +107,36 @@ struct Response {
     sent: u64,
 }
 
+/// The loss-recovery state (Linux `icsk_ca_state`; Disorder is [`Scoreboard::disorder`], CWR
+/// the ECN reaction's `cwr_until`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Recovery {
+    Open,
+    /// Fast recovery after RACK marked a loss, until the cumulative ACK passes `high_seq`
+    /// (Linux `tcp_enter_recovery`, `high_seq = snd_nxt`).
+    Fast {
+        high_seq: u64,
+    },
+    /// After an RTO, until the cumulative ACK passes `high_seq` (Linux `TCP_CA_Loss`).
+    Loss {
+        high_seq: u64,
+    },
+}
+
+/// Linux's one retransmission timer and what it is armed for (`icsk_pending`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Timer {
+    /// RACK's reordering timer (`ICSK_TIME_REO_TIMEOUT`).
+    Reo,
+    /// The tail loss probe (`ICSK_TIME_LOSS_PROBE`).
+    Probe,
+    /// The retransmission timeout (`ICSK_TIME_RETRANS`).
+    Rto,
+}
+
 pub struct BulkSender {
     controller: Box<dyn Controller>,
-    history: SendHistory,
+    board: Scoreboard,
     report: FeedbackReport,
     mss: u32,
     app: App,
@@ -111,11 +146,8 @@ pub struct BulkSender {
     /// Data bytes acknowledged (finite transfers complete when this reaches the size).
     acked: u64,
     completed_at: Option<Time>,
-    /// Lost segments waiting to be retransmitted (their piece of the stream and wire size).
-    retransmit: VecDeque<(DataSegment, u32)>,
-    /// The piece of the stream and the wire size of each unreported packet, in sequence order
-    /// from the oldest (the packets [`SendHistory`] holds).
-    outstanding: VecDeque<(u64, DataSegment, u32)>,
+    /// Lost pieces of the stream waiting to be retransmitted, lowest (oldest data) first.
+    retransmit: BTreeSet<u64>,
     /// Bytes of the stream sent so far (applications without responses).
     stream_offset: u64,
     /// The first packet of the current transfer ([`BulkSender::new_transfer`]): reports of older
@@ -131,10 +163,20 @@ pub struct BulkSender {
     pacing_wake: Option<Time>,
     /// End of the current off period of an on/off source, while the sender waits for it.
     app_wake: Option<Time>,
-    rto: RtoTimer,
-    /// RTO expiries, retransmitted segments.
+    /// SRTT and the RTO with its backoff (the deadline is `timer`'s).
+    rto: LinuxRtt,
+    timer: Option<(Time, Timer)>,
+    rack: Rack,
+    recovery: Recovery,
+    /// A probe waiting to be sent, and `tlp_high_seq` of the one outstanding.
+    probe: Option<Probe>,
+    tlp_high_seq: Option<u64>,
+    /// RTO expiries, retransmitted segments (tail loss probes that retransmit included).
     pub timeouts: u64,
     pub retransmissions: u64,
+    /// Tail loss probes sent, and duplicate deliveries (DSACKs: a spurious retransmission).
+    pub loss_probes: u64,
+    pub dsacks: u64,
     /// Times the window was restarted after an idle period ([`Controller::on_idle_restart`]).
     pub idle_restarts: u64,
     /// RFC 3168 ECN (data ECT(0), ECN-Echo acted on) or L4S (data ECT(1), per-packet marks).
@@ -154,7 +196,7 @@ impl BulkSender {
     pub fn new(controller: Box<dyn Controller>, mss: u32, app: App, start: Time) -> BulkSender {
         BulkSender {
             controller,
-            history: SendHistory::new(),
+            board: Scoreboard::default(),
             report: FeedbackReport::default(),
             mss,
             app,
@@ -166,8 +208,7 @@ impl BulkSender {
             },
             acked: 0,
             completed_at: None,
-            retransmit: VecDeque::new(),
-            outstanding: VecDeque::new(),
+            retransmit: BTreeSet::new(),
             transfer_first_seq: 0,
             stream_offset: 0,
             responses: VecDeque::new(),
@@ -177,9 +218,16 @@ impl BulkSender {
             pacing_wake: None,
             // The first segments go out at the start.
             app_wake: Some(start),
-            rto: RtoTimer::default(),
+            rto: LinuxRtt::default(),
+            timer: None,
+            rack: Rack::default(),
+            recovery: Recovery::Open,
+            probe: None,
+            tlp_high_seq: None,
             timeouts: 0,
             retransmissions: 0,
+            loss_probes: 0,
+            dsacks: 0,
             idle_restarts: 0,
             ecn: EcnMode::Off,
             cwr_pending: false,
@@ -224,10 +272,10 @@ impl BulkSender {
 
     /// Start a new finite transfer of `bytes` bytes on the wire at `now` as a fresh connection
     /// (short TCP flows, [`crate::endpoint::short_tcp`]): `controller` replaces the old one
-    /// (slow start from its initial window), the RTO timer starts over (1 s before the first
-    /// RTT sample), and nothing of the old connection is left to retransmit. The packet
+    /// (slow start from its initial window), the RTO timer and RACK start over (1 s before the
+    /// first RTT sample), and nothing of the old connection is left to retransmit. The packet
     /// numbering continues, as the flow's receiver numbers arrivals per flow; segments still
-    /// unreported from before stay outstanding and are matched as they are reported.
+    /// unreported from before stay in flight and are matched as they are reported.
     pub fn new_transfer(&mut self, now: Time, bytes: u64, controller: Box<dyn Controller>) {
         self.controller = controller;
         self.app = App::Finite { bytes };
@@ -235,8 +283,14 @@ impl BulkSender {
         self.acked = 0;
         self.completed_at = None;
         self.retransmit.clear();
-        self.transfer_first_seq = self.history.next_seq();
-        self.rto = RtoTimer::default();
+        self.board.forget_pieces();
+        self.transfer_first_seq = self.board.next_seq();
+        self.rto = LinuxRtt::default();
+        self.timer = None;
+        self.rack = Rack::default();
+        self.recovery = Recovery::Open;
+        self.probe = None;
+        self.tlp_high_seq = None;
         self.last_data_send = None;
         self.next_release = now;
         self.pacing_wake = None;
@@ -264,9 +318,9 @@ impl BulkSender {
         self.responses.len()
     }
 
-    /// Bytes in flight.
+    /// Bytes in flight (RFC 6675's `pipe`: segments neither delivered nor marked lost).
     pub fn in_flight(&self) -> u64 {
-        self.history.in_flight()
+        self.board.in_flight_bytes()
     }
 
     pub fn controller(&self) -> &dyn Controller {
@@ -275,7 +329,7 @@ impl BulkSender {
 
     /// The sequence number the next segment gets.
     pub fn next_seq(&self) -> u64 {
-        self.history.next_seq()
+        self.board.next_seq()
     }
 
     /// When a finite transfer had all its bytes acknowledged.
@@ -289,6 +343,11 @@ impl BulkSender {
 
     pub fn rto(&self) -> Duration {
         self.rto.rto()
+    }
+
+    /// RACK's reordering window multiplier (1 unless DSACKs grew it).
+    pub fn reo_wnd_mult(&self) -> u32 {
+        self.rack.reo_wnd_mult()
     }
 
     /// Whether the application has new data at `now`.
@@ -323,19 +382,39 @@ impl BulkSender {
     pub fn poll_transmit_segment(&mut self, now: Time) -> Option<(SentPacket, DataSegment)> {
         self.pacing_wake = None;
         self.app_wake = None;
-        let retransmit = !self.retransmit.is_empty();
         if self.completed_at.is_some() {
             return None;
         }
-        if !retransmit && !self.app_has_data(now) {
+        if let Some(probe) = self.probe.take() {
+            // RFC 8985 §7.3: the probe goes out whatever the window (Linux `tcp_write_xmit` with
+            // `push_one = 2`) and the pacing.
+            let sent = match probe {
+                Probe::NewData if self.app_has_data(now) => Some(self.send_new(now)),
+                Probe::Retransmit(id) if !self.board.piece_delivered(id) => {
+                    Some(self.send_retransmission(now, id))
+                }
+                _ => None,
+            };
+            if let Some(sent) = sent {
+                self.loss_probes += 1;
+                self.tlp_high_seq = Some(self.board.next_seq());
+                // Linux `tcp_send_loss_probe`: the RTO restarts from now.
+                self.timer = Some((now + self.rto.rto(), Timer::Rto));
+                return Some(sent);
+            }
+        }
+        self.retransmit
+            .retain(|&id| !self.board.piece_delivered(id));
+        let retransmit = self.retransmit.first().copied();
+        if retransmit.is_none() && !self.app_has_data(now) {
             self.app_wake = self.next_on(now);
             return None;
         }
         // Linux tcp_slow_start_after_idle_check: new data, nothing outstanding, idle for more
         // than an RTO since the last data packet left.
         if self.slow_start_after_idle
-            && !retransmit
-            && self.history.in_flight() == 0
+            && retransmit.is_none()
+            && self.board.in_flight_bytes() == 0
             && self
                 .last_data_send
                 .is_some_and(|t| now - t > self.rto.rto())
@@ -346,9 +425,10 @@ impl BulkSender {
             self.controller.on_idle_restart(now);
         }
         let decision = self.controller.decision();
+        let in_flight = self.board.in_flight_bytes();
         if decision
             .cwnd
-            .is_some_and(|c| self.history.in_flight() + self.mss as u64 > c.max(self.mss as u64))
+            .is_some_and(|c| in_flight + self.mss as u64 > c.max(self.mss as u64))
         {
             return None;
         }
@@ -357,35 +437,78 @@ impl BulkSender {
             self.pacing_wake = Some(self.next_release);
             return None;
         }
-        let (kind, segment, size) = if let Some((segment, size)) = self.retransmit.pop_front() {
-            self.retransmissions += 1;
-            (PacketKind::Retransmission, segment, size)
-        } else {
-            let (segment, size) = self.next_data();
-            (PacketKind::Media, segment, size)
-        };
-        if let Some(rate) = pacing {
+        Some(match retransmit {
+            Some(id) => {
+                self.retransmit.remove(&id);
+                let head = self.board.head().map(|(h, _)| h) == Some(id);
+                let sent = self.send_retransmission(now, id);
+                // Linux `tcp_xmit_retransmit_queue`: retransmitting the head restarts the RTO
+                // (unless RACK's timer is pending).
+                if head && self.timer.is_none_or(|(_, k)| k != Timer::Reo) {
+                    self.timer = Some((now + self.rto.rto(), Timer::Rto));
+                }
+                sent
+            }
+            None => {
+                let prior_outstanding = self.board.outstanding();
+                let sent = self.send_new(now);
+                // Linux `tcp_event_new_data_sent`: start the RTO if nothing was outstanding
+                // (or move a pending probe's to the RTO); then `tcp_schedule_loss_probe`.
+                if !prior_outstanding || self.timer.is_some_and(|(_, k)| k == Timer::Probe) {
+                    self.rearm_rto(now);
+                }
+                self.schedule_probe(now, false);
+                sent
+            }
+        })
+    }
+
+    fn send_new(&mut self, now: Time) -> (SentPacket, DataSegment) {
+        let (segment, size) = self.next_data();
+        let id = self.board.new_piece(segment, size, now);
+        let pkt = self.release(now, PacketKind::Media, size, id);
+        (pkt, segment)
+    }
+
+    fn send_retransmission(&mut self, now: Time, id: u64) -> (SentPacket, DataSegment) {
+        let p = *self.board.piece(id).expect("an undelivered piece is held");
+        self.retransmissions += 1;
+        let pkt = self.release(now, PacketKind::Retransmission, p.size, id);
+        (pkt, p.segment)
+    }
+
+    fn release(&mut self, now: Time, kind: PacketKind, size: u32, piece: u64) -> SentPacket {
+        if let Some(rate) = self
+            .controller
+            .decision()
+            .pacing_rate
+            .filter(|r| r.bps() > 0.0)
+        {
             self.next_release = self.next_release.max(now) + rate.transmit_time(size as u64);
         }
         self.last_cwr = self.cwr_pending && kind == PacketKind::Media;
         if self.last_cwr {
             self.cwr_pending = false;
         }
-        let pkt = self.history.on_sent(SentPacket {
-            seq: 0,
-            size,
-            send_time: now,
-            frame: None,
-            index_in_frame: 0,
-            packets_in_frame: 0,
-            kind,
-            in_flight: 0,
-        });
-        self.outstanding.push_back((pkt.seq, segment, size));
+        let pkt = self.board.on_sent(
+            SentPacket {
+                seq: 0,
+                size,
+                send_time: now,
+                frame: None,
+                index_in_frame: 0,
+                packets_in_frame: 0,
+                kind,
+                in_flight: 0,
+            },
+            Some(piece),
+        );
         self.last_data_send = Some(now);
-        self.rto.on_send(now);
+        if self.timer.is_none() {
+            self.timer = Some((now + self.rto.rto(), Timer::Rto));
+        }
         self.controller.on_packet_sent(now, &pkt);
-        Some((pkt, segment))
+        pkt
     }
 
     /// The next piece of new data and its wire size.
@@ -424,53 +547,183 @@ impl BulkSender {
         }
     }
 
-    /// An acknowledgement arrived.
-    pub fn on_feedback(&mut self, now: Time, fb: &TransportFeedback) {
-        self.history.on_feedback(now, fb, &mut self.report);
-        if self.report.packets.is_empty() {
+    /// Linux `tcp_rearm_rto`: the RTO from now, or, if RACK's timer or a probe was pending, from
+    /// the head's last transmission (at least 1 µs ahead).
+    fn rearm_rto(&mut self, now: Time) {
+        if !self.board.outstanding() {
+            self.timer = None;
             return;
         }
-        let mut newest_ack: Option<Time> = None;
-        for p in &self.report.packets {
-            // Reports list the oldest unreported packets in order, as `outstanding` holds them.
-            let (seq, segment, size) = self
-                .outstanding
-                .pop_front()
-                .expect("a reported packet is outstanding");
-            debug_assert_eq!(seq, p.sent.seq);
-            if seq < self.transfer_first_seq {
-                continue; // the previous connection's
+        let rto = self.rto.rto();
+        let at = match (self.timer, self.board.head()) {
+            (Some((_, Timer::Reo | Timer::Probe)), Some((_, head))) => {
+                (head.last_sent + rto).max(now + Duration(1_000))
             }
-            match p.receive_time {
-                Some(_) => {
-                    if self.cwr_until.is_some_and(|first| p.sent.seq >= first) {
-                        // A packet sent after the last reaction arrived: a window has passed.
-                        self.cwr_until = None;
-                    }
-                    self.acked += p.sent.size as u64;
-                    newest_ack =
-                        Some(newest_ack.map_or(p.sent.send_time, |t| t.max(p.sent.send_time)));
-                }
-                None => self.retransmit.push_back((segment, size)),
+            _ => now + rto,
+        };
+        self.timer = Some((at, Timer::Rto));
+    }
+
+    /// Linux `tcp_schedule_loss_probe`; `on_ack`: armed by an acknowledgement (the RTO it must
+    /// not pass is a full RTO from now), else by a send (the time left on the head's RTO).
+    fn schedule_probe(&mut self, now: Time, on_ack: bool) -> bool {
+        let packets = self.board.packets_in_flight();
+        if packets == 0 || self.recovery != Recovery::Open || self.board.disorder() {
+            return false;
+        }
+        let rto = self.rto.rto();
+        let rto_left = if on_ack {
+            Some(rto)
+        } else {
+            self.board.head().map(|(_, h)| (h.last_sent + rto) - now)
+        };
+        let pto = tlp::pto(self.rto.srtt(), packets, rto_left);
+        self.timer = Some((now + pto, Timer::Probe));
+        true
+    }
+
+    /// An acknowledgement arrived.
+    pub fn on_feedback(&mut self, now: Time, fb: &TransportFeedback) {
+        self.report.feedback_time = now;
+        self.report.packets.clear();
+        let head_before = self.board.head().map(|(id, _)| id);
+        let mut newest_sent: Option<Time> = None;
+        let mut dsack = false;
+        for (i, rt) in fb.receive_times.iter().enumerate() {
+            let Some(rt) = *rt else { continue };
+            let seq = fb.base_seq + i as u64;
+            let Some(d) = self.board.deliver(seq) else {
+                continue; // unknown, or reported before
+            };
+            if d.duplicate {
+                dsack = true;
+                self.dsacks += 1;
+            }
+            let current = seq >= self.transfer_first_seq;
+            if current && !d.duplicate && d.piece.is_some() {
+                self.acked += d.pkt.size as u64;
+            }
+            if self.cwr_until.is_some_and(|first| seq >= first) {
+                // A packet sent after the last reaction arrived: a window has passed.
+                self.cwr_until = None;
+            }
+            self.rack.on_delivered(seq, d.pkt.send_time, now);
+            newest_sent = Some(newest_sent.map_or(d.pkt.send_time, |t| t.max(d.pkt.send_time)));
+            // A packet whose loss the controller was told of is not reported again.
+            if d.prior != (State::Lost { reported: true }) {
+                self.report.packets.push(PacketResult {
+                    sent: d.pkt,
+                    receive_time: Some(rt),
+                    ecn: fb.ecn.get(i).copied().unwrap_or_default(),
+                });
             }
         }
-        if let Some(sent) = newest_ack {
-            self.rto.on_rtt_sample(now - sent);
-            // RFC 6298 §5.3: restart the timer when new data is acknowledged.
-            self.rto.restart(now, self.history.in_flight() > 0);
+        if newest_sent.is_none() {
+            return; // nothing new
         }
-        if self.history.in_flight() == 0 && self.retransmit.is_empty() {
-            self.rto.stop();
+        if let Some(sent) = newest_sent {
+            let rtt = now - sent;
+            // Linux `tcp_ack_update_rtt`: a sample resets the backoff.
+            let board = &self.board;
+            self.rto
+                .on_sample(rtt, |seq| board.una_passed(seq), board.next_seq());
+            self.rack.on_rtt_sample(rtt, now);
         }
-        self.controller.on_feedback(now, &self.report);
+        self.board.pop_settled();
+        let advanced = self.board.head().map(|(id, _)| id) != head_before;
+        let board = &self.board;
+        self.rack
+            .update_reo_wnd(dsack, |round| board.una_passed(round), board.next_seq());
+        if self.tlp_high_seq.is_some_and(|h| self.board.una_passed(h)) {
+            self.tlp_high_seq = None; // tcp_process_tlp_ack: the probe's episode is over
+        }
+        let reo_armed = if self.rack.take_advanced() {
+            self.detect_losses(now)
+        } else {
+            false
+        };
+        self.check_recovery_exit();
+        // Linux `tcp_ack`: "reset TLP/RTO timer when RACK doesn't set" (FLAG_SET_XMIT_TIMER,
+        // set when the cumulative ACK advanced).
+        if advanced && !reo_armed && !self.schedule_probe(now, true) {
+            self.rearm_rto(now);
+        }
+        if !self.board.outstanding() {
+            self.timer = None;
+        }
+        self.report.packets.sort_by_key(|p| p.sent.seq);
+        self.report.in_flight = self.board.in_flight_bytes();
+        if !self.report.packets.is_empty() {
+            self.controller.on_feedback(now, &self.report);
+        }
         if self.ecn == EcnMode::Classic && fb.ecn_echo {
             self.on_ecn_echo(now);
         }
         if let App::Finite { bytes } = self.app {
             if self.completed_at.is_none() && self.acked >= bytes {
                 self.completed_at = Some(now);
-                self.rto.stop();
+                self.timer = None;
             }
+        }
+    }
+
+    /// RACK's detection pass (RFC 8985 §6.2 step 5, Linux `tcp_rack_detect_loss`): marks the
+    /// packets past their deadline lost, adds them to the report and queues their pieces for
+    /// retransmission; arms RACK's reordering timer for the rest (returns whether it did).
+    fn detect_losses(&mut self, now: Time) -> bool {
+        let in_recovery = self.recovery != Recovery::Open;
+        let reo_wnd = self
+            .rack
+            .reo_wnd(in_recovery, self.board.sacked(), self.rto.srtt());
+        let mut lost = Vec::new();
+        let mut wait = None;
+        for seq in self.board.in_flight_seqs() {
+            let e = self.board.entry(seq).expect("in flight");
+            match self.rack.remaining(seq, e.pkt.send_time, reo_wnd, now) {
+                None => break, // sent after RACK.xmit_ts, and so is everything later
+                Some(Duration::ZERO) => lost.push(seq),
+                // Sent later, so due later: the last one before RACK.xmit_ts is due last.
+                Some(left) => wait = Some(left),
+            }
+        }
+        let any = !lost.is_empty();
+        for seq in lost {
+            let e = self.board.mark_lost(seq, true).expect("in flight");
+            self.report.packets.push(PacketResult {
+                sent: e.pkt,
+                receive_time: None,
+                ecn: Ecn::NotEct,
+            });
+            if let Some(id) = e.piece.filter(|&id| !self.board.piece_delivered(id)) {
+                self.retransmit.insert(id);
+            }
+        }
+        if any && self.recovery == Recovery::Open {
+            // Linux `tcp_enter_recovery` (and `tcp_init_cwnd_reduction` clears the probe).
+            self.recovery = Recovery::Fast {
+                high_seq: self.board.next_seq(),
+            };
+            self.tlp_high_seq = None;
+            self.probe = None;
+        }
+        if let Some(left) = wait {
+            self.timer = Some((now + left, Timer::Reo));
+            return true;
+        }
+        if self.timer.is_some_and(|(_, k)| k == Timer::Reo) {
+            self.rearm_rto(now);
+        }
+        false
+    }
+
+    /// Recovery (fast or after an RTO) ends once the cumulative ACK passes `high_seq`.
+    fn check_recovery_exit(&mut self) {
+        let (Recovery::Fast { high_seq } | Recovery::Loss { high_seq }) = self.recovery else {
+            return;
+        };
+        if self.board.una_passed(high_seq) {
+            self.recovery = Recovery::Open;
+            self.rack.on_recovery_exit();
         }
     }
 
@@ -480,7 +733,7 @@ impl BulkSender {
         if self.cwr_until.is_some() {
             return;
         }
-        self.cwr_until = Some(self.history.next_seq());
+        self.cwr_until = Some(self.board.next_seq());
         self.cwr_pending = true;
         self.ecn_reactions += 1;
         self.controller.on_ecn_echo(now);
@@ -490,7 +743,7 @@ impl BulkSender {
     pub fn poll_timeout(&self) -> Option<Time> {
         [
             self.pacing_wake,
-            self.rto.deadline(),
+            self.timer.map(|(t, _)| t),
             self.controller.next_timeout(),
             self.app_wake,
         ]
@@ -503,14 +756,77 @@ impl BulkSender {
         if self.controller.next_timeout().is_some_and(|t| t <= now) {
             self.controller.on_timeout(now);
         }
-        if self.rto.poll_expired(now) {
-            // RFC 6298 §5.4–5.6: everything outstanding is retransmitted, the timer backs off.
-            self.timeouts += 1;
-            self.history.clear_in_flight();
-            self.retransmit
-                .extend(self.outstanding.drain(..).map(|(_, seg, size)| (seg, size)));
-            self.controller.on_rto(now);
+        let Some((_, kind)) = self.timer.filter(|(t, _)| *t <= now) else {
+            return;
+        };
+        self.timer = None;
+        if !self.board.outstanding() {
+            return;
         }
+        match kind {
+            Timer::Reo => self.on_reo_timeout(now),
+            Timer::Probe => self.on_probe_timeout(now),
+            Timer::Rto => self.on_rto(now),
+        }
+    }
+
+    /// Linux `tcp_rack_reo_timeout`: mark what is now past its deadline lost (the controller
+    /// hears of it as a report without deliveries) and rearm the RTO.
+    fn on_reo_timeout(&mut self, now: Time) {
+        self.report.feedback_time = now;
+        self.report.packets.clear();
+        self.timer = Some((now, Timer::Reo));
+        let rearmed = self.detect_losses(now);
+        if !self.report.packets.is_empty() {
+            self.report.in_flight = self.board.in_flight_bytes();
+            self.controller.on_feedback(now, &self.report);
+        }
+        if !rearmed && self.timer.is_none_or(|(_, k)| k != Timer::Rto) {
+            self.rearm_rto(now);
+        }
+    }
+
+    /// Linux `tcp_send_loss_probe`: one probe per tail-loss episode; it is sent by the next
+    /// [`BulkSender::poll_transmit`]. Without one to send, the RTO takes over.
+    fn on_probe_timeout(&mut self, now: Time) {
+        // Until the probe leaves, the RTO stands as `tcp_rearm_rto` leaves it.
+        self.timer = Some((now, Timer::Probe));
+        self.rearm_rto(now);
+        if self.tlp_high_seq.is_some() {
+            return; // at most one probe outstanding
+        }
+        self.probe = if self.app_has_data(now) {
+            Some(Probe::NewData)
+        } else {
+            self.board
+                .last_in_flight()
+                .and_then(|e| e.piece)
+                .filter(|&id| !self.board.piece_delivered(id))
+                .map(Probe::Retransmit)
+        };
+    }
+
+    /// RFC 6298 §5.4–5.7 and Linux `tcp_retransmit_timer` / `tcp_enter_loss`: everything in
+    /// flight is marked lost (not reported to the controller: [`Controller::on_rto`] tells it),
+    /// retransmission starts from the head, the controller collapses its window, the probe is
+    /// disarmed and the timer backs off.
+    fn on_rto(&mut self, now: Time) {
+        self.timeouts += 1;
+        let seqs: Vec<u64> = self.board.in_flight_seqs().collect();
+        for seq in seqs {
+            let e = self.board.mark_lost(seq, false).expect("in flight");
+            if let Some(id) = e.piece.filter(|&id| !self.board.piece_delivered(id)) {
+                self.retransmit.insert(id);
+            }
+        }
+        self.recovery = Recovery::Loss {
+            high_seq: self.board.next_seq(),
+        };
+        self.tlp_high_seq = None;
+        self.probe = None;
+        self.controller.on_rto(now);
+        self.rto.back_off();
+        self.timer = Some((now + self.rto.rto(), Timer::Rto));
     }
 
     pub fn state(&self, out: &mut Vec<(&'static str, f64)>) {
@@ -521,7 +837,7 @@ impl BulkSender {
         if let Some(p) = d.pacing_rate {
             out.push(("pacing_bps", p.bps()));
         }
-        out.push(("in_flight_bytes", self.history.in_flight() as f64));
+        out.push(("in_flight_bytes", self.board.in_flight_bytes() as f64));
         if let Some(s) = self.rto.srtt() {
             out.push(("srtt_ms", s.as_millis_f64()));
         }
@@ -565,17 +881,22 @@ mod tests {
         let sent: Vec<_> = std::iter::from_fn(|| s.poll_transmit(Time::ZERO)).collect();
         assert_eq!(sent.len(), 4);
         s.on_feedback(Time::from_millis(50), &ack(0..3, &[1]));
-        let next = s.poll_transmit(Time::from_millis(50)).unwrap();
-        assert_eq!(next.kind, PacketKind::Retransmission);
+        // RACK: 1 is not lost before 50 ms (RACK.rtt) + 12.5 ms (min_rtt / 4) after it left.
+        let t = Time(62_500_000);
+        assert_eq!(s.poll_timeout(), Some(t), "RACK's reordering timer");
         assert_eq!(
             s.poll_transmit(Time::from_millis(50)).unwrap().kind,
-            PacketKind::Media
+            PacketKind::Media,
+            "two delivered: room for two"
         );
+        s.handle_timeout(t);
+        let next = s.poll_transmit(t).unwrap();
+        assert_eq!(next.kind, PacketKind::Retransmission);
         assert_eq!(s.srtt(), Some(Duration::from_millis(50)));
         assert_eq!(
             s.rto(),
-            RTO_MIN,
-            "50 ms + 4 × 25 ms = 150 ms is raised to the 200 ms minimum"
+            Duration::from_millis(250),
+            "Linux: SRTT + max(4 × 25 ms, 200 ms)"
         );
     }
 
@@ -583,18 +904,42 @@ mod tests {
     fn rto_declares_everything_lost_and_backs_off() {
         let mut s = BulkSender::new(Box::new(Window(3)), 1500, App::Backlogged, Time::ZERO);
         while s.poll_transmit(Time::ZERO).is_some() {}
+        let t1 = Time::from_millis(1000);
         assert_eq!(
             s.poll_timeout(),
-            Some(Time::from_millis(1000)),
-            "1 s before any RTT sample"
+            Some(t1),
+            "the probe timeout is 1 s before any RTT sample"
         );
-        s.handle_timeout(Time::from_millis(1000));
+        s.handle_timeout(t1);
+        let probe = s
+            .poll_transmit(t1)
+            .expect("a tail loss probe, beyond the window");
+        assert_eq!(probe.kind, PacketKind::Media, "new data when there is some");
+        assert_eq!((s.loss_probes, s.timeouts), (1, 0));
+        assert!(s.poll_transmit(t1).is_none(), "one probe");
+        let t2 = Time::from_millis(2000);
+        assert_eq!(
+            s.poll_timeout(),
+            Some(t2),
+            "the RTO restarts from the probe"
+        );
+        s.handle_timeout(t2);
         assert_eq!(s.timeouts, 1);
+        assert_eq!(s.in_flight(), 0, "everything outstanding is lost");
         assert_eq!(s.rto(), Duration::from_millis(2000));
-        let resent: Vec<_> =
-            std::iter::from_fn(|| s.poll_transmit(Time::from_millis(1000))).collect();
-        assert_eq!(resent.len(), 3);
+        assert_eq!(
+            s.poll_timeout(),
+            Some(Time::from_millis(4000)),
+            "backed off"
+        );
+        let resent: Vec<_> = std::iter::from_fn(|| s.poll_transmit(t2)).collect();
+        assert_eq!(resent.len(), 3, "the window's worth");
         assert!(resent.iter().all(|p| p.kind == PacketKind::Retransmission));
+        assert_eq!(
+            resent.iter().map(|p| p.seq).collect::<Vec<_>>(),
+            vec![4, 5, 6],
+            "numbered anew"
+        );
     }
 
     /// A 4000-byte transfer with its first window (three 1500-byte segments) sent at 0.
@@ -667,10 +1012,12 @@ mod tests {
         );
         // The second packet is lost (the third was acknowledged): its piece is sent again.
         s.on_feedback(Time::from_millis(50), &ack(0..3, &[1]));
-        let (p, d) = s.poll_transmit_segment(Time::from_millis(50)).unwrap();
+        let t = s.poll_timeout().expect("RACK's reordering timer");
+        s.handle_timeout(t);
+        let (p, d) = s.poll_transmit_segment(t).unwrap();
         assert_eq!(p.kind, PacketKind::Retransmission);
         assert_eq!((d.response, d.offset, d.len, p.size), (7, 1448, 1448, 1500));
-        assert!(s.poll_transmit(Time::from_millis(50)).is_none());
+        assert!(s.poll_transmit(t).is_none());
     }
 
     fn reno_cwnd(s: &BulkSender) -> u64 {
@@ -849,5 +1196,133 @@ mod tests {
         assert_eq!(s.ecn_codepoint(&p), Ecn::NotEct);
         s.on_feedback(Time::from_millis(10), &ack_ece(0..1, true));
         assert_eq!(s.ecn_reactions, 0);
+    }
+
+    fn ms(v: u64) -> Time {
+        Time::from_millis(v)
+    }
+
+    fn send_all(s: &mut BulkSender, now: Time) -> Vec<SentPacket> {
+        std::iter::from_fn(|| s.poll_transmit(now)).collect()
+    }
+
+    #[test]
+    fn a_tail_loss_is_repaired_through_a_probe_instead_of_a_timeout() {
+        // Ten segments, 100 ms RTT; the last three are lost.
+        let app = App::Finite { bytes: 15_000 };
+        let mut s = BulkSender::new(Box::new(Window(20)), 1500, app, Time::ZERO);
+        assert_eq!(send_all(&mut s, Time::ZERO).len(), 10);
+        s.on_feedback(ms(100), &ack(0..7, &[]));
+        // SRTT 100 ms, RTO 300 ms: the probe first, 2·SRTT + 2 ms after the ACK.
+        assert_eq!(s.rto(), Duration::from_millis(300));
+        assert_eq!(s.poll_timeout(), Some(ms(302)));
+        s.handle_timeout(ms(302));
+        let probe = s.poll_transmit(ms(302)).expect("the probe");
+        assert_eq!(
+            (probe.seq, probe.kind),
+            (10, PacketKind::Retransmission),
+            "no new data: the last segment again"
+        );
+        // Its acknowledgement shows RACK that 7 and 8, sent 302 ms before it, are lost.
+        s.on_feedback(ms(402), &ack(10..11, &[]));
+        let resent: Vec<_> = std::iter::from_fn(|| s.poll_transmit_segment(ms(402))).collect();
+        let offsets: Vec<_> = resent.iter().map(|(_, d)| d.offset).collect();
+        assert_eq!(
+            offsets,
+            vec![7 * 1500, 8 * 1500],
+            "9 arrived with the probe"
+        );
+        assert!(resent
+            .iter()
+            .all(|(p, _)| p.kind == PacketKind::Retransmission));
+        s.on_feedback(ms(502), &ack(11..13, &[]));
+        assert_eq!(s.completed_at(), Some(ms(502)));
+        assert_eq!((s.timeouts, s.loss_probes, s.retransmissions), (0, 1, 3));
+        assert_eq!(s.poll_timeout(), None, "nothing outstanding, no timer");
+    }
+
+    #[test]
+    fn reordering_inside_the_window_is_not_a_loss_and_a_spurious_retransmission_widens_it() {
+        let mut s = BulkSender::new(Box::new(Window(10)), 1500, App::Backlogged, Time::ZERO);
+        for i in 0..10 {
+            assert_eq!(s.poll_transmit(ms(i)).unwrap().seq, i, "one a millisecond");
+        }
+        s.on_feedback(ms(100), &ack(0..2, &[]));
+        // 3 arrives before 2: RACK waits RACK.rtt (100 ms) + min_rtt / 4 (24.75 ms) from 2's send.
+        s.on_feedback(ms(103), &ack(3..4, &[]));
+        assert_eq!(s.poll_timeout(), Some(Time(126_750_000)));
+        s.on_feedback(ms(110), &ack(2..3, &[]));
+        assert_eq!(s.retransmissions, 0, "2 was late, not lost");
+        assert!(s.rack.reordering_seen);
+        // 5 is later still: past its deadline (5 + 100 + 24.75 ms) it is retransmitted ...
+        s.on_feedback(ms(104), &ack(4..5, &[]));
+        s.on_feedback(ms(106), &ack(6..7, &[]));
+        let t = Time(129_750_000);
+        assert_eq!(s.poll_timeout(), Some(t));
+        s.handle_timeout(t);
+        let r = s.poll_transmit(t).unwrap();
+        assert_eq!((r.seq, r.kind), (10, PacketKind::Retransmission));
+        // ... then arrives, and so does its retransmission: a DSACK, the window doubles.
+        s.on_feedback(ms(131), &ack(5..6, &[]));
+        assert_eq!(s.reo_wnd_mult(), 1);
+        s.on_feedback(ms(230), &ack(10..11, &[]));
+        assert_eq!((s.dsacks, s.reo_wnd_mult()), (1, 2));
+    }
+
+    #[test]
+    fn a_lost_window_and_a_lost_probe_end_in_a_timeout_and_the_sender_recovers() {
+        let params: Params = toml::from_str("abc_l = 0").unwrap();
+        let c = crate::cc::reno::Reno::new(parse_config("reno", &params).unwrap()).unwrap();
+        let app = App::Finite { bytes: 30 * 1500 };
+        let mut s = BulkSender::new(Box::new(c), 1500, app, Time::ZERO);
+        assert_eq!(send_all(&mut s, Time::ZERO).len(), 10);
+        s.on_feedback(ms(100), &ack(0..10, &[]));
+        assert_eq!(
+            send_all(&mut s, ms(100)).len(),
+            20,
+            "slow start doubled the window"
+        );
+        // The whole second window is lost (a burst at a tiny buffer), and so is the probe.
+        assert_eq!(s.poll_timeout(), Some(ms(302)));
+        s.handle_timeout(ms(302));
+        assert_eq!(
+            s.poll_transmit(ms(302)).unwrap().kind,
+            PacketKind::Retransmission
+        );
+        assert_eq!(s.poll_timeout(), Some(ms(602)), "the RTO, from the probe");
+        s.handle_timeout(ms(602));
+        assert_eq!(s.timeouts, 1);
+        assert_eq!(reno_cwnd(&s), 1500, "the loss window");
+        assert_eq!(s.rto(), Duration::from_millis(600), "backed off");
+        let (p, d) = s.poll_transmit_segment(ms(602)).unwrap();
+        assert_eq!(
+            (p.kind, d.offset),
+            (PacketKind::Retransmission, 10 * 1500),
+            "the head"
+        );
+        assert!(s.poll_transmit(ms(602)).is_none(), "one segment");
+        let mut now = ms(602);
+        let mut pending = vec![p];
+        for _ in 0..20 {
+            now += Duration::from_millis(100);
+            let (a, b) = (pending[0].seq, pending.last().unwrap().seq);
+            s.on_feedback(now, &ack(a..b + 1, &[]));
+            if s.completed_at().is_some() {
+                break;
+            }
+            pending = send_all(&mut s, now);
+            assert!(!pending.is_empty(), "never stalls");
+        }
+        assert!(
+            s.completed_at().is_some_and(|t| t < ms(1300)),
+            "{:?}",
+            s.completed_at()
+        );
+        assert_eq!(s.timeouts, 1);
+        assert_eq!(
+            s.rto(),
+            Duration::from_millis(300),
+            "samples reset the backoff"
+        );
     }
 }

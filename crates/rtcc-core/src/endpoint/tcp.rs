@@ -7,8 +7,11 @@
 //! (what SACK carries: which segments arrived), its size on the wire the encoded size.
 //!
 //! The receiver acknowledges every second segment, at once when a segment arrives out of order
-//! (a gap), and otherwise after at most [`DELAYED_ACK_TIMEOUT`] (RFC 5681 §4.2, RFC 1122
-//! §4.2.3.2), or every segment with delayed ACKs off.
+//! (a gap) or fills one, and otherwise after at most [`DELAYED_ACK_TIMEOUT`] (RFC 5681 §4.2,
+//! RFC 1122 §4.2.3.2), or every segment with delayed ACKs off. A report lists the segments from
+//! the last one reported on, a missing one as not (yet) received; a segment that arrives after
+//! its number was reported missing (reordered) is reported in a message of its own in the next
+//! acknowledgement, as SACK would report it, so the sender's RACK can tell reordering from loss.
 //!
 //! ECN (RFC 3168 §6.1, both ends set with `set_ecn`): the sender's data segments carry ECT(0) in
 //! the IP header ([`Transmit::ecn`]) and the CWR flag in the RTP header's marker bit (unused by
@@ -199,6 +202,8 @@ pub struct TcpRecvEndpoint {
     ce_received: u64,
     /// The last data segment arrived CE-marked (L4S change-triggered ACKs).
     last_ce: bool,
+    /// Segments that arrived after a report named them missing: number, time, codepoint.
+    late: Vec<(u64, Time, Ecn)>,
 }
 
 impl TcpRecvEndpoint {
@@ -208,6 +213,7 @@ impl TcpRecvEndpoint {
             ecn_echo: false,
             ce_received: 0,
             last_ce: false,
+            late: Vec::new(),
             arrivals: ArrivalRecorder::new(),
             seq: SeqUnwrapper::new(),
             media_ssrc,
@@ -242,32 +248,47 @@ impl TcpRecvEndpoint {
     fn acknowledge(&mut self) {
         self.unacked = 0;
         self.delack_at = None;
-        let Some(fb) = self.arrivals.build_feedback() else {
+        let l4s = self.ecn == EcnMode::L4s;
+        let late = self.late.drain(..).map(|(seq, t, ecn)| TransportFeedback {
+            base_seq: seq,
+            receive_times: vec![Some(t)],
+            ecn: if l4s { vec![ecn] } else { Vec::new() },
+            ecn_echo: false,
+        });
+        let reports: Vec<TransportFeedback> = self
+            .arrivals
+            .build_feedback()
+            .into_iter()
+            .chain(late)
+            .collect();
+        if reports.is_empty() {
             return;
-        };
-        let mut bytes = self.out.take().unwrap_or_default();
-        if self.ecn == EcnMode::L4s {
-            let mut reports = Vec::new();
-            push_ecn_reports(&mut reports, 1, self.media_ssrc, &fb);
-            for r in reports {
-                let encoded = r.encode(&mut bytes);
-                debug_assert!(
-                    encoded.is_ok(),
-                    "an RFC 8888 block of at most 16384 packets fits"
-                );
-            }
         }
-        for m in TransportCcFeedback::build(
-            1,
-            self.media_ssrc,
-            fb.base_seq as u16,
-            self.feedback_count,
-            &fb.receive_times,
-            4096,
-        ) {
-            self.feedback_count = self.feedback_count.wrapping_add(1);
-            let encoded = RtcpPacket::TransportCc(m).encode(&mut bytes);
-            debug_assert!(encoded.is_ok(), "feedback built to fit: {encoded:?}");
+        let mut bytes = self.out.take().unwrap_or_default();
+        for fb in &reports {
+            if l4s {
+                let mut ccfb = Vec::new();
+                push_ecn_reports(&mut ccfb, 1, self.media_ssrc, fb);
+                for r in ccfb {
+                    let encoded = r.encode(&mut bytes);
+                    debug_assert!(
+                        encoded.is_ok(),
+                        "an RFC 8888 block of at most 16384 packets fits"
+                    );
+                }
+            }
+            for m in TransportCcFeedback::build(
+                1,
+                self.media_ssrc,
+                fb.base_seq as u16,
+                self.feedback_count,
+                &fb.receive_times,
+                4096,
+            ) {
+                self.feedback_count = self.feedback_count.wrapping_add(1);
+                let encoded = RtcpPacket::TransportCc(m).encode(&mut bytes);
+                debug_assert!(encoded.is_ok(), "feedback built to fit: {encoded:?}");
+            }
         }
         if self.ecn_echo {
             let echo = EcnEchoMessage { sender_ssrc: 1 };
@@ -300,12 +321,19 @@ impl Endpoint for TcpRecvEndpoint {
         if ecn.is_ce() {
             self.ce_received += 1;
         }
-        if self.ecn == EcnMode::L4s {
+        if self.arrivals.reports_from().is_some_and(|from| seq < from) {
+            // Reported missing before: reported on its own, at once (RFC 5681 §4.2, a segment
+            // that fills a gap).
+            self.late.push((seq, now, ecn));
+            quick_ack = true;
+        } else if self.ecn == EcnMode::L4s {
             self.arrivals.on_packet_with_ecn(now, seq, ecn);
-            quick_ack = ecn.is_ce() && !self.last_ce;
-            self.last_ce = ecn.is_ce();
         } else {
             self.arrivals.on_packet(now, seq);
+        }
+        if self.ecn == EcnMode::L4s {
+            quick_ack |= ecn.is_ce() && !self.last_ce;
+            self.last_ce = ecn.is_ce();
         }
         if self.ecn == EcnMode::Classic {
             // RFC 3168 §6.1.3: CWR ends the echo, a CE mark (re)starts it.

@@ -418,6 +418,21 @@ fn the_tcp_receiver_delays_acks_as_rfc_5681_says() {
         rx.poll_transmit(t(50), &mut buf).is_some(),
         "a gap is acknowledged at once"
     );
+    // 3 and 4 were reported missing; 4 arrives late: reported at once, on its own.
+    rx.handle_datagram(t(51), &segment(4), 1500);
+    assert!(
+        rx.poll_transmit(t(51), &mut buf).is_some(),
+        "a late segment at once"
+    );
+    let reported: Vec<(u16, usize)> = rtcp::parse_compound(&buf)
+        .unwrap()
+        .into_iter()
+        .filter_map(|p| match p {
+            RtcpPacket::TransportCc(fb) => Some((fb.base_seq, fb.receive_times.len())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reported, vec![(4, 1)]);
 }
 
 /// A fixed 1 Mbit/s controller that counts the packets its feedback reports (and how many of

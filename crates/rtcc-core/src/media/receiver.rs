@@ -60,6 +60,12 @@ impl ArrivalRecorder {
         }
     }
 
+    /// The first sequence number the next report covers, once something arrived: an arrival
+    /// below it comes after its number was reported missing.
+    pub fn reports_from(&self) -> Option<u64> {
+        self.started.then_some(self.report_from)
+    }
+
     /// Whether something not yet reported is missing (a later packet arrived first): a TCP
     /// receiver acknowledges at once then (RFC 5681 §4.2).
     pub fn has_gap(&self) -> bool {
