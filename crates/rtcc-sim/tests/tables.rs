@@ -19,7 +19,7 @@ use std::path::Path;
 /// Video (lost packets, frames never shown), TCP and a reverse flow over a lossy, shallow link.
 const MIXED: &str = r#"
 duration = "6s"
-seed = 7
+seed = 3
 [path.forward]
 capacity = "4Mbps"
 delay = "15ms"

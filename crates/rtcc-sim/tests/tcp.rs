@@ -143,3 +143,50 @@ fn a_short_tcp_flow_completes_and_an_on_off_flow_pauses() {
         .count();
     assert_eq!(in_off, 0, "segments sent during off periods");
 }
+
+/// The longest time (s) flow 0 went without a packet arriving, from `from_s` to `to_s`.
+fn longest_silence(r: &RunResult, from_s: f64, to_s: f64) -> f64 {
+    let mut t: Vec<f64> = r.flows[0]
+        .packets
+        .iter()
+        .filter_map(|p| p.recv.map(|t| t.as_secs_f64()))
+        .filter(|s| (from_s..to_s).contains(s))
+        .collect();
+    t.sort_by(f64::total_cmp);
+    t.insert(0, from_s);
+    t.push(to_s);
+    t.windows(2).map(|w| w[1] - w[0]).fold(0.0, f64::max)
+}
+
+#[test]
+fn every_tcp_controller_keeps_sending_through_fades_and_an_outage() {
+    // No stall for good: with RACK-TLP and Linux's RTO the sender recovers from every loss
+    // pattern. Fades of 150 ms every 2 s on average (every packet of a fade lost) on a 10 KB
+    // buffer, and a 1 s outage of both directions at 10 s: after it the backed-off RTO (at most
+    // a few seconds here) restarts the flow.
+    for cc in ["reno", "cubic", "prague", "bbr", "bbr2"] {
+        let fades = simulate(&format!(
+            "duration = \"20s\"\nseed = 1\n[path.forward]\ncapacity = \"10Mbps\"\ndelay = \"20ms\"\nqueue = \"10KB\"\n\
+             loss = {{ model = \"gilbert-elliott-time\", good = \"2s\", bad = \"150ms\" }}\n\
+             [[flows]]\nkind = \"tcp\"\ncontroller = \"{cc}\"\n"
+        ));
+        let quiet = longest_silence(&fades, 1.0, 20.0);
+        assert!(
+            quiet < 2.0,
+            "{cc}: {quiet:.2} s without a packet through fades"
+        );
+        let outage = simulate(&format!(
+            "duration = \"20s\"\n[path.forward]\nschedule = [[\"0s\", \"10Mbps\"], [\"10s\", \"8kbps\"], [\"11s\", \"10Mbps\"]]\n\
+             delay = \"20ms\"\nqueue = \"100KB\"\n[path.reverse]\ndelay = \"20ms\"\n\
+             schedule = [[\"0s\", \"10Mbps\"], [\"10s\", \"8kbps\"], [\"11s\", \"10Mbps\"]]\nqueue = \"100ms\"\n\
+             [[flows]]\nkind = \"tcp\"\ncontroller = \"{cc}\"\n"
+        ));
+        let quiet = longest_silence(&outage, 11.0, 20.0);
+        assert!(
+            quiet < 4.0,
+            "{cc}: {quiet:.2} s without a packet after the outage"
+        );
+        let tail = common::throughput_bps(&outage, 0, 16.0, 20.0);
+        assert!(tail > 5e6, "{cc}: {:.2} Mbit/s at the end", tail / 1e6);
+    }
+}
