@@ -842,6 +842,10 @@ impl BulkSender {
             out.push(("srtt_ms", s.as_millis_f64()));
         }
         out.push(("rto_ms", self.rto.rto().as_millis_f64()));
+        out.push(("timeouts", self.timeouts as f64));
+        out.push(("loss_probes", self.loss_probes as f64));
+        out.push(("retransmissions", self.retransmissions as f64));
+        out.push(("dsacks", self.dsacks as f64));
         self.controller.state(out);
     }
 }
