@@ -2,18 +2,37 @@
 //! Cubic, BBR), used for cross traffic.
 //!
 //! What is modelled, and what is not:
-//! - Full-size segments (`mss` bytes on the wire), numbered like every other rtcc packet. The
-//!   receiver acknowledges with transport feedback (per-packet receive times), which carries what
-//!   SACK carries: which segments arrived. Inside one flow there is no reordering, so a segment is
-//!   lost as soon as a later one has been acknowledged (the effect of SACK with a reordering
-//!   threshold of one; RFC 6675 waits for three, which only changes detection by two packets).
-//! - Lost segments are retransmitted before new data (as SACK recovery does); a retransmission
-//!   replaces the lost segment, so goodput equals throughput.
-//! - The retransmission timer follows RFC 6298: SRTT/RTTVAR from every new RTT sample,
-//!   RTO = SRTT + max(G, 4·RTTVAR) with Linux's 200 ms minimum (`TCP_RTO_MIN`) and 120 s maximum
-//!   (`TCP_RTO_MAX`), 1 s before the first sample, doubled on each expiry (exponential backoff),
-//!   restarted when new data is acknowledged. On expiry everything in flight is declared lost,
-//!   queued for retransmission and the controller is told ([`Controller::on_rto`]).
+//! - Full-size segments (`mss` bytes on the wire), numbered like every other rtcc packet (a
+//!   retransmission gets a number of its own). The receiver acknowledges with transport feedback
+//!   (per-packet receive times), which carries what SACK carries: which segments arrived, and a
+//!   piece of the stream that arrives twice (a DSACK).
+//! - Loss detection is RACK-TLP (RFC 8985, `tcp/rack.rs`, `tcp/tlp.rs`); lost segments are
+//!   retransmitted before new data; goodput counts each piece of the stream once.
+//! - Fast recovery (RACK marked a loss from the Open state, Linux `tcp_enter_recovery`): for
+//!   controllers that ask for it ([`Controller::uses_prr`]: Reno, Cubic) the sender spreads the
+//!   window reduction with proportional rate reduction (RFC 6937 as Linux `tcp_cwnd_reduction`
+//!   runs it): the first acknowledgement always sends the fast retransmit, then `ssthresh /
+//!   prior_cwnd` of what is delivered while more than `ssthresh` is in flight, and as much as is
+//!   delivered (+1 when the cumulative ACK advances) below it. Without it a window cut at once
+//!   to `ssthresh` below what is in flight sends nothing until enough is delivered, and a lost
+//!   tail then ends in a timeout.
+//! - The retransmission timer is Linux's (`tcp/rtt.rs`: RTO = SRTT + max(4·mdev, 200 ms), 1 s
+//!   before the first sample, doubled on each expiry, restarted when the cumulative ACK
+//!   advances). On expiry ([`BulkSender::handle_timeout`], Linux `tcp_retransmit_timer`,
+//!   `tcp_enter_loss`, `tcp_timeout_mark_lost`) the head and what was sent at least RACK.rtt
+//!   ago are marked lost, the head is retransmitted at once, and the controller is told with
+//!   what is still in flight ([`Controller::on_rto`]).
+//! - After a timeout (Linux `tcp_process_loss`): the reduction is undone
+//!   ([`Controller::on_undo`], `tcp_undo_cwnd_reduction`) when the original of the head arrives
+//!   (`tcp_packet_delayed`, what TCP timestamps show), when every retransmission comes back as a
+//!   DSACK, or when F-RTO (RFC 5682 §3.1 with SACK, Linux's default `tcp_frto = 2`) finds the
+//!   timeout spurious: a segment sent before it and never retransmitted is acknowledged. F-RTO
+//!   runs unless the timeout interrupts a fast recovery; on the first acknowledgement that
+//!   advances the cumulative ACK it sends new data instead of retransmissions (step 2.b), and a
+//!   duplicate or SACK after that shows the loss was real (step 3.a). Recovery that completes
+//!   with every retransmission DSACKed is undone too (`tcp_try_undo_recovery`); the undos
+//!   Linux runs inside fast recovery (`tcp_try_undo_partial`, `tcp_try_undo_dsack`) are not
+//!   modelled.
 //! - The controller's `cwnd` limits bytes in flight; its `pacing_rate`, if any, spaces segments
 //!   (a leaky bucket without burst credit, like the video pacer).
 //! - Applications: backlogged (always data), on/off (backlogged during "on"), a finite
@@ -123,6 +142,17 @@ enum Recovery {
     },
 }
 
+/// Proportional rate reduction in fast recovery (RFC 6937, Linux `tcp_cwnd_reduction`), in
+/// packets: `prior_cwnd` (the window when recovery began), `delivered` (`prr_delivered`), `out`
+/// (`prr_out`), and `cwnd`, the packets allowed in flight until the next acknowledgement.
+#[derive(Debug, Clone, Copy)]
+struct Prr {
+    prior_cwnd: u64,
+    delivered: u64,
+    out: u64,
+    cwnd: u64,
+}
+
 /// Linux's one retransmission timer and what it is armed for (`icsk_pending`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Timer {
@@ -171,12 +201,36 @@ pub struct BulkSender {
     /// A probe waiting to be sent, and `tlp_high_seq` of the one outstanding.
     probe: Option<Probe>,
     tlp_high_seq: Option<u64>,
+    /// PRR while in fast recovery, for controllers that use it ([`Controller::uses_prr`]).
+    prr: Option<Prr>,
+    /// F-RTO runs for the current timeout (Linux `tp->frto`), and the piece id from which new
+    /// data counts as sent after the timeout (Linux `high_seq` in sequence space; `high_seq` of
+    /// [`Recovery::Loss`] counts transmissions).
+    frto: bool,
+    frto_high_piece: u64,
+    /// F-RTO step 2.b: send new data before retransmissions until the next acknowledgement
+    /// (Linux `REXMIT_NEW`).
+    frto_new_data: bool,
+    /// Linux `undo_marker` (`Some`: a reduction may be undone) with `undo_retrans`: the
+    /// retransmissions since then not yet reported back as DSACKs (-1: none yet).
+    undo_retrans: Option<i64>,
+    /// Linux `retrans_stamp`: when the first retransmission of the current episode left.
+    retrans_stamp: Option<Time>,
+    /// Linux `icsk_retransmits`: timeouts since the cumulative ACK last advanced.
+    rto_retransmits: u32,
+    /// The head, which the timeout retransmits at once, whatever the window
+    /// (`tcp_retransmit_timer` calls `tcp_retransmit_skb` itself).
+    rto_head: Option<u64>,
     /// RTO expiries, retransmitted segments (tail loss probes that retransmit included).
     pub timeouts: u64,
     pub retransmissions: u64,
     /// Tail loss probes sent, and duplicate deliveries (DSACKs: a spurious retransmission).
     pub loss_probes: u64,
     pub dsacks: u64,
+    /// Window reductions undone (Linux `TCPLossUndo` and `TCPFullUndo`), and timeouts that
+    /// F-RTO found spurious (`TCPSpuriousRTOs`).
+    pub undos: u64,
+    pub spurious_rtos: u64,
     /// Times the window was restarted after an idle period ([`Controller::on_idle_restart`]).
     pub idle_restarts: u64,
     /// RFC 3168 ECN (data ECT(0), ECN-Echo acted on) or L4S (data ECT(1), per-packet marks).
@@ -224,10 +278,20 @@ impl BulkSender {
             recovery: Recovery::Open,
             probe: None,
             tlp_high_seq: None,
+            prr: None,
+            frto: false,
+            frto_high_piece: 0,
+            frto_new_data: false,
+            undo_retrans: None,
+            retrans_stamp: None,
+            rto_retransmits: 0,
+            rto_head: None,
             timeouts: 0,
             retransmissions: 0,
             loss_probes: 0,
             dsacks: 0,
+            undos: 0,
+            spurious_rtos: 0,
             idle_restarts: 0,
             ecn: EcnMode::Off,
             cwr_pending: false,
@@ -291,6 +355,13 @@ impl BulkSender {
         self.recovery = Recovery::Open;
         self.probe = None;
         self.tlp_high_seq = None;
+        self.prr = None;
+        self.frto = false;
+        self.frto_new_data = false;
+        self.undo_retrans = None;
+        self.retrans_stamp = None;
+        self.rto_retransmits = 0;
+        self.rto_head = None;
         self.last_data_send = None;
         self.next_release = now;
         self.pacing_wake = None;
@@ -403,9 +474,21 @@ impl BulkSender {
                 return Some(sent);
             }
         }
+        if let Some(id) = self.rto_head.take() {
+            // Linux `tcp_retransmit_timer`: the head goes out at once, whatever the window.
+            if !self.board.piece_delivered(id) {
+                self.retransmit.remove(&id);
+                return Some(self.send_retransmission(now, id));
+            }
+        }
         self.retransmit
             .retain(|&id| !self.board.piece_delivered(id));
-        let retransmit = self.retransmit.first().copied();
+        // F-RTO step 2.b (Linux `REXMIT_NEW`): new data first, if there is any.
+        let retransmit = if self.frto_new_data && self.app_has_data(now) {
+            None
+        } else {
+            self.retransmit.first().copied()
+        };
         if retransmit.is_none() && !self.app_has_data(now) {
             self.app_wake = self.next_on(now);
             return None;
@@ -426,10 +509,14 @@ impl BulkSender {
         }
         let decision = self.controller.decision();
         let in_flight = self.board.in_flight_bytes();
-        if decision
-            .cwnd
-            .is_some_and(|c| in_flight + self.mss as u64 > c.max(self.mss as u64))
-        {
+        let blocked = match self.active_prr() {
+            // In fast recovery PRR sets the window: packets, as Linux counts it.
+            Some(p) => self.board.packets_in_flight() as u64 >= p.cwnd,
+            None => decision
+                .cwnd
+                .is_some_and(|c| in_flight + self.mss as u64 > c.max(self.mss as u64)),
+        };
+        if blocked {
             return None;
         }
         let pacing = decision.pacing_rate.filter(|r| r.bps() > 0.0);
@@ -473,6 +560,12 @@ impl BulkSender {
     fn send_retransmission(&mut self, now: Time, id: u64) -> (SentPacket, DataSegment) {
         let p = *self.board.piece(id).expect("an undelivered piece is held");
         self.retransmissions += 1;
+        // Linux `__tcp_retransmit_skb`: the episode's first retransmission stamps it, and every
+        // one counts towards the DSACKs that would prove them all spurious.
+        self.retrans_stamp.get_or_insert(now);
+        if let Some(u) = &mut self.undo_retrans {
+            *u = (*u).max(0) + 1;
+        }
         let pkt = self.release(now, PacketKind::Retransmission, p.size, id);
         (pkt, p.segment)
     }
@@ -504,6 +597,9 @@ impl BulkSender {
             Some(piece),
         );
         self.last_data_send = Some(now);
+        if let Some(p) = self.prr.as_mut() {
+            p.out += 1;
+        }
         if self.timer.is_none() {
             self.timer = Some((now + self.rto.rto(), Timer::Rto));
         }
@@ -586,9 +682,16 @@ impl BulkSender {
     pub fn on_feedback(&mut self, now: Time, fb: &TransportFeedback) {
         self.report.feedback_time = now;
         self.report.packets.clear();
+        self.frto_new_data = false;
         let head_before = self.board.head().map(|(id, _)| id);
         let mut newest_sent: Option<Time> = None;
         let mut dsack = false;
+        // For PRR, F-RTO and the undo checks: pieces newly delivered (and whether they were
+        // ever retransmitted), and the send time of the transmission that filled the head (the
+        // timestamp its acknowledgement would echo).
+        let mut newly_delivered = 0u64;
+        let mut delivered_pieces: Vec<(u64, bool)> = Vec::new();
+        let mut head_fill_sent: Option<Time> = None;
         for (i, rt) in fb.receive_times.iter().enumerate() {
             let Some(rt) = *rt else { continue };
             let seq = fb.base_seq + i as u64;
@@ -598,10 +701,22 @@ impl BulkSender {
             if d.duplicate {
                 dsack = true;
                 self.dsacks += 1;
+                // Linux `tcp_check_dsack`: a DSACK proves one retransmission spurious.
+                if let Some(u) = self.undo_retrans.as_mut().filter(|u| **u > 0) {
+                    *u -= 1;
+                }
             }
             let current = seq >= self.transfer_first_seq;
             if current && !d.duplicate && d.piece.is_some() {
                 self.acked += d.pkt.size as u64;
+            }
+            if let Some(id) = d.piece.filter(|_| !d.duplicate) {
+                newly_delivered += 1;
+                let retransmitted = self.board.piece(id).is_some_and(|p| p.retransmitted);
+                delivered_pieces.push((id, retransmitted));
+                if Some(id) == head_before {
+                    head_fill_sent = Some(d.pkt.send_time);
+                }
             }
             if self.cwr_until.is_some_and(|first| seq >= first) {
                 // A packet sent after the last reaction arrived: a window has passed.
@@ -631,18 +746,32 @@ impl BulkSender {
         }
         self.board.pop_settled();
         let advanced = self.board.head().map(|(id, _)| id) != head_before;
+        if advanced {
+            self.rto_retransmits = 0; // Linux `tcp_ack`: FLAG_SND_UNA_ADVANCED
+        }
         let board = &self.board;
         self.rack
             .update_reo_wnd(dsack, |round| board.una_passed(round), board.next_seq());
         if self.tlp_high_seq.is_some_and(|h| self.board.una_passed(h)) {
             self.tlp_high_seq = None; // tcp_process_tlp_ack: the probe's episode is over
         }
-        let reo_armed = if self.rack.take_advanced() {
+        // Linux `tcp_packet_delayed`: the head was filled by a transmission sent before the
+        // episode's first retransmission (its timestamp echo is older than `retrans_stamp`).
+        let packet_delayed = self
+            .retrans_stamp
+            .is_some_and(|rs| head_fill_sent.is_some_and(|t| t < rs));
+        let head_now = self.board.head().map(|(id, _)| id);
+        let data_sacked = delivered_pieces
+            .iter()
+            .any(|&(id, _)| head_now.is_some_and(|h| id > h));
+        let orig_acked = |high: u64| delivered_pieces.iter().any(|&(id, r)| !r && id < high);
+        self.process_loss(now, advanced, packet_delayed, data_sacked, orig_acked);
+        let (reo_armed, newly_lost) = if self.rack.take_advanced() {
             self.detect_losses(now)
         } else {
-            false
+            (false, 0)
         };
-        self.check_recovery_exit();
+        self.check_recovery_exit(now, packet_delayed);
         // Linux `tcp_ack`: "reset TLP/RTO timer when RACK doesn't set" (FLAG_SET_XMIT_TIMER,
         // set when the cumulative ACK advanced).
         if advanced && !reo_armed && !self.schedule_probe(now, true) {
@@ -651,11 +780,15 @@ impl BulkSender {
         if !self.board.outstanding() {
             self.timer = None;
         }
+        if self.recovery == Recovery::Open && advanced && !self.board.disorder() {
+            self.retrans_stamp = None; // tcp_try_to_open: no retransmission outstanding
+        }
         self.report.packets.sort_by_key(|p| p.sent.seq);
         self.report.in_flight = self.board.in_flight_bytes();
         if !self.report.packets.is_empty() {
             self.controller.on_feedback(now, &self.report);
         }
+        self.prr_update(newly_delivered, newly_lost, advanced);
         if self.ecn == EcnMode::Classic && fb.ecn_echo {
             self.on_ecn_echo(now);
         }
@@ -667,10 +800,140 @@ impl BulkSender {
         }
     }
 
+    /// PRR, if it runs: fast recovery with a controller that uses it.
+    fn active_prr(&self) -> Option<Prr> {
+        self.prr
+            .filter(|_| matches!(self.recovery, Recovery::Fast { .. }))
+    }
+
+    /// RFC 6937 as Linux `tcp_cwnd_reduction` runs it, on an acknowledgement that delivered
+    /// `newly` packets and let RACK mark `newly_lost`: while more than `ssthresh` (the
+    /// controller's reduced window) is in flight, send `ssthresh / prior_cwnd` of what is
+    /// delivered; below it, as much as is delivered, one more when the cumulative ACK advanced
+    /// without a new loss, up to `ssthresh`. The first acknowledgement of the recovery always
+    /// sends one packet, the fast retransmit. The window is in packets and holds until the next
+    /// acknowledgement.
+    fn prr_update(&mut self, newly: u64, newly_lost: u64, una_advanced: bool) {
+        let Some(mut p) = self.active_prr() else {
+            return;
+        };
+        if newly == 0 {
+            return;
+        }
+        let mss = (self.mss as u64).max(1);
+        let ssthresh = self
+            .controller
+            .decision()
+            .cwnd
+            .map_or(u64::MAX / 4, |c| (c / mss).max(1)) as i64;
+        let pipe = self.board.packets_in_flight() as i64;
+        p.delivered += newly;
+        let (delivered, out, prior) = (p.delivered as i64, p.out as i64, p.prior_cwnd as i64);
+        let delta = ssthresh - pipe;
+        let mut sndcnt = if delta < 0 {
+            (ssthresh * delivered + prior - 1) / prior - out
+        } else {
+            let mut n = (delivered - out).max(newly as i64);
+            if una_advanced && newly_lost == 0 {
+                n += 1;
+            }
+            n.min(delta)
+        };
+        if p.out == 0 {
+            sndcnt = sndcnt.max(1); // "force a fast retransmit upon entering fast recovery"
+        }
+        p.cwnd = (pipe + sndcnt.max(0)) as u64;
+        self.prr = Some(p);
+    }
+
+    /// Whether the reduction of this episode may be undone (Linux `tcp_may_undo`): every
+    /// retransmission came back as a DSACK, or the head was filled by an original.
+    fn may_undo(&self, packet_delayed: bool) -> bool {
+        self.undo_retrans.is_some_and(|u| u == 0 || packet_delayed)
+    }
+
+    /// Linux `tcp_process_loss` after a timeout (the undo and F-RTO, RFC 5682 §3.1 with SACK,
+    /// `net.ipv4.tcp_frto = 2`):
+    /// - an acknowledgement that advances the cumulative ACK undoes the timeout if it may be
+    ///   undone ([`BulkSender::may_undo`], `tcp_try_undo_loss`);
+    /// - with F-RTO running: (step 3.b) an acknowledgement of a segment sent before the timeout
+    ///   and never retransmitted shows that not everything was lost: the timeout was spurious,
+    ///   undo; (step 2.b) the first acknowledgement that advances the cumulative ACK without
+    ///   completing the recovery sends new data instead of retransmissions; (step 3.a) if new
+    ///   data was sent and the next acknowledgement is a duplicate or SACKs data, the loss was
+    ///   real and F-RTO ends (retransmission goes on as usual).
+    fn process_loss(
+        &mut self,
+        now: Time,
+        una_advanced: bool,
+        packet_delayed: bool,
+        data_sacked: bool,
+        orig_acked: impl Fn(u64) -> bool,
+    ) {
+        let Recovery::Loss { high_seq } = self.recovery else {
+            return;
+        };
+        if una_advanced && self.may_undo(packet_delayed) {
+            self.undo(now, true);
+            return;
+        }
+        if !self.frto {
+            return;
+        }
+        if orig_acked(self.frto_high_piece) {
+            self.spurious_rtos += 1;
+            self.undo(now, true);
+            return;
+        }
+        let recovered = self.board.una_passed(high_seq);
+        if self.board.next_piece() > self.frto_high_piece {
+            if data_sacked || !una_advanced {
+                self.frto = false; // step 3.a: the loss was real
+            }
+        } else if una_advanced && !recovered {
+            self.recovery = Recovery::Loss {
+                high_seq: self.board.next_seq(),
+            };
+            self.frto_high_piece = self.board.next_piece();
+            if self.app_has_data(now) {
+                self.frto_new_data = true; // step 2.b
+            } else {
+                self.frto = false;
+            }
+        }
+    }
+
+    /// Linux `tcp_undo_cwnd_reduction`: the controller restores its window
+    /// ([`Controller::on_undo`]); with `unmark`, what was marked lost goes back in flight
+    /// (each piece's latest transmission) and off the retransmission queue, and RACK judges it
+    /// again (`tcp_try_undo_loss`); the sender is Open again.
+    fn undo(&mut self, now: Time, unmark: bool) {
+        if unmark {
+            for (seq, id) in self.board.lost_latest() {
+                self.board.unmark_lost(seq);
+                self.retransmit.remove(&id);
+            }
+            self.rack.force_advance();
+        }
+        self.controller.on_undo(now);
+        self.undos += 1;
+        self.undo_retrans = None;
+        self.rto_retransmits = 0;
+        self.rto_head = None;
+        self.frto = false;
+        self.frto_new_data = false;
+        self.prr = None;
+        if self.recovery != Recovery::Open {
+            self.recovery = Recovery::Open;
+            self.rack.on_recovery_exit();
+        }
+    }
+
     /// RACK's detection pass (RFC 8985 §6.2 step 5, Linux `tcp_rack_detect_loss`): marks the
     /// packets past their deadline lost, adds them to the report and queues their pieces for
-    /// retransmission; arms RACK's reordering timer for the rest (returns whether it did).
-    fn detect_losses(&mut self, now: Time) -> bool {
+    /// retransmission; arms RACK's reordering timer for the rest. Returns whether it armed the
+    /// timer, and how many it marked lost.
+    fn detect_losses(&mut self, now: Time) -> (bool, u64) {
         let in_recovery = self.recovery != Recovery::Open;
         let reo_wnd = self
             .rack
@@ -686,7 +949,7 @@ impl BulkSender {
                 Some(left) => wait = Some(left),
             }
         }
-        let any = !lost.is_empty();
+        let n = lost.len() as u64;
         for seq in lost {
             let e = self.board.mark_lost(seq, true).expect("in flight");
             self.report.packets.push(PacketResult {
@@ -698,32 +961,60 @@ impl BulkSender {
                 self.retransmit.insert(id);
             }
         }
-        if any && self.recovery == Recovery::Open {
-            // Linux `tcp_enter_recovery` (and `tcp_init_cwnd_reduction` clears the probe).
+        if n > 0 && self.recovery == Recovery::Open {
+            // Linux `tcp_enter_recovery` (and `tcp_init_cwnd_reduction` clears the probe;
+            // `tcp_init_undo` opens the undo record).
             self.recovery = Recovery::Fast {
                 high_seq: self.board.next_seq(),
             };
             self.tlp_high_seq = None;
             self.probe = None;
+            self.init_undo();
+            let mss = (self.mss as u64).max(1);
+            self.prr = self.controller.uses_prr().then(|| Prr {
+                prior_cwnd: self
+                    .controller
+                    .decision()
+                    .cwnd
+                    .map_or(1, |c| (c / mss).max(1)),
+                delivered: 0,
+                out: 0,
+                cwnd: self.board.packets_in_flight() as u64 + 1,
+            });
         }
         if let Some(left) = wait {
             self.timer = Some((now + left, Timer::Reo));
-            return true;
+            return (true, n);
         }
         if self.timer.is_some_and(|(_, k)| k == Timer::Reo) {
             self.rearm_rto(now);
         }
-        false
+        (false, n)
     }
 
-    /// Recovery (fast or after an RTO) ends once the cumulative ACK passes `high_seq`.
-    fn check_recovery_exit(&mut self) {
+    /// Linux `tcp_init_undo`: a reduction begins that may later be undone; the retransmissions
+    /// in flight may still come back as DSACKs.
+    fn init_undo(&mut self) {
+        let out = self.board.retransmissions_in_flight() as i64;
+        self.undo_retrans = Some(if out > 0 { out } else { -1 });
+    }
+
+    /// Recovery (fast or after an RTO) ends once the cumulative ACK passes `high_seq`; if the
+    /// reduction may be undone it is (Linux `tcp_try_undo_recovery`).
+    fn check_recovery_exit(&mut self, now: Time, packet_delayed: bool) {
         let (Recovery::Fast { high_seq } | Recovery::Loss { high_seq }) = self.recovery else {
             return;
         };
         if self.board.una_passed(high_seq) {
+            if self.may_undo(packet_delayed) {
+                self.undo(now, false);
+                return;
+            }
             self.recovery = Recovery::Open;
             self.rack.on_recovery_exit();
+            self.prr = None;
+            self.frto = false;
+            self.undo_retrans = None;
         }
     }
 
@@ -776,10 +1067,15 @@ impl BulkSender {
         self.report.feedback_time = now;
         self.report.packets.clear();
         self.timer = Some((now, Timer::Reo));
-        let rearmed = self.detect_losses(now);
+        let was_open = self.recovery == Recovery::Open;
+        let (rearmed, lost) = self.detect_losses(now);
         if !self.report.packets.is_empty() {
             self.report.in_flight = self.board.in_flight_bytes();
             self.controller.on_feedback(now, &self.report);
+        }
+        if was_open {
+            // `tcp_rack_reo_timeout`: entering recovery runs `tcp_cwnd_reduction(sk, 1, 0)`.
+            self.prr_update(1, lost, false);
         }
         if !rearmed && self.timer.is_none_or(|(_, k)| k != Timer::Rto) {
             self.rearm_rto(now);
@@ -806,27 +1102,67 @@ impl BulkSender {
         };
     }
 
-    /// RFC 6298 §5.4–5.7 and Linux `tcp_retransmit_timer` / `tcp_enter_loss`: everything in
-    /// flight is marked lost (not reported to the controller: [`Controller::on_rto`] tells it),
-    /// retransmission starts from the head, the controller collapses its window, the probe is
-    /// disarmed and the timer backs off.
+    /// RFC 6298 §5.4–5.7 as Linux runs them (`tcp_retransmit_timer`, `tcp_enter_loss`,
+    /// `tcp_timeout_mark_lost`):
+    /// - What is marked lost: the head (the lowest undelivered piece) always; any other piece
+    ///   only if its last transmission left at least RACK.rtt ago (`tcp_rack_skb_timeout(tp,
+    ///   skb, 0) <= 0`: Linux passes a reordering window of 0 here). Segments sent more
+    ///   recently stay in flight, to be delivered, or marked by RACK later. The marked pieces
+    ///   are queued for retransmission; their losses are not reported to the controller.
+    /// - The controller is told with what is left in flight ([`Controller::on_rto`]; Linux sets
+    ///   `cwnd = in_flight + 1`); the head is retransmitted at once, whatever the window.
+    /// - The undo record opens (`tcp_init_undo`) only if this timeout reduces a window not yet
+    ///   reduced: from Open, after the previous recovery completed, or after an undo.
+    /// - F-RTO (RFC 5682 §3.1 step 1) runs unless the timeout interrupts a fast recovery
+    ///   (`new_recovery || icsk_retransmits`): a repeated timeout on the same head runs it.
+    /// - The probe is disarmed, the timer backs off (`icsk_rto << 1`) and restarts.
     fn on_rto(&mut self, now: Time) {
         self.timeouts += 1;
-        let seqs: Vec<u64> = self.board.in_flight_seqs().collect();
+        let new_recovery = self.recovery == Recovery::Open;
+        let fresh = match self.recovery {
+            Recovery::Open => true,
+            Recovery::Fast { high_seq } => self.board.una_passed(high_seq),
+            Recovery::Loss { high_seq } => {
+                self.board.una_passed(high_seq) || self.rto_retransmits == 0
+            }
+        };
+        let head = self.board.head().map(|(id, _)| id);
+        let rack_rtt = self.rack.rtt();
+        let board = &self.board;
+        let seqs: Vec<u64> = board
+            .in_flight_seqs()
+            .filter(|&seq| {
+                let piece = board.entry(seq).and_then(|e| e.piece);
+                match piece.and_then(|id| board.piece(id).map(|p| (id, p.last_sent))) {
+                    Some((id, _)) if Some(id) == head => true,
+                    Some((_, last)) => now - last >= rack_rtt,
+                    None => true,
+                }
+            })
+            .collect();
         for seq in seqs {
             let e = self.board.mark_lost(seq, false).expect("in flight");
             if let Some(id) = e.piece.filter(|&id| !self.board.piece_delivered(id)) {
                 self.retransmit.insert(id);
             }
         }
+        if fresh {
+            self.init_undo();
+        }
+        self.frto = new_recovery || self.rto_retransmits > 0;
+        self.rto_retransmits += 1;
+        self.frto_new_data = false;
+        self.frto_high_piece = self.board.next_piece();
         self.recovery = Recovery::Loss {
             high_seq: self.board.next_seq(),
         };
+        self.prr = None;
         self.tlp_high_seq = None;
         self.probe = None;
-        self.controller.on_rto(now);
+        self.controller.on_rto(now, self.board.in_flight_bytes());
         self.rto.back_off();
         self.timer = Some((now + self.rto.rto(), Timer::Rto));
+        self.rto_head = head.filter(|&id| !self.board.piece_delivered(id));
     }
 
     pub fn state(&self, out: &mut Vec<(&'static str, f64)>) {
@@ -846,6 +1182,8 @@ impl BulkSender {
         out.push(("loss_probes", self.loss_probes as f64));
         out.push(("retransmissions", self.retransmissions as f64));
         out.push(("dsacks", self.dsacks as f64));
+        out.push(("undos", self.undos as f64));
+        out.push(("spurious_rtos", self.spurious_rtos as f64));
         self.controller.state(out);
     }
 }
@@ -1324,9 +1662,111 @@ mod tests {
         );
         assert_eq!(s.timeouts, 1);
         assert_eq!(
+            (s.undos, s.spurious_rtos),
+            (0, 0),
+            "a real timeout: only retransmissions come back, nothing is undone"
+        );
+        assert_eq!(
             s.rto(),
             Duration::from_millis(300),
             "samples reset the backoff"
+        );
+    }
+
+    fn reno_sender(app: App) -> BulkSender {
+        let params: Params = toml::from_str("abc_l = 0").unwrap();
+        let c = crate::cc::reno::Reno::new(parse_config("reno", &params).unwrap()).unwrap();
+        BulkSender::new(Box::new(c), 1500, app, Time::ZERO)
+    }
+
+    /// A Reno sender with 20 segments in flight (sent at 100 ms, 100 ms RTT) and the probe
+    /// (new data, seq 30, at 302 ms) whose acknowledgements are all held back until the RTO
+    /// fires at 602 ms: everything is marked lost, the window is one segment and the head
+    /// (piece 10) leaves again as seq 31.
+    fn reno_after_delay_spike() -> BulkSender {
+        let mut s = reno_sender(App::Backlogged);
+        assert_eq!(send_all(&mut s, Time::ZERO).len(), 10);
+        s.on_feedback(ms(100), &ack(0..10, &[]));
+        assert_eq!(send_all(&mut s, ms(100)).len(), 20);
+        s.handle_timeout(ms(302));
+        assert_eq!(s.poll_transmit(ms(302)).unwrap().seq, 30, "the probe");
+        assert_eq!(s.poll_timeout(), Some(ms(602)));
+        s.handle_timeout(ms(602));
+        assert_eq!(s.timeouts, 1);
+        assert_eq!(reno_cwnd(&s), 1500, "nothing left in flight: one segment");
+        let (p, d) = s.poll_transmit_segment(ms(602)).unwrap();
+        assert_eq!(
+            (p.seq, p.kind, d.offset),
+            (31, PacketKind::Retransmission, 15_000)
+        );
+        s
+    }
+
+    #[test]
+    fn a_timeout_in_a_delay_spike_is_undone_when_the_originals_arrive() {
+        let mut s = reno_after_delay_spike();
+        // The spike ends: every original arrives, the head among them (sent before the
+        // retransmission: `tcp_packet_delayed`).
+        s.on_feedback(ms(650), &ack(10..31, &[]));
+        assert_eq!(s.undos, 1, "the window reduction is undone");
+        assert!(
+            reno_cwnd(&s) >= 20 * 1500,
+            "back to the 20 segments before the timeout: {}",
+            reno_cwnd(&s)
+        );
+        assert_eq!(s.recovery, Recovery::Open);
+        // The needless retransmission comes back as a DSACK.
+        s.on_feedback(ms(702), &ack(31..32, &[]));
+        assert_eq!((s.dsacks, s.retransmissions, s.timeouts), (1, 1, 1));
+    }
+
+    #[test]
+    fn f_rto_finds_a_timeout_spurious_when_data_sent_before_it_is_sacked() {
+        let mut s = reno_after_delay_spike();
+        // Everything but the head's original arrives: segments sent before the timeout and never
+        // retransmitted are SACKed, so not everything was lost (RFC 5682 §3.1 step 3.b).
+        s.on_feedback(ms(650), &ack(11..31, &[]));
+        assert_eq!((s.spurious_rtos, s.undos), (1, 1));
+        assert!(reno_cwnd(&s) >= 20 * 1500, "{}", reno_cwnd(&s));
+        assert_eq!(s.recovery, Recovery::Open);
+        // The head's retransmission completes the repair; nothing else was resent.
+        s.on_feedback(ms(702), &ack(31..32, &[]));
+        assert_eq!((s.retransmissions, s.timeouts, s.dsacks), (1, 1, 0));
+        assert!(!s.board.disorder());
+    }
+
+    #[test]
+    fn at_a_timeout_segments_sent_less_than_rack_rtt_ago_stay_in_flight() {
+        let mut s = BulkSender::new(Box::new(Window(10)), 1500, App::Backlogged, Time::ZERO);
+        assert_eq!(send_all(&mut s, Time::ZERO).len(), 10);
+        // 0 is lost: three SACKs at 100 ms mark it (fast recovery); its retransmission (seq 10)
+        // and three new segments (11..13) leave at once, and the head's RTO runs to 400 ms.
+        s.on_feedback(ms(100), &ack(1..4, &[]));
+        let sent = send_all(&mut s, ms(100));
+        assert_eq!(sent.len(), 4);
+        assert_eq!(
+            (sent[0].seq, sent[0].kind),
+            (10, PacketKind::Retransmission)
+        );
+        // Late SACKs of 4..6 (380 ms: RACK.rtt is now 380 ms) let three more leave (14..16).
+        s.on_feedback(ms(380), &ack(4..7, &[]));
+        assert_eq!(send_all(&mut s, ms(380)).len(), 3);
+        assert_eq!(s.poll_timeout(), Some(ms(400)));
+        s.handle_timeout(ms(400));
+        assert_eq!(s.timeouts, 1);
+        // Lost: the head (its retransmission) and 7..9, out for 400 ms. Segments 11..16, sent
+        // 300 and 20 ms ago, are younger than RACK.rtt and stay in flight.
+        assert_eq!(s.in_flight(), 6 * 1500);
+        let resent: Vec<u64> = std::iter::from_fn(|| s.poll_transmit_segment(ms(400)))
+            .map(|(p, d)| {
+                assert_eq!(p.kind, PacketKind::Retransmission);
+                d.offset / 1500
+            })
+            .collect();
+        assert_eq!(
+            resent,
+            vec![0, 7, 8, 9],
+            "the head at once, then the window's room"
         );
     }
 }

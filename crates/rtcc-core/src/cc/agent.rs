@@ -253,9 +253,9 @@ impl Controller for Agent {
         }
     }
 
-    fn on_rto(&mut self, now: Time) {
+    fn on_rto(&mut self, now: Time, in_flight: u64) {
         if let Some(c) = self.inner.as_mut() {
-            c.on_rto(now);
+            c.on_rto(now, in_flight);
         }
     }
 

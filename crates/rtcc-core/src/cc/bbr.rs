@@ -526,7 +526,7 @@ impl Controller for Bbr {
         self.set_cwnd(&s, bw);
     }
 
-    fn on_rto(&mut self, _now: Time) {
+    fn on_rto(&mut self, _now: Time, in_flight: u64) {
         if self.episodes.on_rto() {
             self.save_cwnd();
         }
@@ -535,7 +535,8 @@ impl Controller for Bbr {
         self.full_bw = 0.0;
         self.round_start = true;
         self.lt_bw_sampling(self.mss, false);
-        self.cwnd = self.mss;
+        // tcp_enter_loss: one packet above what is still in flight.
+        self.cwnd = in_flight + self.mss;
         self.rate.on_rto();
     }
 

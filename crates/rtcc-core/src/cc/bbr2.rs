@@ -1079,17 +1079,18 @@ impl Controller for Bbr2 {
         self.prev_ca_state = self.episodes.state;
     }
 
-    fn on_rto(&mut self, _now: Time) {
+    fn on_rto(&mut self, _now: Time, in_flight: u64) {
         if self.episodes.on_rto() {
             self.save_cwnd(); // bbr2_ssthresh from tcp_enter_loss
         }
-        // bbr2_set_state(TCP_CA_Loss), then tcp_enter_loss's cwnd of one packet.
+        // bbr2_set_state(TCP_CA_Loss), then tcp_enter_loss's cwnd: one packet above what is
+        // still in flight.
         self.prev_ca_state = CaState::Loss;
         self.full_bw = 0.0;
         if !self.is_probing_bandwidth() && self.inflight_lo == INF {
             self.inflight_lo = self.prior_cwnd;
         }
-        self.cwnd = 1;
+        self.cwnd = in_flight.div_ceil(self.mss) + 1;
         // Everything outstanding is retransmitted; the loss state ends once it is all
         // delivered, which leaves no hole from before the timeout.
         self.holes = 0;

@@ -466,7 +466,7 @@ impl Controller for Copa {
         }
     }
 
-    fn on_rto(&mut self, _now: Time) {
+    fn on_rto(&mut self, _now: Time, _in_flight: u64) {
         self.cwnd = self.min_cwnd();
         self.velocity = 1.0;
         self.same_direction = 0;
@@ -883,7 +883,7 @@ mod tests {
     fn a_timeout_drops_to_two_packets() {
         let mut d = Driver::new("");
         d.round(0.0, 40.0);
-        d.c.on_rto(Time::from_millis(1000));
+        d.c.on_rto(Time::from_millis(1000), 0);
         assert_eq!(d.c.decision().cwnd, Some(3000));
     }
 

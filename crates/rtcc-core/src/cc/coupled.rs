@@ -391,8 +391,14 @@ impl Controller for Coupled {
     fn on_feedback(&mut self, now: Time, report: &FeedbackReport) {
         self.around(now, |c| c.on_feedback(now, report));
     }
-    fn on_rto(&mut self, now: Time) {
-        self.around(now, |c| c.on_rto(now));
+    fn on_rto(&mut self, now: Time, in_flight: u64) {
+        self.around(now, |c| c.on_rto(now, in_flight));
+    }
+    fn on_undo(&mut self, now: Time) {
+        self.around(now, |c| c.on_undo(now));
+    }
+    fn uses_prr(&self) -> bool {
+        self.inner.uses_prr()
     }
     fn on_idle_restart(&mut self, now: Time) {
         self.around(now, |c| c.on_idle_restart(now));

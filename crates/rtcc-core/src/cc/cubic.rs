@@ -306,6 +306,7 @@ impl Controller for Cubic {
             self.on_delay(now, rtt, a.newest_acked_seq);
         }
         if a.episode.new_episode {
+            self.w.save_prior(true);
             let ss = self.reduction();
             self.w.reduce_to(ss);
         }
@@ -322,11 +323,12 @@ impl Controller for Cubic {
         }
     }
 
-    fn on_rto(&mut self, now: Time) {
+    fn on_rto(&mut self, now: Time, in_flight: u64) {
         if self.w.episodes.on_rto() {
+            self.w.save_prior(true);
             self.w.ssthresh = self.reduction().max(2 * self.w.mss);
         }
-        self.w.collapse();
+        self.w.collapse(in_flight);
         // Linux bictcp_reset + bictcp_hystart_reset on entering TCP_CA_Loss.
         self.w_max = 0.0;
         self.k = 0.0;
@@ -341,8 +343,20 @@ impl Controller for Cubic {
 
     /// An ECN-Echo reduces as a loss does (Linux `tcp_enter_cwr()` calls `bictcp_recalc_ssthresh`,
     /// the same β = 0.7 and fast-convergence `w_max` as a fast retransmit), once per window.
+    /// Linux 6.x: `cubictcp` undoes with `tcp_reno_undo_cwnd` (window and `ssthresh` back);
+    /// the state that `bictcp_reset` cleared at the timeout (`W_max`, the epoch, HyStart) stays
+    /// cleared.
+    fn on_undo(&mut self, _now: Time) {
+        self.w.undo();
+    }
+
+    fn uses_prr(&self) -> bool {
+        true
+    }
+
     fn on_ecn_echo(&mut self, _now: Time) {
         if self.w.episodes.on_ecn_echo() {
+            self.w.save_prior(false);
             let ss = self.reduction();
             self.w.reduce_to(ss);
         }
@@ -601,7 +615,7 @@ mod tests {
     fn a_timeout_resets_to_one_segment_and_forgets_w_max() {
         let (mut c, _) = one_loss(100, 100, Time::from_millis(3000), "");
         let cw = segments(&c);
-        c.on_rto(Time::from_millis(3000));
+        c.on_rto(Time::from_millis(3000), 0);
         assert_eq!(segments(&c), 1.0);
         assert_eq!(
             get(&c, "ssthresh_packets"),
@@ -619,7 +633,7 @@ mod tests {
         let base = 20.0 * 12_000.0 / 0.1;
         assert!((d.pacing_rate.unwrap().bps() - 2.0 * base).abs() < 1e-6);
         assert!((d.target_bitrate.bps() - base).abs() < 1e-6);
-        c.on_rto(Time::from_millis(150));
+        c.on_rto(Time::from_millis(150), 0);
         let d = c.decision();
         // cwnd 1 < ssthresh 14 / 2: still 2x.
         assert!((d.pacing_rate.unwrap().bps() - 2.0 * 12_000.0 / 0.1).abs() < 1e-6);

@@ -525,7 +525,7 @@ pub(crate) mod testpath {
             self.acks.clear();
             self.dropped.clear();
             self.in_flight = 0;
-            c.on_rto(self.now);
+            c.on_rto(self.now, 0);
         }
     }
 }
@@ -550,7 +550,7 @@ mod tests {
             };
             self.est.on_packet_sent(now, pkt, limits);
         }
-        fn on_rto(&mut self, _now: Time) {
+        fn on_rto(&mut self, _now: Time, _in_flight: u64) {
             self.est.on_rto();
         }
         fn on_feedback(&mut self, now: Time, report: &FeedbackReport) {

@@ -250,10 +250,31 @@ pub trait Controller: Send {
     fn on_packet_sent(&mut self, _now: Time, _pkt: &SentPacket) {}
     /// Feedback arrived: per-packet receive times (receiver clock) or losses.
     fn on_feedback(&mut self, now: Time, report: &FeedbackReport);
-    /// A retransmission timeout fired at the sender: everything in flight is presumed lost and
-    /// has been forgotten (RFC 6298 §5); window-based controllers collapse their window
-    /// (RFC 5681 §3.1). The losses are not reported again through `on_feedback`.
-    fn on_rto(&mut self, _now: Time) {}
+    /// A retransmission timeout fired at the sender. `in_flight`: the bytes still in flight
+    /// after the timeout marked what it presumes lost (those losses are not reported again
+    /// through `on_feedback`). The TCP sender marks as Linux's `tcp_timeout_mark_lost` does
+    /// (the head, and what was sent at least RACK.rtt ago), so `in_flight` may be above zero;
+    /// the video sender forgets everything (RFC 6298 §5) and passes 0. Window-based
+    /// controllers collapse their window (RFC 5681 §3.1) to Linux's `tcp_enter_loss` value,
+    /// `in_flight` plus one segment (one segment when nothing is left in flight).
+    fn on_rto(&mut self, _now: Time, _in_flight: u64) {}
+    /// The TCP sender found its last window reduction spurious and undoes it (Linux
+    /// `tcp_undo_cwnd_reduction`, reached from `tcp_try_undo_loss` and `tcp_try_undo_recovery`
+    /// after a retransmission timeout: F-RTO, RFC 5682 §3.1, judged the timeout spurious, every
+    /// retransmission came back as a DSACK, or the original of the head arrived). Loss-based
+    /// windows restore the window and `ssthresh` saved when they reduced (Reno and Cubic:
+    /// `tcp_reno_undo_cwnd`, `cwnd = max(cwnd, prior_cwnd)`, and `ssthresh` back to the prior
+    /// one if it was larger) and leave their recovery state. Default: nothing (Linux's
+    /// `bbr_undo_cwnd` keeps the current window too).
+    fn on_undo(&mut self, _now: Time) {}
+    /// Whether the TCP sender spreads this controller's window reduction in fast recovery with
+    /// proportional rate reduction (RFC 6937 as Linux `tcp_cwnd_reduction` runs it): true for
+    /// controllers whose Linux module leaves recovery to the TCP stack (no `cong_control` hook:
+    /// Reno, Cubic); false (the default) for those that set their own window in recovery (BBR's
+    /// packet conservation) or are not Linux's.
+    fn uses_prr(&self) -> bool {
+        false
+    }
     /// A TCP sender starts transmitting again after an idle period longer than its RTO with
     /// nothing in flight (Linux `tcp_cwnd_restart` and `CA_EVENT_TX_START`, applied when
     /// `net.ipv4.tcp_slow_start_after_idle` is 1): window-based controllers may restart their

@@ -142,11 +142,11 @@ impl Controller for Prague {
         self.w.reno_growth(a.acked, Some(2 * self.w.mss));
     }
 
-    fn on_rto(&mut self, _now: Time) {
+    fn on_rto(&mut self, _now: Time, in_flight: u64) {
         if self.w.episodes.on_rto() {
             self.w.ssthresh = (self.w.cwnd / 2).max(2 * self.w.mss);
         }
-        self.w.collapse();
+        self.w.collapse(in_flight);
     }
 
     fn on_idle_restart(&mut self, _now: Time) {

@@ -20,15 +20,22 @@
 //!   whose recovery point is the last packet sent so far: further losses of packets sent before
 //!   the episode began belong to the same window of data and do not reduce the window again
 //!   (RFC 6582 §3.2 / RFC 6675 §5 "RecoveryPoint"). The window does not grow during recovery;
-//!   recovery ends when a packet sent after the loss is acknowledged. The endpoint keeps lost
-//!   packets out of `in_flight` (RFC 6675's `pipe`), so `cwnd = ssthresh` immediately is
-//!   RFC 6675's behaviour; Linux's proportional rate reduction (RFC 6937) spreads the same
-//!   reduction over one round and ends at the same window.
+//!   recovery ends when a packet sent after the loss is acknowledged. `cwnd = ssthresh` is the
+//!   window recovery ends at; while the TCP sender is in fast recovery it paces the reduction
+//!   with proportional rate reduction (RFC 6937, Linux `tcp_cwnd_reduction`; this controller
+//!   asks for it through `uses_prr`), as Linux does for every congestion module without its
+//!   own `cong_control`.
 //! - Retransmission timeout (RFC 5681 §3.1, eq. 4): `ssthresh = max(cwnd / 2, 2 MSS)` unless the
 //!   timeout hits a window that was already reduced (a timeout during recovery, or a repeated
 //!   timeout: RFC 5681 §3.1 holds `ssthresh` then, as Linux `tcp_enter_loss` does), and
-//!   `cwnd = 1 MSS` (the loss window). The sender then slow-starts again; packets sent before
-//!   the timeout are never reported again.
+//!   `cwnd` = one MSS above what the timeout left in flight (Linux `tcp_enter_loss`:
+//!   `packets_in_flight + 1`; 1 MSS, RFC 5681's loss window, when everything was marked lost).
+//!   The sender then slow-starts again; the losses the timeout marked are never reported.
+//! - Undo (Linux `tcp_undo_cwnd_reduction` with `tcp_reno_undo_cwnd`): when the TCP sender
+//!   finds a timeout spurious (F-RTO, DSACKs, the original of the head arriving) it calls
+//!   `on_undo`: `cwnd = max(cwnd, prior_cwnd)` and `ssthresh` back to `prior_ssthresh`
+//!   (`max(ssthresh, 3/4 cwnd)` when the reduction began) if larger; an ECN reduction saves no
+//!   prior `ssthresh` and is never undone (`tcp_enter_cwr`).
 //! - The window only grows while it limits the sender (RFC 7661 §4.1's spirit, Linux
 //!   `tcp_is_cwnd_limited`): in a window in which the sender filled `cwnd`, or, in slow start,
 //!   used at least half of it. An application-limited flow (a video flow below its window) does
@@ -139,6 +146,8 @@ pub(crate) struct Episodes {
     pub state: CaState,
     /// Packets numbered from here on were sent after the current episode began.
     bound: u64,
+    /// `bound` before the last reduction, restored by an undo.
+    prior_bound: u64,
     next_seq: u64,
 }
 
@@ -156,6 +165,7 @@ impl Episodes {
         Episodes {
             state: CaState::Open,
             bound: 0,
+            prior_bound: 0,
             next_seq: 0,
         }
     }
@@ -170,6 +180,9 @@ impl Episodes {
         let mut ev = EpisodeEvents::default();
         for p in &report.packets {
             if p.receive_time.is_none() && p.sent.seq >= self.bound {
+                if !ev.new_episode {
+                    self.prior_bound = self.bound;
+                }
                 ev.new_episode = true;
                 self.state = CaState::Recovery;
                 self.bound = self.next_seq.max(p.sent.seq.saturating_add(1));
@@ -195,15 +208,25 @@ impl Episodes {
             return false;
         }
         self.state = CaState::Cwr;
+        self.prior_bound = self.bound;
         self.bound = self.next_seq;
         true
     }
     /// A timeout; returns whether it hit an unreduced window (so `ssthresh` is recomputed).
     pub fn on_rto(&mut self) -> bool {
         let fresh = self.state == CaState::Open;
+        if fresh {
+            self.prior_bound = self.bound;
+        }
         self.state = CaState::Loss;
         self.bound = self.next_seq;
         fresh
+    }
+    /// The reduction was undone (Linux `tcp_try_undo_loss` sets `TCP_CA_Open`): the episode is
+    /// over and a loss of a packet sent after the earlier episode began starts a new one.
+    pub fn undo(&mut self) {
+        self.state = CaState::Open;
+        self.bound = self.prior_bound;
     }
 }
 
@@ -244,6 +267,10 @@ pub(crate) struct Window {
     reported_through: u64,
     /// Send time of the previous packet (cubic shifts its epoch across idle periods).
     pub last_send: Option<Time>,
+    /// Linux `prior_cwnd` and `prior_ssthresh`, saved when a loss or a timeout reduces the
+    /// window, for an undo; `prior_ssthresh` 0: nothing to undo (an ECN reduction).
+    prior_cwnd: u64,
+    prior_ssthresh: u64,
 }
 
 /// A feedback report as the window sees it.
@@ -272,6 +299,8 @@ impl Window {
             usage_seq: 0,
             reported_through: 0,
             last_send: None,
+            prior_cwnd: 0,
+            prior_ssthresh: 0,
         }
     }
 
@@ -320,6 +349,31 @@ impl Window {
                 || (self.in_slow_start() && self.cwnd < 2 * self.max_in_flight))
     }
 
+    /// Save the window before a loss or timeout reduces it (Linux `tcp_enter_recovery` and
+    /// `tcp_enter_loss`: `prior_cwnd = cwnd`, `prior_ssthresh = tcp_current_ssthresh`, that is
+    /// `max(ssthresh, 3/4 cwnd)` from the Open state; an ECN reduction saves none).
+    pub fn save_prior(&mut self, undoable: bool) {
+        self.prior_cwnd = self.cwnd;
+        self.prior_ssthresh = if undoable {
+            self.ssthresh.max(self.cwnd / 4 * 3)
+        } else {
+            0
+        };
+    }
+
+    /// Linux `tcp_undo_cwnd_reduction` with `tcp_reno_undo_cwnd` (Cubic's `undo_cwnd` too):
+    /// `cwnd = max(cwnd, prior_cwnd)` and `ssthresh` back to `prior_ssthresh` if that was
+    /// larger; the recovery state is left.
+    pub fn undo(&mut self) {
+        if self.prior_ssthresh > 0 {
+            self.cwnd = self.cwnd.max(self.prior_cwnd);
+            self.ssthresh = self.ssthresh.max(self.prior_ssthresh);
+            self.credit = 0;
+        }
+        self.prior_ssthresh = 0;
+        self.episodes.undo();
+    }
+
     /// Reduce to `ssthresh` (at least 2 MSS) at the start of a recovery episode.
     pub fn reduce_to(&mut self, ssthresh: u64) {
         self.ssthresh = ssthresh.max(2 * self.mss);
@@ -342,9 +396,11 @@ impl Window {
         self.credit = 0;
     }
 
-    /// RFC 5681 §3.1 loss window after a timeout.
-    pub fn collapse(&mut self) {
-        self.cwnd = self.mss;
+    /// The window after a timeout: RFC 5681 §3.1's loss window of one segment above what is
+    /// still in flight (Linux `tcp_enter_loss`: `cwnd = tcp_packets_in_flight + 1`, in flight
+    /// after `tcp_timeout_mark_lost`; one segment when everything was marked lost).
+    pub fn collapse(&mut self, in_flight: u64) {
+        self.cwnd = in_flight + self.mss;
         self.credit = 0;
     }
 
@@ -459,6 +515,7 @@ impl Controller for Reno {
     fn on_feedback(&mut self, _now: Time, report: &FeedbackReport) {
         let a = self.w.on_report(report);
         if a.episode.new_episode {
+            self.w.save_prior(true);
             let ss = self.ssthresh_after_loss();
             self.w.reduce_to(ss);
         }
@@ -466,11 +523,20 @@ impl Controller for Reno {
         self.w.reno_growth(a.acked, limit);
     }
 
-    fn on_rto(&mut self, _now: Time) {
+    fn on_rto(&mut self, _now: Time, in_flight: u64) {
         if self.w.episodes.on_rto() {
+            self.w.save_prior(true);
             self.w.ssthresh = self.ssthresh_after_loss().max(2 * self.w.mss);
         }
-        self.w.collapse();
+        self.w.collapse(in_flight);
+    }
+
+    fn on_undo(&mut self, _now: Time) {
+        self.w.undo();
+    }
+
+    fn uses_prr(&self) -> bool {
+        true
     }
 
     /// RFC 3168 §6.1.2: "the congestion control algorithms followed at the end-systems MUST
@@ -478,6 +544,7 @@ impl Controller for Reno {
     /// decrease of a fast retransmit, without the retransmission.
     fn on_ecn_echo(&mut self, _now: Time) {
         if self.w.episodes.on_ecn_echo() {
+            self.w.save_prior(false);
             let ss = self.ssthresh_after_loss();
             self.w.reduce_to(ss);
         }
@@ -671,7 +738,7 @@ mod tests {
         c.state(&mut s);
         assert!(s.contains(&("ssthresh_packets", 40.0)) && s.contains(&("ca_state", 2.0)));
         // A second timeout before anything is acknowledged keeps ssthresh (RFC 5681 §3.1).
-        c.on_rto(Time::from_millis(1000));
+        c.on_rto(Time::from_millis(1000), 0);
         let mut s = vec![];
         c.state(&mut s);
         assert!(s.contains(&("ssthresh_packets", 40.0)));

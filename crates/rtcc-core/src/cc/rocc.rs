@@ -219,7 +219,7 @@ impl Controller for Rocc {
         self.cwnd = cwnd.max(MIN_CWND_PACKETS * self.mss);
     }
 
-    fn on_rto(&mut self, _now: Time) {
+    fn on_rto(&mut self, _now: Time, _in_flight: u64) {
         self.cwnd = MIN_CWND_PACKETS * self.mss;
         self.sent_full.clear();
     }

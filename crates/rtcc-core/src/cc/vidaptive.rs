@@ -445,8 +445,8 @@ impl Controller for Vidaptive {
         self.inner.on_feedback(now, report);
     }
 
-    fn on_rto(&mut self, now: Time) {
-        self.inner.on_rto(now);
+    fn on_rto(&mut self, now: Time, in_flight: u64) {
+        self.inner.on_rto(now, in_flight);
     }
 
     fn on_rate_report(&mut self, now: Time, report: &RateReport) {

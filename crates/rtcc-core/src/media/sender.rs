@@ -606,7 +606,7 @@ impl VideoSender {
             // RFC 6298 §5.4–5.6: what is in flight is presumed lost (the receiver NACKs the
             // media it misses); the controller restarts from a small window.
             self.history.clear_in_flight();
-            self.controller.on_rto(now);
+            self.controller.on_rto(now, 0);
             self.pacer_wake = None;
         }
         if self.pacer_wake.is_some_and(|t| t <= now) {

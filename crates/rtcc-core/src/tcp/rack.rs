@@ -140,6 +140,17 @@ impl Rack {
         srtt.map_or(wnd, |s| wnd.min(s))
     }
 
+    /// `RACK.rtt`: the RTT of the packet last delivered (zero before any).
+    pub fn rtt(&self) -> Duration {
+        self.rtt
+    }
+
+    /// Ask for a detection pass (Linux `tcp_undo_cwnd_reduction` sets `rack.advanced` so that
+    /// the packets an undo put back in flight are judged again).
+    pub fn force_advance(&mut self) {
+        self.advanced = true;
+    }
+
     /// Whether a detection pass is due (a delivery since the last), clearing the flag.
     pub fn take_advanced(&mut self) -> bool {
         std::mem::take(&mut self.advanced)

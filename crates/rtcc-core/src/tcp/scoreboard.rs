@@ -41,6 +41,8 @@ pub struct Piece {
     /// When it was last sent (the RTO runs from the head's last transmission).
     pub last_sent: Time,
     pub delivered: bool,
+    /// It was ever sent again (Linux `TCPCB_EVER_RETRANS`).
+    pub retransmitted: bool,
 }
 
 /// What a delivery changed.
@@ -97,8 +99,14 @@ impl Scoreboard {
             first_seq: self.next_seq,
             last_sent: now,
             delivered: false,
+            retransmitted: false,
         });
         id
+    }
+
+    /// The id the next new piece gets (new data sent since a piece id: `next_piece() > id`).
+    pub fn next_piece(&self) -> u64 {
+        self.first_piece + self.pieces.len() as u64
     }
 
     pub fn piece(&self, id: u64) -> Option<&Piece> {
@@ -142,6 +150,7 @@ impl Scoreboard {
         self.in_flight.insert(pkt.seq);
         if let Some(p) = piece.and_then(|id| self.piece_mut(id)) {
             p.last_sent = pkt.send_time;
+            p.retransmitted |= pkt.seq != p.first_seq;
         }
         self.entries.push_back(Entry {
             pkt,
@@ -198,6 +207,50 @@ impl Scoreboard {
         self.in_flight.remove(&seq);
         self.lost += 1;
         Some(*e)
+    }
+
+    /// Put transmission `seq`, marked lost, back in flight (an undo, Linux
+    /// `tcp_undo_cwnd_reduction` clearing `TCPCB_LOST`).
+    pub fn unmark_lost(&mut self, seq: u64) -> bool {
+        let Some(i) = seq.checked_sub(self.first_seq) else {
+            return false;
+        };
+        let Some(e) = self.entries.get_mut(i as usize) else {
+            return false;
+        };
+        if !matches!(e.state, State::Lost { .. }) {
+            return false;
+        }
+        e.state = State::InFlight;
+        self.in_flight_bytes += e.pkt.size as u64;
+        self.in_flight.insert(seq);
+        self.lost -= 1;
+        true
+    }
+
+    /// The transmissions marked lost whose piece is still undelivered and which are that
+    /// piece's latest transmission (what an undo puts back in flight), with their pieces.
+    pub fn lost_latest(&self) -> Vec<(u64, u64)> {
+        self.entries
+            .iter()
+            .filter(|e| matches!(e.state, State::Lost { .. }))
+            .filter_map(|e| {
+                let id = e.piece?;
+                let p = self.piece(id)?;
+                (!p.delivered && p.last_sent == e.pkt.send_time).then_some((e.pkt.seq, id))
+            })
+            .collect()
+    }
+
+    /// Retransmissions in flight (Linux `retrans_out`).
+    pub fn retransmissions_in_flight(&self) -> usize {
+        self.in_flight
+            .iter()
+            .filter(|&&s| {
+                self.entry(s)
+                    .is_some_and(|e| e.pkt.kind == crate::packet::PacketKind::Retransmission)
+            })
+            .count()
     }
 
     /// The transmissions in flight, lowest first.
