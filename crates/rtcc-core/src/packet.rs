@@ -239,6 +239,24 @@ pub struct FeedbackReport {
     pub packets: Vec<PacketResult>,
     /// Bytes still in flight after this report.
     pub in_flight: u64,
+    /// A TCP sender's loss recovery as this report leaves it ([`crate::tcp::BulkSender`]);
+    /// `None` from senders that keep none (the video sender). Window controllers reduce once per
+    /// recovery and end their recovery episode with the sender's when it is given (`cc/reno.rs`,
+    /// `Episodes`).
+    pub recovery: Option<LossRecovery>,
+}
+
+/// A TCP sender's loss-recovery state after a feedback report (Linux `icsk_ca_state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LossRecovery {
+    /// Not in loss recovery (Linux Open, Disorder or CWR).
+    Open,
+    /// The report's losses started a fast recovery (Linux `tcp_enter_recovery`), possibly right
+    /// after the previous recovery ended on the same report.
+    Entered,
+    /// In fast recovery, or in the recovery after a timeout, since an earlier report: until the
+    /// cumulative ACK passes the recovery point.
+    Ongoing,
 }
 
 impl FeedbackReport {

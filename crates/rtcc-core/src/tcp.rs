@@ -78,7 +78,8 @@ mod tlp;
 
 use crate::cc::Controller;
 use crate::packet::{
-    Ecn, EcnMode, FeedbackReport, PacketKind, PacketResult, SentPacket, TransportFeedback,
+    Ecn, EcnMode, FeedbackReport, LossRecovery, PacketKind, PacketResult, SentPacket,
+    TransportFeedback,
 };
 use crate::units::{Duration, Time};
 
@@ -683,6 +684,7 @@ impl BulkSender {
         self.report.feedback_time = now;
         self.report.packets.clear();
         self.frto_new_data = false;
+        let recovery_before = self.recovery;
         let head_before = self.board.head().map(|(id, _)| id);
         let mut newest_sent: Option<Time> = None;
         let mut dsack = false;
@@ -785,6 +787,7 @@ impl BulkSender {
         }
         self.report.packets.sort_by_key(|p| p.sent.seq);
         self.report.in_flight = self.board.in_flight_bytes();
+        self.report.recovery = Some(self.loss_recovery(recovery_before));
         if !self.report.packets.is_empty() {
             self.controller.on_feedback(now, &self.report);
         }
@@ -797,6 +800,17 @@ impl BulkSender {
                 self.completed_at = Some(now);
                 self.timer = None;
             }
+        }
+    }
+
+    /// The loss recovery a report tells the controller of ([`LossRecovery`]), given the state
+    /// before the report: a fast recovery different from the one before (a new recovery point)
+    /// was entered on this report.
+    fn loss_recovery(&self, before: Recovery) -> LossRecovery {
+        match self.recovery {
+            Recovery::Open => LossRecovery::Open,
+            Recovery::Fast { .. } if self.recovery != before => LossRecovery::Entered,
+            _ => LossRecovery::Ongoing,
         }
     }
 
@@ -1067,10 +1081,12 @@ impl BulkSender {
         self.report.feedback_time = now;
         self.report.packets.clear();
         self.timer = Some((now, Timer::Reo));
+        let recovery_before = self.recovery;
         let was_open = self.recovery == Recovery::Open;
         let (rearmed, lost) = self.detect_losses(now);
         if !self.report.packets.is_empty() {
             self.report.in_flight = self.board.in_flight_bytes();
+            self.report.recovery = Some(self.loss_recovery(recovery_before));
             self.controller.on_feedback(now, &self.report);
         }
         if was_open {
@@ -1767,6 +1783,64 @@ mod tests {
             resent,
             vec![0, 7, 8, 9],
             "the head at once, then the window's room"
+        );
+    }
+
+    /// A Reno sender at 20 segments (10 sent at 0, 20 at 100 ms, 100 ms RTT) whose segment 10
+    /// is lost: three SACKs at 200 ms start a fast recovery (`ssthresh` 10 segments, prior
+    /// window 20, 16 in flight after the loss).
+    fn reno_in_fast_recovery() -> BulkSender {
+        let mut s = reno_sender(App::Backlogged);
+        assert_eq!(send_all(&mut s, Time::ZERO).len(), 10);
+        s.on_feedback(ms(100), &ack(0..10, &[]));
+        assert_eq!(send_all(&mut s, ms(100)).len(), 20);
+        s.on_feedback(ms(200), &ack(10..14, &[10]));
+        assert!(matches!(s.recovery, Recovery::Fast { high_seq: 30 }));
+        assert_eq!(reno_cwnd(&s), 10 * 1500, "Reno halves its window once");
+        s
+    }
+
+    #[test]
+    fn prr_spreads_the_reduction_and_recovery_ends_at_ssthresh() {
+        let mut s = reno_in_fast_recovery();
+        // RFC 6937: ceil(ssthresh · prr_delivered / RecoverFS) − prr_out = ceil(10 · 3 / 20) = 2:
+        // the fast retransmit and one new segment, where an immediate cut to 10 segments with
+        // 16 in flight would send nothing.
+        let sent = send_all(&mut s, ms(200));
+        let kinds: Vec<_> = sent.iter().map(|p| p.kind).collect();
+        assert_eq!(kinds, [PacketKind::Retransmission, PacketKind::Media]);
+        // Five more delivered (14..19): ceil(10 · 8 / 20) − 2 = 2, half of what was delivered.
+        s.on_feedback(ms(210), &ack(14..19, &[]));
+        assert_eq!(send_all(&mut s, ms(210)).len(), 2);
+        // The rest and the retransmission arrive: the cumulative ACK passes the recovery point,
+        // the window is `ssthresh` (Linux `tcp_end_cwnd_reduction`) and congestion avoidance
+        // resumes on the same acknowledgement: 15 segments acknowledged add one to 10.
+        s.on_feedback(ms(300), &ack(19..34, &[]));
+        assert_eq!(s.recovery, Recovery::Open);
+        assert_eq!(reno_cwnd(&s), 11 * 1500);
+    }
+
+    #[test]
+    fn a_lost_retransmission_does_not_reduce_the_window_again() {
+        let mut s = reno_in_fast_recovery();
+        let sent = send_all(&mut s, ms(200));
+        assert_eq!((sent[0].seq, sent[1].seq), (30, 31));
+        // Everything but the retransmission (30) arrives; RACK marks it lost. The recovery goes
+        // on (segment 10 is still missing): Linux reduces once per recovery, RFC 6675 §5 once per
+        // window of data.
+        s.on_feedback(ms(300), &ack(14..32, &[30]));
+        assert!(matches!(s.recovery, Recovery::Fast { high_seq: 30 }));
+        assert_eq!(reno_cwnd(&s), 10 * 1500, "one reduction");
+        let resent = send_all(&mut s, ms(300));
+        assert_eq!(
+            resent[0].kind,
+            PacketKind::Retransmission,
+            "segment 10 again"
+        );
+        assert_eq!(
+            resent.len(),
+            10,
+            "PRR below ssthresh: up to ssthresh in flight"
         );
     }
 }

@@ -260,6 +260,7 @@ pub fn replay_feedback_with_frames(
             feedback_time: Time(*report_ns),
             packets: results,
             in_flight,
+            recovery: None,
         };
         controller.on_feedback(Time(*report_ns), &report);
         let mut signals = Vec::new();

@@ -115,6 +115,7 @@ fn rate_at_fixed_marking(p: f64, evenly: bool) -> f64 {
                 feedback_time: now,
                 packets,
                 in_flight: in_flight_bytes,
+                recovery: None,
             };
             c.on_feedback(now, &report);
         }

@@ -475,6 +475,7 @@ mod tests {
                 })
                 .collect(),
             in_flight: 0,
+            recovery: None,
         }
     }
 

@@ -601,6 +601,7 @@ mod tests {
                 feedback_time: now,
                 packets,
                 in_flight: 0,
+                recovery: None,
             };
             self.c.on_feedback(now, &r);
         }

@@ -640,6 +640,7 @@ mod tests {
                 })
                 .collect(),
             in_flight,
+            recovery: None,
         }
     }
 

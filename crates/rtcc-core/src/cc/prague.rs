@@ -240,6 +240,7 @@ mod tests {
                     },
                 }],
                 in_flight: (n - 1 - i as u64) * MSS,
+                recovery: None,
             };
             c.on_feedback(at, &report);
         }
@@ -343,6 +344,7 @@ mod tests {
                 })
                 .collect(),
             in_flight: 0,
+            recovery: None,
         };
         c.on_feedback(at, &report);
         assert_eq!(cwnd(&c), 20);

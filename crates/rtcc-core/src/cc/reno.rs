@@ -52,7 +52,7 @@ use super::{
     boxed, build_fn, parse_config, Controller, ControllerContext, ControllerError, ControllerInfo,
 };
 use super::{Decision, FeedbackPolicy, Params};
-use crate::packet::{FeedbackReport, SentPacket};
+use crate::packet::{FeedbackReport, LossRecovery, SentPacket};
 use crate::units::{Bytes, Duration, Rate, Time};
 
 /// RFC 9002 §6.2.2 `kInitialRtt`: the RTT assumed before the first sample.
@@ -177,6 +177,9 @@ impl Episodes {
         self.next_seq = self.next_seq.max(seq.saturating_add(1));
     }
     pub fn on_report(&mut self, report: &FeedbackReport) -> EpisodeEvents {
+        if let Some(recovery) = report.recovery {
+            return self.follow_sender(recovery, report);
+        }
         let mut ev = EpisodeEvents::default();
         for p in &report.packets {
             if p.receive_time.is_none() && p.sent.seq >= self.bound {
@@ -195,6 +198,39 @@ impl Episodes {
         if self.state != CaState::Open && acked_after {
             self.state = CaState::Open;
             ev.exited = true;
+        }
+        ev
+    }
+    /// Episodes as Linux keeps them, for a TCP sender that reports its loss recovery
+    /// ([`FeedbackReport::recovery`]): the window is reduced when the sender enters a fast
+    /// recovery (`tcp_enter_recovery`, which computes `ssthresh` only if no reduction is under
+    /// way: not again from CWR, whose reduction goes on), and the episode lasts until the
+    /// sender's recovery ends, when the cumulative ACK passes the recovery point
+    /// (`tcp_fastretrans_alert`'s `high_seq` check). A loss reported in between (a lost
+    /// retransmission, or new data sent during the recovery and lost before it ends) belongs to
+    /// the episode and reduces nothing, whatever its packet number. CWR still ends as in
+    /// [`Episodes::on_report`] (a packet sent after the reaction is acknowledged).
+    fn follow_sender(&mut self, recovery: LossRecovery, report: &FeedbackReport) -> EpisodeEvents {
+        let mut ev = EpisodeEvents::default();
+        match (recovery, self.state) {
+            (LossRecovery::Entered, CaState::Cwr) => self.state = CaState::Recovery,
+            (LossRecovery::Entered, _) => {
+                self.prior_bound = self.bound;
+                self.bound = self.next_seq;
+                self.state = CaState::Recovery;
+                ev.new_episode = true;
+            }
+            (LossRecovery::Open, CaState::Recovery | CaState::Loss) => {
+                self.state = CaState::Open;
+                ev.exited = true;
+            }
+            (LossRecovery::Open, CaState::Cwr)
+                if report.received().any(|p| p.sent.seq >= self.bound) =>
+            {
+                self.state = CaState::Open;
+                ev.exited = true;
+            }
+            _ => {}
         }
         ev
     }
@@ -664,6 +700,7 @@ mod tests {
                 feedback_time: now,
                 packets: pkts,
                 in_flight: 6 * MSS,
+                recovery: None,
             };
             c.on_feedback(now, &r);
             assert_eq!(cwnd(&c), expect * MSS, "{params}");

@@ -322,6 +322,7 @@ mod tests {
                         ecn: crate::packet::Ecn::NotEct,
                     }],
                     in_flight: 0,
+                    recovery: None,
                 };
                 c.on_feedback(now, &r);
                 cwnd.push(c.decision().cwnd.unwrap() / MSS);
@@ -354,6 +355,7 @@ mod tests {
                         ecn: crate::packet::Ecn::NotEct,
                     }],
                     in_flight: 0,
+                    recovery: None,
                 };
                 c.on_feedback(now, &r);
             }

@@ -206,6 +206,7 @@ mod tests {
             feedback_time: Time::from_millis(2 + 40),
             packets: vec![pkt(0), pkt(1), pkt(2), lost],
             in_flight: 0,
+            recovery: None,
         };
         let mut out = vec![];
         rtt_samples(&report, &mut out);

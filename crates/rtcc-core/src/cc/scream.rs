@@ -1296,6 +1296,7 @@ mod tests {
                         feedback_time: now,
                         packets: std::mem::take(&mut self.pending),
                         in_flight: 0,
+                        recovery: None,
                     };
                     c.on_feedback(now, &report);
                 }

@@ -528,6 +528,7 @@ mod tests {
                 })
                 .collect(),
             in_flight: 0,
+            recovery: None,
         };
         g.on_feedback(report.feedback_time, &report);
         let target = g.decision().target_bitrate.bps();

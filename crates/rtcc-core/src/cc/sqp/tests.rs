@@ -99,6 +99,7 @@ impl Bench {
             feedback_time: last_arrival + self.prop,
             packets: results.clone(),
             in_flight: 0,
+            recovery: None,
         };
         self.sqp.on_feedback(report.feedback_time, &report);
         self.frame += 1;
