@@ -768,12 +768,15 @@ impl BulkSender {
             .any(|&(id, _)| head_now.is_some_and(|h| id > h));
         let orig_acked = |high: u64| delivered_pieces.iter().any(|&(id, r)| !r && id < high);
         self.process_loss(now, advanced, packet_delayed, data_sacked, orig_acked);
+        // Linux `tcp_fastretrans_alert`: the recovery ends (D) before this acknowledgement's
+        // losses are looked for (E), so a loss of data sent after the recovery point that it
+        // reveals starts the next recovery at once.
+        self.check_recovery_exit(now, packet_delayed);
         let (reo_armed, newly_lost) = if self.rack.take_advanced() {
             self.detect_losses(now)
         } else {
             (false, 0)
         };
-        self.check_recovery_exit(now, packet_delayed);
         // Linux `tcp_ack`: "reset TLP/RTO timer when RACK doesn't set" (FLAG_SET_XMIT_TIMER,
         // set when the cumulative ACK advanced).
         if advanced && !reo_armed && !self.schedule_probe(now, true) {
@@ -1842,5 +1845,20 @@ mod tests {
             10,
             "PRR below ssthresh: up to ssthresh in flight"
         );
+    }
+
+    #[test]
+    fn a_loss_revealed_as_the_recovery_ends_starts_the_next_one() {
+        let mut s = reno_in_fast_recovery();
+        send_all(&mut s, ms(200));
+        s.on_feedback(ms(300), &ack(14..30, &[]));
+        // The new segment sent in the recovery (31) is lost: the acknowledgement that delivers
+        // the retransmission (30) ends the recovery and reveals the loss, which is a new
+        // congestion event (data sent after the recovery point): a second reduction.
+        let sent = send_all(&mut s, ms(300));
+        let n = sent.len() as u64;
+        s.on_feedback(ms(400), &ack(30..32 + n, &[31]));
+        assert!(matches!(s.recovery, Recovery::Fast { high_seq } if high_seq == 32 + n));
+        assert_eq!(reno_cwnd(&s), 5 * 1500);
     }
 }
