@@ -1,9 +1,10 @@
 """The seed gcc_aqm's experiments (§4) run from experiments/gcc_aqm/, and its orderings hold.
 
-E4 (one GCC call against n TCP Cubic flows, fair share 1 Mbit/s) runs with one seed here; the full
-three-seed tables are in docs/gcc_aqm.md. Tolerances follow research notes gcc_aqm.md §6.3.
+E4 (one GCC call against n TCP Cubic flows, fair share 1 Mbit/s) runs with one seed here, its DT/300
+cells with three; the full three-seed tables are in docs/gcc_aqm.md. Tolerances follow research notes gcc_aqm.md §6.3.
 """
 
+import tomllib
 from pathlib import Path
 
 import polars as pl
@@ -26,13 +27,33 @@ def e4():
 N = [1, 2, 3, 4]
 
 
-def test_droptail_300ms_fills_with_tcp(e4):
+@pytest.fixture(scope="module")
+def e4_droptail():
+    # The DT/300 cells on seeds 1-3 (the docs' seeds), the median of each cell's video metrics.
+    # Behind a 300 ms drop-tail buffer the call has two regimes: in most runs GCC's delay-based
+    # controller holds it near 0.2 Mbit/s beside one Cubic flow (0.4 % loss); in some it stops
+    # seeing overuse, the call climbs to its 2 Mbit/s cap and holds it at about 4 % loss (the
+    # loss-based controller backs off only above 10 %). At n = 1 that happened on seed 6 of
+    # seeds 1-10 before Linux's loss recovery (954b777) and on seeds 1 and 10 with it
+    # (docs/gcc_aqm.md, E4): one seed shows which regime it fell into, the median of three what
+    # the call usually does.
+    data = tomllib.loads((EXPERIMENTS / "e4_tcp.toml").read_text())
+    grid = data["sweep"]["grid"]
+    grid["path.forward.queue"] = [q for q in grid["path.forward.queue"] if q["kind"] == "droptail"]
+    sweep = rtcc.Sweep.from_dict(data, base_dir=EXPERIMENTS).with_seeds([1, 2, 3])
+    video = sweep.run(jobs=2).runs.filter(pl.col("flow") == "video")
+    median = video.group_by("cell").agg(pl.col("queuing_delay_ms_p50", "loss_rate").median())
+    return {int(row["cell"].split("n=")[1]): row for row in median.iter_rows(named=True)}
+
+
+def test_droptail_300ms_fills_with_tcp(e4_droptail):
     # Paper: DT/300 queuing delay about 300 ms; notes E34-D1: mean in [220, 320] ms. The median
-    # sojourn of the video's packets is what we check (the paper's is RTT-based).
+    # sojourn of the video's packets is what we check (the paper's is RTT-based), per cell the
+    # median over seeds 1-3 (see the fixture).
     for n in N:
-        q = e4[("droptail", n)]["queuing_delay_ms_p50"]
+        q = e4_droptail[n]["queuing_delay_ms_p50"]
         assert 220 <= q <= 320, f"n={n}: DT/300 median queuing {q:.0f} ms"
-        loss = e4[("droptail", n)]["loss_rate"]
+        loss = e4_droptail[n]["loss_rate"]
         assert 0 < loss <= 0.015, f"n={n}: DT/300 loss {loss:.3%} (paper (0, 0.5] %, notes (0, 1] %)"
 
 
