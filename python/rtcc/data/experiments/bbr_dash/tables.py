@@ -222,9 +222,9 @@ STARTUP_GAP = ("STARTUP ends once, 3.3 s in, and Linux's BBR never re-enters it;
                "(docs/bbr_dash.md, Table 2)")
 KNOWN = {
     "S1-bbr": TOP_RUNG, "S1-bbr2": TOP_RUNG, "S1-cubic": TOP_RUNG,
-    "Q10KB-cubic": ("rtcc's TCP recovers as Linux's does (RACK-TLP, Linux's RTO), and behind the 1 MB burst Cubic on a "
-                    "10 KB buffer loses 0.46 % of its packets, each repaired by RACK from later deliveries: no "
-                    "timeout and no tail loss probe in 800 s, so it keeps its throughput (7.8, no stalls; "
+    "Q10KB-cubic": ("rtcc's TCP recovers as Linux's does (RACK-TLP, PRR, Linux's RTO), and behind the 1 MB burst Cubic "
+                    "on a 10 KB buffer loses 0.47 % of its packets, each repaired by RACK from later deliveries: no "
+                    "timeout and no tail loss probe in 800 s, so it keeps its throughput (7.7, no stalls; "
                     "docs/bbr_dash.md)"),
     "Q3MB-bbr": QOE_GAP, "Q10MB-quality": QOE_GAP, "Q10MB-stall": QOE_GAP,
     "B-small": TOP_RUNG + "; at 8 KB the ABR settles on a lower rung still", "B-bbr": QOE_GAP, "B-bbr2": QOE_GAP,
