@@ -8,7 +8,10 @@
 //!   piece of the stream that arrives twice (a DSACK).
 //! - Loss detection is RACK-TLP (RFC 8985, `tcp/rack.rs`, `tcp/tlp.rs`); lost segments are
 //!   retransmitted before new data; goodput counts each piece of the stream once.
-//! - Fast recovery (RACK marked a loss from the Open state, Linux `tcp_enter_recovery`): for
+//! - Fast recovery (RACK marked a loss from the Open state, Linux `tcp_enter_recovery`) lasts
+//!   until the cumulative ACK passes what was sent when it began; every report tells the
+//!   controller where it stands ([`LossRecovery`]), and window controllers reduce once per
+//!   recovery, however many of its packets (retransmissions included) are lost. For
 //!   controllers that ask for it ([`Controller::uses_prr`]: Reno, Cubic) the sender spreads the
 //!   window reduction with proportional rate reduction (RFC 6937 as Linux `tcp_cwnd_reduction`
 //!   runs it): the first acknowledgement always sends the fast retransmit, then `ssthresh /
@@ -71,6 +74,7 @@
 //!   to respond.
 //! - Not modelled: the receive window (never limiting), handshakes, header options.
 
+mod prr;
 mod rack;
 mod rtt;
 mod scoreboard;
@@ -84,6 +88,7 @@ use crate::packet::{
 use crate::units::{Duration, Time};
 
 pub use crate::rto::{RTO_INITIAL, RTO_MAX, RTO_MIN};
+use prr::Prr;
 use rack::Rack;
 use rtt::LinuxRtt;
 use scoreboard::{Scoreboard, State};
@@ -141,17 +146,6 @@ enum Recovery {
     Loss {
         high_seq: u64,
     },
-}
-
-/// Proportional rate reduction in fast recovery (RFC 6937, Linux `tcp_cwnd_reduction`), in
-/// packets: `prior_cwnd` (the window when recovery began), `delivered` (`prr_delivered`), `out`
-/// (`prr_out`), and `cwnd`, the packets allowed in flight until the next acknowledgement.
-#[derive(Debug, Clone, Copy)]
-struct Prr {
-    prior_cwnd: u64,
-    delivered: u64,
-    out: u64,
-    cwnd: u64,
 }
 
 /// Linux's one retransmission timer and what it is armed for (`icsk_pending`).
@@ -512,7 +506,7 @@ impl BulkSender {
         let in_flight = self.board.in_flight_bytes();
         let blocked = match self.active_prr() {
             // In fast recovery PRR sets the window: packets, as Linux counts it.
-            Some(p) => self.board.packets_in_flight() as u64 >= p.cwnd,
+            Some(p) => self.board.packets_in_flight() as u64 >= p.cwnd(),
             None => decision
                 .cwnd
                 .is_some_and(|c| in_flight + self.mss as u64 > c.max(self.mss as u64)),
@@ -599,7 +593,7 @@ impl BulkSender {
         );
         self.last_data_send = Some(now);
         if let Some(p) = self.prr.as_mut() {
-            p.out += 1;
+            p.on_sent();
         }
         if self.timer.is_none() {
             self.timer = Some((now + self.rto.rto(), Timer::Rto));
@@ -823,43 +817,20 @@ impl BulkSender {
             .filter(|_| matches!(self.recovery, Recovery::Fast { .. }))
     }
 
-    /// RFC 6937 as Linux `tcp_cwnd_reduction` runs it, on an acknowledgement that delivered
-    /// `newly` packets and let RACK mark `newly_lost`: while more than `ssthresh` (the
-    /// controller's reduced window) is in flight, send `ssthresh / prior_cwnd` of what is
-    /// delivered; below it, as much as is delivered, one more when the cumulative ACK advanced
-    /// without a new loss, up to `ssthresh`. The first acknowledgement of the recovery always
-    /// sends one packet, the fast retransmit. The window is in packets and holds until the next
-    /// acknowledgement.
+    /// PRR's window after an acknowledgement that delivered `newly` packets and let RACK mark
+    /// `newly_lost` (`tcp/prr.rs`), with the controller's reduced window as `ssthresh`.
     fn prr_update(&mut self, newly: u64, newly_lost: u64, una_advanced: bool) {
         let Some(mut p) = self.active_prr() else {
             return;
         };
-        if newly == 0 {
-            return;
-        }
         let mss = (self.mss as u64).max(1);
         let ssthresh = self
             .controller
             .decision()
             .cwnd
-            .map_or(u64::MAX / 4, |c| (c / mss).max(1)) as i64;
-        let pipe = self.board.packets_in_flight() as i64;
-        p.delivered += newly;
-        let (delivered, out, prior) = (p.delivered as i64, p.out as i64, p.prior_cwnd as i64);
-        let delta = ssthresh - pipe;
-        let mut sndcnt = if delta < 0 {
-            (ssthresh * delivered + prior - 1) / prior - out
-        } else {
-            let mut n = (delivered - out).max(newly as i64);
-            if una_advanced && newly_lost == 0 {
-                n += 1;
-            }
-            n.min(delta)
-        };
-        if p.out == 0 {
-            sndcnt = sndcnt.max(1); // "force a fast retransmit upon entering fast recovery"
-        }
-        p.cwnd = (pipe + sndcnt.max(0)) as u64;
+            .map_or(u64::MAX / 4, |c| (c / mss).max(1));
+        let pipe = self.board.packets_in_flight() as u64;
+        p.on_ack(newly, newly_lost, una_advanced, ssthresh, pipe);
         self.prr = Some(p);
     }
 
@@ -988,15 +959,9 @@ impl BulkSender {
             self.probe = None;
             self.init_undo();
             let mss = (self.mss as u64).max(1);
-            self.prr = self.controller.uses_prr().then(|| Prr {
-                prior_cwnd: self
-                    .controller
-                    .decision()
-                    .cwnd
-                    .map_or(1, |c| (c / mss).max(1)),
-                delivered: 0,
-                out: 0,
-                cwnd: self.board.packets_in_flight() as u64 + 1,
+            self.prr = self.controller.uses_prr().then(|| {
+                let prior_cwnd = self.controller.decision().cwnd.map_or(1, |c| c / mss);
+                Prr::new(prior_cwnd, self.board.packets_in_flight() as u64)
             });
         }
         if let Some(left) = wait {

@@ -20,7 +20,10 @@
 //!   whose recovery point is the last packet sent so far: further losses of packets sent before
 //!   the episode began belong to the same window of data and do not reduce the window again
 //!   (RFC 6582 §3.2 / RFC 6675 §5 "RecoveryPoint"). The window does not grow during recovery;
-//!   recovery ends when a packet sent after the loss is acknowledged. `cwnd = ssthresh` is the
+//!   recovery ends when a packet sent after the loss is acknowledged. Behind the TCP sender the
+//!   episodes are the sender's instead (its report's `recovery`, Linux's `TCP_CA_Recovery`):
+//!   reduce when it enters fast recovery, end when its cumulative ACK passes the recovery
+//!   point, and no reduction for a loss in between. `cwnd = ssthresh` is the
 //!   window recovery ends at; while the TCP sender is in fast recovery it paces the reduction
 //!   with proportional rate reduction (RFC 6937, Linux `tcp_cwnd_reduction`; this controller
 //!   asks for it through `uses_prr`), as Linux does for every congestion module without its
