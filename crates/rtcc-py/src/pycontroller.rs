@@ -60,6 +60,17 @@ pub fn describe(py: Python<'_>, e: &PyErr) -> String {
     format!("{kind}: {}", e.value(py))
 }
 
+/// A Python dict read as `T` through its JSON text (the scenario's own forms: durations as
+/// text); the error is serde's.
+fn from_dict<T: serde::de::DeserializeOwned>(d: &Bound<'_, PyDict>) -> PyResult<Result<T, String>> {
+    let json: String = d
+        .py()
+        .import("json")?
+        .call_method1("dumps", (d,))?
+        .extract()?;
+    Ok(serde_json::from_str(&json).map_err(|e| e.to_string()))
+}
+
 /// Register `factory(params: dict, ctx: dict)` under `name`; `params` maps each parameter name to
 /// its default as scenario text ("" for a required one).
 pub fn register(
@@ -75,12 +86,7 @@ pub fn register(
     let feedback = match feedback {
         None => FeedbackPolicy::default(),
         Some(d) => {
-            let json: String = d
-                .py()
-                .import("json")?
-                .call_method1("dumps", (d,))?
-                .extract()?;
-            let policy: FeedbackPolicy = serde_json::from_str(&json).map_err(|e| {
+            let policy: FeedbackPolicy = from_dict(d)?.map_err(|e| {
                 PyValueError::new_err(format!(
                     "feedback: {e} (keys: interval, per_frame, frame_acks, rate_reports; \
                      durations as text, e.g. \"50ms\")"
@@ -97,12 +103,7 @@ pub fn register(
     let media = match media {
         None => MediaDefaults::default(),
         Some(d) => {
-            let json: String = d
-                .py()
-                .import("json")?
-                .call_method1("dumps", (d,))?
-                .extract()?;
-            let media: MediaDefaults = serde_json::from_str(&json).map_err(|e| {
+            let media: MediaDefaults = from_dict(d)?.map_err(|e| {
                 PyValueError::new_err(format!(
                     "media: {e} (keys: {})",
                     MediaDefaults::FIELDS.join(", ")
