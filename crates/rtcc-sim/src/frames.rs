@@ -20,8 +20,7 @@
 //! At the end of the run the frames still held settle as they are, with the run's end standing
 //! in for events that never came, as for a kept log. Completions go to the statistics as they
 //! happen (the freeze rule wants them in time order). A record changed after it left the
-//! window would be a broken rule above: it is counted ([`FrameWindow::late_changes`]) and
-//! fails the tests' debug assertion.
+//! window would be a broken rule above: it fails the tests' debug assertion.
 
 use std::collections::VecDeque;
 
@@ -55,9 +54,11 @@ struct Held {
     later: Later,
 }
 
-/// One flow's frames not settled yet (see the module header).
+/// One flow's frames not settled yet, and the statistics of those that settled (see the module
+/// header).
 #[derive(Default)]
 pub struct FrameWindow {
+    stats: FrameStats,
     held: VecDeque<Held>,
     /// Frame number of `held[0]`.
     first: u64,
@@ -65,14 +66,11 @@ pub struct FrameWindow {
     /// or a later one's (or none can come).
     completion_mark: u64,
     display_mark: u64,
-    /// Changes to frames that had left the window (see the module header).
-    pub late_changes: u64,
 }
 
 impl FrameWindow {
     fn get_mut(&mut self, frame: u64) -> Option<&mut Held> {
         if frame < self.first {
-            self.late_changes += 1;
             debug_assert!(
                 false,
                 "frame {frame} changed after it settled (the window starts at {})",
@@ -105,27 +103,24 @@ impl FrameWindow {
     }
 
     /// The receiver reported `event` (`to_run_clock` moves its times to the run's clock);
-    /// completions go to `stats` at once.
-    pub fn on_event(
-        &mut self,
-        event: FrameEvent,
-        to_run_clock: impl Fn(Time) -> Time,
-        stats: &mut FrameStats,
-    ) {
+    /// a completion goes to the statistics at once.
+    pub fn on_event(&mut self, event: FrameEvent, to_run_clock: impl Fn(Time) -> Time) {
         let frame = event.frame();
         let Some(h) = self.get_mut(frame) else {
             return;
         };
-        h.record.apply(event, &to_run_clock);
+        h.record.apply(event, to_run_clock);
         h.decided |= !matches!(event, FrameEvent::Complete { .. });
+        let (complete, display) = (h.record.complete, h.record.display);
         match event {
-            FrameEvent::Complete { at, .. } if h.record.packets > 0 => {
-                let at = to_run_clock(at);
-                stats.completed(at);
+            FrameEvent::Complete { .. } if h.record.packets > 0 => {
+                let at = complete.expect("a complete frame has its completion");
+                self.stats.completed(at);
                 self.mark_later(frame, at, Which::Completion);
             }
-            FrameEvent::Displayed { at, .. } => {
-                self.mark_later(frame, to_run_clock(at), Which::Display)
+            FrameEvent::Displayed { .. } => {
+                let at = display.expect("a shown frame has its display time");
+                self.mark_later(frame, at, Which::Display)
             }
             _ => {}
         }
@@ -155,8 +150,9 @@ impl FrameWindow {
         }
     }
 
-    /// Move the settled frames at the front into `stats` and `out`, in frame order, at `now`.
-    pub fn settle(&mut self, now: Time, stats: &mut FrameStats, out: &mut Vec<SettledFrame>) {
+    /// Move the settled frames at the front into the statistics and `out`, in frame order, at
+    /// `now`.
+    pub fn settle(&mut self, now: Time, out: &mut Vec<SettledFrame>) {
         while let Some(h) = self.held.front() {
             let r = &h.record;
             let delay_known =
@@ -165,35 +161,28 @@ impl FrameWindow {
             if !(h.decided && delay_known && latency_known && now >= r.capture + SETTLE_AFTER) {
                 break;
             }
-            self.pop(now, stats, out);
+            // Both values are known: no end of run stands in for either.
+            self.pop(now, out);
         }
     }
 
-    /// The run ended at `end`: every frame still held settles as it is.
-    pub fn finish(&mut self, end: Time, stats: &mut FrameStats, out: &mut Vec<SettledFrame>) {
+    /// The run ended at `end`: every frame still held settles as it is; the flow's statistics.
+    pub fn finish(mut self, end: Time, out: &mut Vec<SettledFrame>) -> FrameStats {
         while !self.held.is_empty() {
-            self.pop(end, stats, out);
+            self.pop(end, out);
         }
+        self.stats
     }
 
-    fn pop(&mut self, end: Time, stats: &mut FrameStats, out: &mut Vec<SettledFrame>) {
+    fn pop(&mut self, end: Time, out: &mut Vec<SettledFrame>) {
         let h = self.held.pop_front().expect("a frame held");
         self.first += 1;
-        stats.add(&h.record, h.later, end);
         let (delay, latency) = derive(&h.record, h.later, end);
+        self.stats.add(&h.record, delay, latency);
         out.push(SettledFrame {
             record: h.record,
             delay,
             latency,
         });
-    }
-
-    /// Frames held.
-    pub fn len(&self) -> usize {
-        self.held.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.held.is_empty()
     }
 }

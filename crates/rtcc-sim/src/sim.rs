@@ -33,7 +33,7 @@ use crate::frames::{FrameWindow, SettledFrame};
 use rtcc_core::cc::coupled::CouplingGroups;
 use rtcc_core::cc::{self, CapacityView};
 use rtcc_core::endpoint::{Endpoint, EndpointEvent};
-use rtcc_core::metrics::{apply_frame_event, FrameRecord, FrameStats, PacketRecord, PacketStats};
+use rtcc_core::metrics::{apply_frame_event, FrameRecord, PacketRecord, PacketStats};
 use rtcc_core::net::impair::Impairments;
 use rtcc_core::net::{Link, LinkOutput, NetPacket, Steps};
 use rtcc_core::packet::{Ecn, PacketKind};
@@ -279,7 +279,8 @@ pub const FRAME_CHUNK: usize = 1 << 12;
 struct FlowState {
     logs: FlowLogs,
     packet_log: PacketLog,
-    /// A streaming run's frames not settled yet (`logs.frames` stays empty).
+    /// A streaming run's frames not settled yet and the statistics of those that settled
+    /// (`logs.frames` stays empty; `logs.frame_stats` is filled in at the end).
     frame_window: Option<FrameWindow>,
     ends: [Box<dyn Endpoint>; 2],
     /// The pending wake-up of each end.
@@ -533,7 +534,6 @@ impl Simulation {
         if sinks.frames.is_some() {
             for f in &mut self.flows {
                 f.frame_window = Some(FrameWindow::default());
-                f.logs.frame_stats = Some(FrameStats::default());
             }
         }
         self.push(Time::from_millis(1000), Event::Progress);
@@ -638,10 +638,12 @@ impl Simulation {
     /// frames and state samples to their sinks.
     fn stream_frames_and_state(&mut self, now: Time, sinks: &mut Sinks) {
         if let Some(sink) = sinks.frames.as_mut() {
-            for f in &mut self.flows {
-                if let (Some(w), Some(stats)) = (&mut f.frame_window, &mut f.logs.frame_stats) {
-                    w.settle(now, stats, &mut self.settled_frames);
-                }
+            for w in self
+                .flows
+                .iter_mut()
+                .filter_map(|f| f.frame_window.as_mut())
+            {
+                w.settle(now, &mut self.settled_frames);
             }
             if self.settled_frames.len() >= FRAME_CHUNK {
                 (*sink)(&self.settled_frames);
@@ -666,8 +668,8 @@ impl Simulation {
         // the frames still held.
         let end = self.end;
         for f in &mut self.flows {
-            if let (Some(w), Some(stats)) = (&mut f.frame_window, &mut f.logs.frame_stats) {
-                w.finish(end, stats, &mut self.settled_frames);
+            if let Some(w) = f.frame_window.take() {
+                f.logs.frame_stats = Some(w.finish(end, &mut self.settled_frames));
             }
         }
         if let Some(sink) = sinks.frames.as_mut() {
@@ -842,12 +844,10 @@ impl Simulation {
                         }
                     }
                 }
-                EndpointEvent::Frame(fe) => {
-                    match (&mut fl.frame_window, &mut fl.logs.frame_stats) {
-                        (Some(w), Some(stats)) => w.on_event(fe, to_true, stats),
-                        _ => apply_frame_event(&mut fl.logs.frames, fe, to_true),
-                    }
-                }
+                EndpointEvent::Frame(fe) => match &mut fl.frame_window {
+                    Some(w) => w.on_event(fe, to_true),
+                    None => apply_frame_event(&mut fl.logs.frames, fe, to_true),
+                },
                 EndpointEvent::Segment(r) => fl.logs.segments.push(r.map_times(to_true)),
                 // A's clock is true time.
                 EndpointEvent::Download(d) => fl.logs.downloads.push(d),

@@ -171,7 +171,8 @@ impl FrameStats {
             stats.completed(t);
         }
         for (f, later) in frames.iter().zip(later_events(frames)) {
-            stats.add(f, later, end);
+            let (delay, latency) = derive(f, later, end);
+            stats.add(f, delay, latency);
         }
         stats
     }
@@ -181,10 +182,8 @@ impl FrameStats {
         self.completions.push(t);
     }
 
-    /// The next frame in frame order, settled, with its later events (`end` stands in for
-    /// those that never came).
-    pub fn add(&mut self, f: &FrameRecord, later: Later, end: Time) {
-        let (delay, latency) = derive(f, later, end);
+    /// The next frame in frame order, settled, with its delay and latency ([`derive`]).
+    pub fn add(&mut self, f: &FrameRecord, delay: Option<Duration>, latency: Duration) {
         self.frames += 1;
         if let Some(d) = delay {
             self.delay.push(d);

@@ -435,54 +435,51 @@ impl Eq10 {
         let Some(w) = self.windows.iter().find(|w| w.n == n as usize) else {
             return Vec::new();
         };
-        let mut slots: Vec<(f64, Time)> = w.frames.newest_first().collect();
-        slots.reverse();
-        let mut frames: Vec<SimulatedFrame> = slots
-            .into_iter()
-            .enumerate()
-            .map(|(k, (bytes, complete))| SimulatedFrame {
-                slot: self.boundary(k),
-                bytes,
-                complete: (complete != NEVER).then_some(complete),
-                delay: Duration::ZERO,
-            })
-            .collect();
-        // Display times, newest first: an incomplete frame is shown with the next complete one.
-        let mut shown_at = self.end;
-        for f in frames.iter_mut().rev() {
-            if f.bytes <= 0.0 {
-                f.delay = self.interval;
-                continue;
-            }
-            if let Some(c) = f.complete {
-                shown_at = shown_at.min(c);
-            }
-            f.delay = shown_at - f.slot;
-        }
+        let mut frames: Vec<SimulatedFrame> = self.walk(w).collect();
+        frames.reverse();
         frames
     }
 
-    /// The summary of every window of [`WINDOWS`]: [`Eq10::frames`]'s delays and
-    /// [`window_summary`]'s percentiles, walked newest first from the slot log into exact
-    /// samples instead of a vector of frames (the same numbers to the bit).
+    /// Window `w`'s frames newest first, each with its delay: a zero-size frame waits `I`, and
+    /// an incomplete frame is shown with the next complete one (the end of the run after the
+    /// last).
+    fn walk<'a>(&'a self, w: &'a Window) -> impl Iterator<Item = SimulatedFrame> + 'a {
+        let mut shown_at = self.end;
+        (0..w.frames.len())
+            .rev()
+            .zip(w.frames.newest_first())
+            .map(move |(k, (bytes, complete))| {
+                let complete = (complete != NEVER).then_some(complete);
+                let slot = self.boundary(k);
+                let delay = if bytes <= 0.0 {
+                    self.interval
+                } else {
+                    if let Some(c) = complete {
+                        shown_at = shown_at.min(c);
+                    }
+                    shown_at - slot
+                };
+                SimulatedFrame {
+                    slot,
+                    bytes,
+                    complete,
+                    delay,
+                }
+            })
+    }
+
+    /// The summary of every window of [`WINDOWS`]: [`Eq10::frames`]'s delays and sizes walked
+    /// newest first from the slot log into exact samples, ranked there instead of sorted in a
+    /// vector of frames (the same numbers to the bit).
     pub fn summary(&mut self) -> Vec<SqpFrameDelay> {
         self.finish();
         let seconds = self.interval.as_secs_f64();
         let mut out = Vec::with_capacity(WINDOWS.len());
         for w in &self.windows {
             let (mut delays, mut sizes) = (DelaySample::default(), DelaySample::default());
-            let mut shown_at = self.end;
-            for (k, (bytes, complete)) in (0..w.frames.len()).rev().zip(w.frames.newest_first()) {
-                let delay = if bytes <= 0.0 {
-                    self.interval
-                } else {
-                    if complete != NEVER {
-                        shown_at = shown_at.min(complete);
-                    }
-                    shown_at - self.boundary(k)
-                };
-                delays.push(delay);
-                sizes.push(Duration(order_key(bytes)));
+            for f in self.walk(w) {
+                delays.push(f.delay);
+                sizes.push(Duration(order_key(f.bytes)));
             }
             let ms = |v: u64| Duration(v).as_millis_f64();
             let bps = |key: u64| from_order_key(key) * 8.0 / seconds;
