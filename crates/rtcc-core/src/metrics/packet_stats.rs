@@ -210,8 +210,9 @@ impl PacketStats {
 /// its difference from the one before (consecutive packets' delays are close: usually 2 or 3
 /// bytes), zigzag- and LEB128-encoded, and once [`SPILL_AT`] bytes have gathered they are moved
 /// to an anonymous temporary file, so a long run's memory does not grow with its packets (an
-/// hour at 100 Mbit/s: about 170 MB of delays, on disk). A percentile's ranks are then found
-/// without sorting, by narrowing a range of nanoseconds: each pass over the sample counts its
+/// hour at 100 Mbit/s: about 170 MB of delays, on disk). A sample that stayed in memory is
+/// decoded once and partitioned around its ranks; a spilled one's ranks are found without
+/// holding it, by narrowing a range of nanoseconds: each pass over the sample counts its
 /// values in up to 2¹⁶ equal parts of the range (fewer for a small sample) and keeps the part
 /// that holds the rank, until the part is one nanosecond wide (two passes for a large sample
 /// whose delays span less than 4.3 s); the ranks of all three percentiles share the passes.
@@ -228,6 +229,11 @@ pub struct DelaySample {
     last: u64,
     min: u64,
     max: u64,
+}
+
+/// The signed difference a zigzag code stands for, as the `u64` to add (wrapping).
+fn unzigzag(zigzag: u64) -> u64 {
+    (((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64)) as u64
 }
 
 /// Encoded bytes a [`DelaySample`] holds in memory before it moves them to its file.
@@ -293,8 +299,7 @@ impl DelaySample {
                 }
                 shift += 7;
             }
-            let delta = ((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64);
-            last = last.wrapping_add(delta as u64);
+            last = last.wrapping_add(unzigzag(zigzag));
             Some(last)
         })
     }
@@ -302,14 +307,23 @@ impl DelaySample {
     /// The values of the given ranks (0-based, each `< len`) in sorted order, in nanoseconds;
     /// every rank is narrowed in the same passes over the sample.
     pub fn select(&self, ranks: &[usize]) -> Vec<u64> {
+        for &rank in ranks {
+            assert!(rank < self.len, "rank {rank} of a sample of {}", self.len);
+        }
+        if self.spilled.is_empty() {
+            self.select_in_memory(ranks)
+        } else {
+            self.select_by_counting(ranks)
+        }
+    }
+
+    /// [`DelaySample::select`] in passes over the sample, memory independent of its length.
+    fn select_by_counting(&self, ranks: &[usize]) -> Vec<u64> {
         // Per rank: its answer is in [lo, lo + width), and it is `rank`-th among the values
         // there.
         let mut search: Vec<(u64, u64, usize)> = ranks
             .iter()
-            .map(|&rank| {
-                assert!(rank < self.len, "rank {rank} of a sample of {}", self.len);
-                (self.min, (self.max - self.min).saturating_add(1), rank)
-            })
+            .map(|&rank| (self.min, (self.max - self.min).saturating_add(1), rank))
             .collect();
         // A range of `width` is split into parts of 2^shift, at most 2^bits of them: about as
         // many parts as values (so a small sample does not clear a large table each pass), from
@@ -348,6 +362,45 @@ impl DelaySample {
             }
         }
         search.into_iter().map(|(lo, ..)| lo).collect()
+    }
+
+    /// [`DelaySample::select`] for a sample that never reached its file (at most [`SPILL_AT`]
+    /// encoded bytes, about 1.5 million values): decoded once and partitioned around each rank
+    /// in turn, smallest first, each partition searching only what lies above the previous
+    /// rank. The counting passes above decode the whole sample once per pass and clear a table
+    /// of 2¹⁶ counts per range each time, which for a minute's sample cost more than the
+    /// partitions; both give the exact order statistics, so the answers are the same.
+    fn select_in_memory(&self, ranks: &[usize]) -> Vec<u64> {
+        let mut values = Vec::with_capacity(self.len);
+        let (mut at, mut last) = (0, 0u64);
+        let bytes = &self.encoded[..];
+        while at < bytes.len() {
+            let (mut zigzag, mut shift) = (0u64, 0);
+            loop {
+                let b = bytes[at];
+                at += 1;
+                zigzag |= ((b & 0x7f) as u64) << shift;
+                if b < 0x80 {
+                    break;
+                }
+                shift += 7;
+            }
+            last = last.wrapping_add(unzigzag(zigzag));
+            values.push(last);
+        }
+        let mut order: Vec<usize> = (0..ranks.len()).collect();
+        order.sort_unstable_by_key(|&k| ranks[k]);
+        let mut found = vec![0; ranks.len()];
+        let mut from = 0;
+        for k in order {
+            let rank = ranks[k];
+            if rank >= from {
+                values[from..].select_nth_unstable(rank - from);
+                from = rank;
+            }
+            found[k] = values[rank];
+        }
+        found
     }
 
     /// P50/P95/P99 in milliseconds.
@@ -400,6 +453,17 @@ mod tests {
             prop_assert_eq!(sample.values().collect::<Vec<_>>(), values.clone());
             let mut ms: Vec<f64> = values.iter().map(|&v| Duration(v).as_millis_f64()).collect();
             prop_assert_eq!(sample.percentiles(), Percentiles::of(&mut ms));
+            // Both ways of selecting (in memory, and by counting as a spilled sample is) give
+            // the sorted values' ranks, asked in any order and repeated.
+            let mut sorted = values.clone();
+            sorted.sort_unstable();
+            let n = values.len();
+            if n > 0 {
+                let ranks = [n - 1, 0, n / 2, n / 2, (n * 95) / 100, 1.min(n - 1)];
+                let want: Vec<u64> = ranks.iter().map(|&r| sorted[r]).collect();
+                prop_assert_eq!(sample.select_in_memory(&ranks), want.clone());
+                prop_assert_eq!(sample.select_by_counting(&ranks), want);
+            }
         }
     }
 
