@@ -197,8 +197,10 @@ pub struct Eq10 {
     /// behind every window).
     boundary_cum: VecDeque<u64>,
     boundary_first: usize,
-    /// Packets from index `base` on (earlier ones are no longer needed).
-    packets: std::collections::VecDeque<Carried>,
+    /// Packets from index `base` on (earlier ones are no longer needed). A `Vec` whose front
+    /// is cut once per advance: the frame walk indexes it for every packet, and a `VecDeque`'s
+    /// wrapping index cost more than the cut's copy of the few kept packets.
+    packets: Vec<Carried>,
     base: usize,
     bytes: u64,
     lost: u32,
@@ -292,7 +294,7 @@ impl Eq10 {
         }
         self.bytes += p.size as u64;
         self.lost += p.recv.is_none() as u32;
-        self.packets.push_back(Carried {
+        self.packets.push(Carried {
             cum_end: self.bytes,
             lost_through: self.lost,
             recv: p.recv,
@@ -326,9 +328,9 @@ impl Eq10 {
             .min();
         self.done = keep_from.is_none();
         let keep_from = keep_from.unwrap_or(self.count());
-        while self.base < keep_from {
-            self.packets.pop_front();
-            self.base += 1;
+        if keep_from > self.base {
+            self.packets.drain(..keep_from - self.base);
+            self.base = keep_from;
         }
         // Every window is past the boundaries before its next slot.
         let behind_all = self.windows.iter().map(|w| w.frames.len()).min();
