@@ -922,6 +922,11 @@ params = { rate = "5Mbps" }
             ),
             ("line_rate = \"fast\"", "flows[1].line_rate", "fast"),
             (
+                "send_buffer = \"4KB\"",
+                "flows[1].send_buffer",
+                "SOCK_MIN_SNDBUF",
+            ),
+            (
                 "app = { model = \"bulk\" }",
                 "flows[1].app",
                 "only tcp flows",
@@ -939,6 +944,10 @@ params = { rate = "5Mbps" }
                 "{extra}: expected an error at {field} saying {says:?}, got {e}"
             );
         }
+        assert_eq!(
+            session(&parse(&dash("send_buffer = \"2MB\"")).unwrap().flows[1]).send_buffer,
+            Some(rtcc_core::Bytes(2_000_000))
+        );
         let e = error_of(&(OK.to_string() + "[[flows]]\nkind = \"dash\"\n"));
         assert!(
             e.field == "flows[1].controller" && e.message.contains("cubic"),
