@@ -27,13 +27,17 @@
 //! - **Autotuning.** Without `SO_SNDBUF` the kernel grows `sk_sndbuf` with the window
 //!   (`tcp_sndbuf_expand()`): about `factor × cwnd × per-segment memory`, the factor 2 (3 for
 //!   BBR, its `sndbuf_expand` hook), the per-segment memory about 4.3 KB for a 1448-byte MSS in
-//!   the worst case (no TSO), at most `tcp_wmem[2]` (4 MB by default). That is at least six
-//!   windows of payload until it meets the 4 MB cap; two-thirds of 4 MB (2.67 MB) is above the
-//!   2.3–2.4 MB windows BBR reaches on the bbr-dash 10 MB runs, so a write always finds more
-//!   than one MSS unsent and Linux's default would not make these sessions app-limited. That
-//!   is why the model stays off by default: it does not clearly bind, and a fixed cap set here
-//!   stands for a server that pins `SO_SNDBUF` (or for the autotuned cap if the window grows
-//!   past 2.67 MB).
+//!   the worst case (no GSO: one skb per segment), at most `tcp_wmem[2]` (4 MB by default). Below
+//!   the cap that is at least three windows of payload even at the worst case. At the cap it
+//!   depends on the memory a byte of payload costs: with GSO (always on for Linux TCP) an skb
+//!   carries up to 64 KB in page fragments and costs little more than its payload, so 4 MB holds
+//!   about 4 MB of payload, and two-thirds of it (2.67 MB) is above the 2.3–2.4 MB windows BBR
+//!   reaches on the bbr-dash 10 MB runs: a write finds more than one MSS unsent and Linux's
+//!   default would not make these sessions app-limited. (Without GSO, 4.3 KB per 1448-byte
+//!   segment, 4 MB would hold only 1.35 MB of payload and would bind.) So the model stays off by
+//!   default: Linux's default does not clearly bind, and a cap set here stands for a server that
+//!   pins `SO_SNDBUF` or writes without GSO; the bbr-dash controls sweep 2, 3 and 4 MB around
+//!   the point where it starts to bind.
 //!
 //! The model. A cap of `bytes` of payload (not kernel memory: a skb's overhead is not
 //! counted). The application writes whatever it has pending up to the cap; once a write
