@@ -72,12 +72,19 @@
 //!   [`PacketResult::ecn`](crate::packet::PacketResult) in its reports. There is no ECN-Echo,
 //!   CWR or once-per-window reaction in the sender: a scalable controller (Prague) decides how
 //!   to respond.
+//! - A send buffer (off by default, [`BulkSender::set_send_buffer`], `tcp/sndbuf.rs`; the
+//!   responses application only): queued responses are written into the socket up to a cap of
+//!   unacknowledged payload, the application writes again once the buffer is at most two-thirds
+//!   full, and each write marks the connection application-limited as Linux's
+//!   `tcp_rate_check_app_limited` does ([`Controller::on_app_limited`]). Without it every
+//!   response is in the socket the moment it is queued.
 //! - Not modelled: the receive window (never limiting), handshakes, header options.
 
 mod prr;
 mod rack;
 mod rtt;
 mod scoreboard;
+pub mod sndbuf;
 mod tlp;
 
 use crate::cc::Controller;
@@ -92,6 +99,7 @@ use prr::Prr;
 use rack::Rack;
 use rtt::LinuxRtt;
 use scoreboard::{Scoreboard, State};
+use sndbuf::{SendBuffer, SendBufferError};
 use std::collections::{BTreeSet, VecDeque};
 pub use tlp::Probe;
 
@@ -228,6 +236,13 @@ pub struct BulkSender {
     pub spurious_rtos: u64,
     /// Times the window was restarted after an idle period ([`Controller::on_idle_restart`]).
     pub idle_restarts: u64,
+    /// The send buffer, if modelled (`tcp/sndbuf.rs`), with the payload bytes the application
+    /// has queued, written into the socket, sent as new data, and had delivered.
+    sndbuf: Option<SendBuffer>,
+    app_bytes: u64,
+    written: u64,
+    sent_payload: u64,
+    delivered_payload: u64,
     /// RFC 3168 ECN (data ECT(0), ECN-Echo acted on) or L4S (data ECT(1), per-packet marks).
     ecn: EcnMode,
     /// The next new data segment carries CWR.
@@ -288,6 +303,11 @@ impl BulkSender {
             undos: 0,
             spurious_rtos: 0,
             idle_restarts: 0,
+            sndbuf: None,
+            app_bytes: 0,
+            written: 0,
+            sent_payload: 0,
+            delivered_payload: 0,
             ecn: EcnMode::Off,
             cwr_pending: false,
             last_cwr: false,
@@ -367,7 +387,8 @@ impl BulkSender {
     }
 
     /// Queue a response of `bytes` bytes (the responses application), identified by `id` in the
-    /// [`DataSegment`]s that carry it. It is sent after the responses queued before it.
+    /// [`DataSegment`]s that carry it. It is sent after the responses queued before it (with a
+    /// send buffer, once the application could write it into the socket).
     pub fn queue_response(&mut self, id: u64, bytes: u64) {
         debug_assert!(matches!(self.app, App::Responses { .. }));
         if bytes > 0 {
@@ -376,7 +397,54 @@ impl BulkSender {
                 size: bytes,
                 sent: 0,
             });
+            self.app_bytes += bytes;
+            self.write_to_socket();
         }
+    }
+
+    /// Model a send buffer of `cap` bytes of payload (`tcp/sndbuf.rs`); the responses
+    /// application only (the others have no writes to gate).
+    pub fn set_send_buffer(&mut self, cap: crate::units::Bytes) -> Result<(), SendBufferError> {
+        self.sndbuf = Some(SendBuffer::new(cap)?);
+        Ok(())
+    }
+
+    /// The send buffer, if modelled.
+    pub fn send_buffer(&self) -> Option<&SendBuffer> {
+        self.sndbuf.as_ref()
+    }
+
+    /// The application writes what it has pending, if the send buffer lets it
+    /// (`tcp_sendmsg_locked`): the app-limited check first, then the copy.
+    fn write_to_socket(&mut self) {
+        let Some(sb) = self.sndbuf.as_mut() else {
+            return;
+        };
+        let pending = self.app_bytes - self.written;
+        let queued = self.written - self.delivered_payload.min(self.written);
+        if pending == 0 || !sb.may_write(queued) {
+            return;
+        }
+        let payload = match self.app {
+            App::Responses { header } => self.mss.saturating_sub(header).max(1) as u64,
+            _ => self.mss as u64,
+        };
+        let in_flight = self.board.in_flight_bytes();
+        let window_full = self
+            .controller
+            .decision()
+            .cwnd
+            .is_some_and(|c| in_flight + self.mss as u64 > c.max(self.mss as u64));
+        if sndbuf::app_limited_at_write(
+            self.written - self.sent_payload,
+            payload,
+            window_full,
+            !self.retransmit.is_empty(),
+        ) {
+            sb.app_limited_marks += 1;
+            self.controller.on_app_limited(in_flight);
+        }
+        self.written += sb.write(queued, pending);
     }
 
     /// Responses queued and not yet wholly sent.
@@ -421,7 +489,17 @@ impl BulkSender {
         match self.app {
             App::Backlogged => true,
             App::Finite { .. } => self.unsent > 0,
-            App::Responses { .. } => !self.responses.is_empty(),
+            App::Responses { header } => match (&self.sndbuf, self.responses.front()) {
+                (_, None) => false,
+                (None, Some(_)) => true,
+                // With a send buffer, only what was written: a full segment, or the tail of
+                // the response.
+                (Some(_), Some(r)) => {
+                    let payload = self.mss.saturating_sub(header).max(1) as u64;
+                    let unsent = self.written - self.sent_payload;
+                    unsent > 0 && unsent >= payload.min(r.size - r.sent)
+                }
+            },
             App::OnOff { on, off } => {
                 let period = (on + off).0.max(1);
                 (now.0.saturating_sub(self.start.0) % period) < on.0
@@ -618,6 +696,7 @@ impl BulkSender {
                     len: len as u32,
                 };
                 r.sent += len;
+                self.sent_payload += len;
                 if r.sent >= r.size {
                     self.responses.pop_front();
                 }
@@ -708,6 +787,10 @@ impl BulkSender {
             }
             if let Some(id) = d.piece.filter(|_| !d.duplicate) {
                 newly_delivered += 1;
+                if current && self.sndbuf.is_some() {
+                    self.delivered_payload +=
+                        self.board.piece(id).map_or(0, |p| p.segment.len as u64);
+                }
                 let retransmitted = self.board.piece(id).is_some_and(|p| p.retransmitted);
                 delivered_pieces.push((id, retransmitted));
                 if Some(id) == head_before {
@@ -798,6 +881,8 @@ impl BulkSender {
                 self.timer = None;
             }
         }
+        // Freed memory wakes a waiting writer (`tcp_check_space`), after the ACK is processed.
+        self.write_to_socket();
     }
 
     /// The loss recovery a report tells the controller of ([`LossRecovery`]), given the state
@@ -1168,6 +1253,14 @@ impl BulkSender {
         out.push(("dsacks", self.dsacks as f64));
         out.push(("undos", self.undos as f64));
         out.push(("spurious_rtos", self.spurious_rtos as f64));
+        if let Some(sb) = &self.sndbuf {
+            out.push(("sndbuf_writes", sb.writes as f64));
+            out.push(("sndbuf_app_limited_marks", sb.app_limited_marks as f64));
+            out.push((
+                "sndbuf_queued_bytes",
+                (self.written - self.delivered_payload.min(self.written)) as f64,
+            ));
+        }
         self.controller.state(out);
     }
 }
@@ -1344,6 +1437,86 @@ mod tests {
         assert_eq!(p.kind, PacketKind::Retransmission);
         assert_eq!((d.response, d.offset, d.len, p.size), (7, 1448, 1448, 1500));
         assert!(s.poll_transmit(t).is_none());
+    }
+
+    /// A fixed window that counts the app-limited marks the sender gives it.
+    struct Marks(u64, std::sync::Arc<std::sync::atomic::AtomicU64>);
+    impl Controller for Marks {
+        fn on_feedback(&mut self, _now: Time, _r: &FeedbackReport) {}
+        fn on_app_limited(&mut self, _in_flight: u64) {
+            self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        fn decision(&self) -> Decision {
+            Decision {
+                cwnd: Some(self.0 * 1500),
+                ..Decision::rate_only(Rate::ZERO, None)
+            }
+        }
+    }
+
+    #[test]
+    fn a_send_buffer_gates_writes_at_two_thirds_and_marks_each_starved_write_app_limited() {
+        use std::sync::atomic::Ordering::Relaxed;
+        let marks = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let app = App::Responses { header: 0 };
+        // A window of 100 segments, far above the 15-segment buffer: the buffer binds.
+        let mut s = BulkSender::new(Box::new(Marks(100, marks.clone())), 1500, app, Time::ZERO);
+        s.set_send_buffer(crate::units::Bytes(15 * 1500)).unwrap();
+        s.queue_response(1, 60 * 1500);
+        // The first write fills the buffer: 15 segments, and nothing more until room frees.
+        // It found nothing unsent and the window open: app-limited.
+        let first = send_all(&mut s, Time::ZERO);
+        assert_eq!(first.len(), 15);
+        assert_eq!(marks.load(Relaxed), 1);
+        let sb = s.send_buffer().unwrap();
+        assert_eq!((sb.writes, sb.app_limited_marks), (1, 1));
+        // Four delivered: 11 of 15 queued, above two-thirds (10): no write.
+        s.on_feedback(ms(100), &ack(0..4, &[]));
+        assert!(s.poll_transmit(ms(100)).is_none());
+        assert_eq!(s.send_buffer().unwrap().writes, 1);
+        // The fifth brings it to two-thirds: the writer wakes and writes five segments, again
+        // onto an empty queue with the window open, so again app-limited.
+        s.on_feedback(ms(101), &ack(4..5, &[]));
+        assert_eq!(s.send_buffer().unwrap().writes, 2);
+        assert_eq!(send_all(&mut s, ms(101)).len(), 5);
+        assert_eq!(marks.load(Relaxed), 2);
+        // With a window smaller than the buffer the window binds, writes find data unsent, and
+        // no write is app-limited.
+        let marks = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let mut s = BulkSender::new(
+            Box::new(Marks(5, marks.clone())),
+            1500,
+            App::Responses { header: 0 },
+            Time::ZERO,
+        );
+        s.set_send_buffer(crate::units::Bytes(15 * 1500)).unwrap();
+        s.queue_response(1, 60 * 1500);
+        assert_eq!(
+            marks.load(Relaxed),
+            1,
+            "the very first write finds an empty socket"
+        );
+        let mut now = Time::ZERO;
+        let mut next = 0;
+        for _ in 0..20 {
+            let sent = send_all(&mut s, now);
+            now += Duration::from_millis(100);
+            if let (Some(a), Some(b)) = (sent.first(), sent.last()) {
+                s.on_feedback(now, &ack(a.seq..b.seq + 1, &[]));
+                next = b.seq + 1;
+            }
+        }
+        assert_eq!(next, 60, "every segment of the response went out");
+        assert!(s.send_buffer().unwrap().writes > 3);
+        assert_eq!(
+            marks.load(Relaxed),
+            1,
+            "later writes found a window's worth unsent"
+        );
+        assert!(matches!(
+            s.set_send_buffer(crate::units::Bytes(100)),
+            Err(SendBufferError::TooSmall(_))
+        ));
     }
 
     fn reno_cwnd(s: &BulkSender) -> u64 {

@@ -6,6 +6,7 @@
 use crate::ScenarioError;
 use crate::MAX_PACKET;
 use rtcc_core::net::impair::{ImpairmentConfig, Jitter, LossModel};
+use rtcc_core::net::netem::{NetemConfig, DEFAULT_NETEM_LIMIT};
 use rtcc_core::net::pdv::PdvConfig;
 use rtcc_core::net::{Capacity, MahimahiTrace, OpenNetLabTrace, QueueConfig, Schedule, Steps};
 use rtcc_core::{Bytes, Duration, Rate, Time};
@@ -57,6 +58,18 @@ pub struct LinkSpec {
     pub jitter: Option<serde_json::Value>,
     /// Release departures in batches at the end of each interval.
     pub aggregation: Option<Duration>,
+    /// A netem-style delay stage in front of the queue: `{ delay = "50ms", limit = 1000 }`
+    /// (`rtcc_core::net::netem`).
+    pub netem: Option<NetemSpec>,
+}
+
+/// `netem = { delay = "50ms", limit = 1000 }`: Linux netem's delay and packet limit.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetemSpec {
+    pub delay: Duration,
+    /// Packets the stage holds: an integer or `"1000pkts"` (default 1000, netem's).
+    pub limit: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -160,6 +173,8 @@ pub struct LinkConfig {
     /// Mean capacity over the run, which sizes queues given relative to the rate (presets).
     pub nominal_rate: Rate,
     pub impairments: ImpairmentConfig,
+    /// A netem-style delay stage in front of the queue (none by default).
+    pub netem: Option<NetemConfig>,
 }
 
 /// One hop of the path: a link in each direction. A one-link scenario (`[path.forward]`) has
@@ -207,6 +222,7 @@ pub(crate) fn resolve_path(
                 queue: QueueConfig::default(),
                 nominal_rate: Rate(f64::INFINITY),
                 impairments: ImpairmentConfig::default(),
+                netem: None,
             },
         };
         Ok::<_, (String, String)>(HopConfig {
@@ -489,6 +505,16 @@ fn resolve_link(
         Some(serde_json::Value::String(d)) => {
             Jitter::Uniform(Duration::parse(d).map_err(|e| (at("jitter"), e.to_string()))?)
         }
+        Some(v) if v.get("model").and_then(|m| m.as_str()) == Some("sub-ms") => Jitter::SubMs(
+            rtcc_core::net::sub_ms_jitter::SubMsJitter::from_value(v).map_err(|(sub, m)| {
+                let field = if sub.is_empty() {
+                    at("jitter")
+                } else {
+                    at(&format!("jitter.{sub}"))
+                };
+                (field, m)
+            })?,
+        ),
         Some(v) => {
             // NR-RBPDV's serial(n) defaults to the link's peak rate: at its mean rate, a
             // scheduled link's high steps would be capped at the mean by the spacing.
@@ -503,6 +529,16 @@ fn resolve_link(
             })?)
         }
     };
+    if let (Jitter::SubMs(j), Some(_)) = (&jitter, &delay_steps) {
+        if j.reorder {
+            return Err((
+                at("jitter.reorder"),
+                "this link's delay follows a trace (rtt), whose delay line keeps each flow's \
+                 packets in order; reorder = true cannot hold there"
+                    .into(),
+            ));
+        }
+    }
     if let (Jitter::Pdv(p), Some(_)) = (&jitter, &delay_steps) {
         if p.model == rtcc_core::net::pdv::PdvModel::Rbpdv {
             return Err((
@@ -514,7 +550,20 @@ fn resolve_link(
             ));
         }
     }
+    let netem = match &spec.netem {
+        None => None,
+        Some(n) => Some(resolve_netem(n).map_err(|(sub, m)| (at(&format!("netem.{sub}")), m))?),
+    };
+    if netem.is_some() && matches!(capacity, Capacity::Unlimited) {
+        return Err((
+            at("netem"),
+            "a delay stage sits in front of a link's queue, and this link has no capacity \
+             (so no queue); give it a capacity or put the stage on the forward link"
+                .into(),
+        ));
+    }
     Ok(LinkConfig {
+        netem,
         capacity,
         delay,
         delay_steps,
@@ -525,6 +574,39 @@ fn resolve_link(
             jitter,
             aggregation: spec.aggregation.filter(|d| d.0 > 0),
         },
+    })
+}
+
+/// A netem stage's settings; errors name the field (`delay`, `limit`).
+fn resolve_netem(n: &NetemSpec) -> Result<NetemConfig, (&'static str, String)> {
+    let limit = match &n.limit {
+        None => DEFAULT_NETEM_LIMIT as u64,
+        Some(v) => {
+            let text = v.as_str().map(|s| s.trim());
+            let packets = match (v.as_u64(), text) {
+                (Some(k), _) => Some(k),
+                (None, Some(t)) => t
+                    .strip_suffix("pkts")
+                    .or_else(|| t.strip_suffix("pkt"))
+                    .and_then(|k| k.trim().parse::<u64>().ok()),
+                _ => None,
+            };
+            match packets {
+                Some(k) if (1..=u32::MAX as u64).contains(&k) => k,
+                _ => {
+                    return Err((
+                        "limit",
+                        format!(
+                            "netem's limit counts packets: a whole number from 1 (e.g. 1000 or \"1000pkts\"), got {v}"
+                        ),
+                    ))
+                }
+            }
+        }
+    };
+    NetemConfig::new(n.delay, limit as u32).map_err(|e| match e {
+        rtcc_core::net::NetemError::ZeroLimit => ("limit", e.to_string()),
+        rtcc_core::net::NetemError::DelayTooLong(_) => ("delay", e.to_string()),
     })
 }
 

@@ -345,9 +345,18 @@ impl Scenario {
     }
 
     /// The propagation delay `flow`'s data takes between its first link and its last: the
-    /// delays of the links it crosses before the last (zero on one link pair).
+    /// delays of the links it crosses before the last (zero on one link pair), plus the fixed
+    /// hold of every netem-style delay stage in front of those links' queues (time between a
+    /// packet's first enqueue and its last departure that is not queuing).
     pub fn propagation_between_links(&self, flow: &FlowConfig) -> Duration {
         let hops = &self.hops[flow.hops.clone()];
+        let stages = hops
+            .iter()
+            .filter_map(|h| match flow.reverse {
+                true => h.reverse.netem,
+                false => h.forward.netem,
+            })
+            .fold(Duration::ZERO, |a, n| a + n.delay);
         // Reverse links are crossed last hop first, so the first hop's is the last crossed.
         let crossed_before_last = match flow.reverse {
             true => &hops[1..],
@@ -359,7 +368,7 @@ impl Scenario {
                 true => h.reverse.delay,
                 false => h.forward.delay,
             })
-            .fold(Duration::ZERO, |a, d| a + d)
+            .fold(stages, |a, d| a + d)
     }
 
     /// What `flow`'s feedback can get through its hops (the links opposite its data's).
@@ -913,6 +922,11 @@ params = { rate = "5Mbps" }
             ),
             ("line_rate = \"fast\"", "flows[1].line_rate", "fast"),
             (
+                "send_buffer = \"4KB\"",
+                "flows[1].send_buffer",
+                "SOCK_MIN_SNDBUF",
+            ),
+            (
                 "app = { model = \"bulk\" }",
                 "flows[1].app",
                 "only tcp flows",
@@ -930,6 +944,10 @@ params = { rate = "5Mbps" }
                 "{extra}: expected an error at {field} saying {says:?}, got {e}"
             );
         }
+        assert_eq!(
+            session(&parse(&dash("send_buffer = \"2MB\"")).unwrap().flows[1]).send_buffer,
+            Some(rtcc_core::Bytes(2_000_000))
+        );
         let e = error_of(&(OK.to_string() + "[[flows]]\nkind = \"dash\"\n"));
         assert!(
             e.field == "flows[1].controller" && e.message.contains("cubic"),
@@ -1072,6 +1090,95 @@ params = { rate = "5Mbps" }
         );
         let e = error_of(&(short("") + "active = [[\"0s\", \"1s\"]]\n"));
         assert_eq!(e.field, "flows[1].active");
+    }
+
+    #[test]
+    fn a_netem_stage_and_sub_ms_jitter_are_link_options_with_named_errors() {
+        use rtcc_core::net::impair::Jitter;
+        use rtcc_core::net::netem::NetemConfig;
+        let with =
+            |extra: &str| OK.replace("queue = \"100ms\"", &format!("queue = \"100ms\"\n{extra}"));
+        let s = parse(&with("netem = { delay = \"30ms\" }")).unwrap();
+        assert_eq!(
+            s.hops[0].forward.netem,
+            Some(NetemConfig {
+                delay: Duration::from_millis(30),
+                limit: 1000
+            }),
+            "netem's default limit"
+        );
+        // The stage's hold is not queuing: it counts with the links' delays for the metrics.
+        assert_eq!(
+            s.propagation_between_links(&s.flows[0]),
+            Duration::from_millis(30)
+        );
+        for limit in ["1000", "\"1000pkts\""] {
+            let s = parse(&with(&format!(
+                "netem = {{ delay = \"5ms\", limit = {limit} }}"
+            )))
+            .unwrap();
+            assert_eq!(s.hops[0].forward.netem.unwrap().limit, 1000);
+        }
+        let s = parse(&with(
+            "jitter = { model = \"sub-ms\", dist = \"exponential\", mean = \"100us\", max = \"900us\" }",
+        ))
+        .unwrap();
+        assert!(matches!(s.hops[0].forward.impairments.jitter, Jitter::SubMs(j) if !j.reorder));
+        for (extra, field, says) in [
+            (
+                "netem = { delay = \"5ms\", limit = 0 }",
+                "path.forward.netem.limit",
+                "counts packets",
+            ),
+            (
+                "netem = { delay = \"5ms\", limit = \"150KB\" }",
+                "path.forward.netem.limit",
+                "counts packets",
+            ),
+            (
+                "netem = { delay = \"5ms\", limit = 1.5 }",
+                "path.forward.netem.limit",
+                "whole number",
+            ),
+            (
+                "netem = { delay = \"20s\" }",
+                "path.forward.netem.delay",
+                "10s",
+            ),
+            (
+                "netem = { delay = \"5ms\", jitter = \"1ms\" }",
+                "path.forward.netem",
+                "unknown field",
+            ),
+            ("netem = { limit = 10 }", "path.forward.netem", "delay"),
+            (
+                "jitter = { model = \"sub-ms\", max = \"2ms\" }",
+                "path.forward.jitter.max",
+                "at most 1ms",
+            ),
+            (
+                "jitter = { model = \"sub-ms\" }",
+                "path.forward.jitter.max",
+                "needs max",
+            ),
+            (
+                "jitter = { model = \"sub-ms\", max = \"500us\", dist = \"exponential\" }",
+                "path.forward.jitter.mean",
+                "needs mean",
+            ),
+        ] {
+            let e = error_of(&with(extra));
+            assert!(
+                e.field.starts_with(field) && e.message.contains(says),
+                "{extra}: expected an error at {field} saying {says:?}, got {e}"
+            );
+        }
+        // A reverse link without a capacity has no queue to put a stage in front of.
+        let e = error_of(&(OK.to_string() + "[path.reverse]\nnetem = { delay = \"5ms\" }\n"));
+        assert!(
+            e.field == "path.reverse.netem" && e.message.contains("no capacity"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -432,7 +432,11 @@ impl Simulation {
                 let queue = l
                     .queue
                     .build::<SimPacket>(l.nominal_rate, derive_seed(sc.seed, (2 << 32) | d))?;
-                links.push(Link::new(l.capacity.clone(), queue));
+                let mut link = Link::new(l.capacity.clone(), queue);
+                if let Some(n) = l.netem {
+                    link = link.with_netem(n);
+                }
+                links.push(link);
                 let seed = derive_seed(sc.seed, (1 << 32) | d);
                 impairments.push(
                     (!l.impairments.is_none())

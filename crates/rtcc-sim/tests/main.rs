@@ -8,6 +8,7 @@ mod common;
 mod adaptation;
 mod analytic;
 mod bbr2;
+mod bbr_dash_controls;
 mod copa;
 mod coupled;
 mod dash;

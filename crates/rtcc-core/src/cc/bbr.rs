@@ -483,6 +483,10 @@ impl Bbr {
 }
 
 impl Controller for Bbr {
+    fn on_app_limited(&mut self, in_flight: u64) {
+        self.rate.mark_app_limited(in_flight);
+    }
+
     fn on_packet_sent(&mut self, now: Time, pkt: &SentPacket) {
         self.episodes.on_sent(pkt.seq);
         let from_idle = pkt.in_flight <= pkt.size as u64;

@@ -1025,6 +1025,10 @@ impl Bbr2 {
 }
 
 impl Controller for Bbr2 {
+    fn on_app_limited(&mut self, in_flight: u64) {
+        self.rate.mark_app_limited(in_flight);
+    }
+
     fn on_packet_sent(&mut self, now: Time, pkt: &SentPacket) {
         self.episodes.on_sent(pkt.seq);
         let cwnd_bytes = self.cwnd * self.mss;

@@ -280,6 +280,13 @@ pub trait Controller: Send {
     /// `net.ipv4.tcp_slow_start_after_idle` is 1): window-based controllers may restart their
     /// window (RFC 5681 §4.1, RFC 2861) or their pacing. Default: nothing.
     fn on_idle_restart(&mut self, _now: Time) {}
+    /// A TCP sender with a send buffer found, as the application wrote, less than one MSS of
+    /// written data unsent with the window open and no loss waiting (Linux
+    /// `tcp_rate_check_app_limited` at each `sendmsg`): mark the connection application-limited
+    /// with `in_flight` bytes outstanding. Controllers with a delivery-rate estimator (BBR,
+    /// BBRv2) set its app-limited bubble; the default does nothing (without a send buffer the
+    /// sender never calls it, and the estimators infer the bubble from send gaps).
+    fn on_app_limited(&mut self, _in_flight: u64) {}
     /// A TCP sender that uses ECN got an acknowledgement with ECN-Echo (RFC 3168 §6.1.2): a
     /// router marked one of its packets CE instead of dropping it. The sender calls this at most
     /// once per window of data (Linux `tcp_enter_cwr()` only from the Open state) and

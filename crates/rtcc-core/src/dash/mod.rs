@@ -189,6 +189,10 @@ pub struct DashConfig {
     /// a window sent in one go reaches the bottleneck spread at 1 Gbit/s, so a token bucket
     /// with tokens passes it without queueing it.
     pub line_rate: Option<crate::units::Rate>,
+    /// The server's send buffer in payload bytes (`tcp/sndbuf.rs`), `None` (the default): not
+    /// modelled, a response is in the socket at once. Linux's autotuned buffer does not bind
+    /// on the seed's runs (`tcp/sndbuf.rs` says why), so this is a control, not a default.
+    pub send_buffer: Option<crate::units::Bytes>,
 }
 
 impl Default for DashConfig {
@@ -205,6 +209,7 @@ impl Default for DashConfig {
             delayed_ack: true,
             slow_start_after_idle: true,
             line_rate: Some(crate::units::Rate(1e9)),
+            send_buffer: None,
         }
     }
 }

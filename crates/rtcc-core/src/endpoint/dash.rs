@@ -21,7 +21,9 @@
 //!   connection's sender, which keeps its congestion state between responses and may restart
 //!   its window after idle (`slow_start_after_idle`, Linux's default). Its packets leave through
 //!   a network interface of `line_rate` (1 Gbit/s by default, the seed's testbed): a window
-//!   sent at once reaches the bottleneck spread at that rate.
+//!   sent at once reaches the bottleneck spread at that rate. With `send_buffer` set, the
+//!   server writes each response into a socket buffer of that size as room frees
+//!   (`tcp/sndbuf.rs`); by default the whole response is in the socket at once.
 //! - Segments are RTP-framed like rtcc's TCP segments (payload type [`PT_TCP`], the
 //!   connection's SSRC, the transport-wide sequence number), followed by the piece of the
 //!   stream they carry (response, offset, length); the client acknowledges each connection
@@ -134,6 +136,10 @@ impl DashServerEndpoint {
                 now,
             );
             sender.set_slow_start_after_idle(self.cfg.slow_start_after_idle);
+            if let Some(cap) = self.cfg.send_buffer {
+                // Checked when the scenario was read; a buffer refused here stays unmodelled.
+                let _ = sender.set_send_buffer(cap);
+            }
             self.conns.push(ServerConn {
                 sender,
                 ssrc: conn_ssrc(self.ssrc_base, k),

@@ -26,6 +26,9 @@
 //!      serves in order. (netem's jitter reorders unless rate-limited; this one never does.)
 //!    - *RFC 8868's bounded PDV* ([`super::pdv`]): a clipped, folded Gaussian per packet, either
 //!      free to reorder (RBPDV) or keeping each flow's order (NR-RBPDV).
+//!    - *sub-millisecond* ([`super::sub_ms_jitter`]): uniform or truncated exponential below a
+//!      bound of at most 1 ms, without reordering unless asked, so that a path's delay is not
+//!      exact (what renews a minimum-RTT filter on equal samples).
 //! 3. **Aggregation**: packets are released in batches at the ends of consecutive `interval`s
 //!    (a packet released in `[k·T, (k+1)·T)` is delivered at `(k+1)·T`), as Wi-Fi block-acks and
 //!    LTE transport blocks deliver bursts.
@@ -34,6 +37,7 @@
 
 use super::pdv::{Pdv, PdvConfig};
 use super::steps::Steps;
+use super::sub_ms_jitter::SubMsJitter;
 use crate::units::{Duration, Time};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
@@ -72,6 +76,8 @@ pub enum Jitter {
     Uniform(Duration),
     /// RFC 8868 §4.5's bounded PDV ([`super::pdv`]).
     Pdv(PdvConfig),
+    /// Below a millisecond, uniform or exponential ([`super::sub_ms_jitter`]).
+    SubMs(SubMsJitter),
 }
 
 impl Default for Jitter {
@@ -226,7 +232,7 @@ impl Impairments {
         Impairments {
             pdv: match config.jitter {
                 Jitter::Pdv(p) => Some(Pdv::new(p)),
-                Jitter::Uniform(_) => None,
+                Jitter::Uniform(_) | Jitter::SubMs(_) => None,
             },
             config,
             rng: ChaCha8Rng::seed_from_u64(seed),
@@ -289,15 +295,24 @@ impl Impairments {
         let mut release = t;
         match &mut self.pdv {
             Some(pdv) => release = pdv.release(t, flow, size, &mut self.rng),
-            None => {
-                if let Jitter::Uniform(j) = self.config.jitter {
-                    if j.0 > 0 {
-                        release += Duration(self.rng.next_u64() % j.0);
+            None => match self.config.jitter {
+                Jitter::SubMs(j) => {
+                    release += j.draw(&mut self.rng);
+                    if !j.reorder {
+                        release = release.max(self.last_release);
+                        self.last_release = release;
                     }
                 }
-                release = release.max(self.last_release);
-                self.last_release = release;
-            }
+                _ => {
+                    if let Jitter::Uniform(j) = self.config.jitter {
+                        if j.0 > 0 {
+                            release += Duration(self.rng.next_u64() % j.0);
+                        }
+                    }
+                    release = release.max(self.last_release);
+                    self.last_release = release;
+                }
+            },
         }
         // Batching is monotone, so it keeps whatever order the jitter left.
         if let Some(iv) = self.config.aggregation.filter(|d| d.0 > 0) {

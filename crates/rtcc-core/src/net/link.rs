@@ -18,8 +18,14 @@
 //!   after an idle period, then packets are spaced at `rate`. (tbf's optional peak rate is not
 //!   modelled.)
 //! - unlimited: packets depart the instant they arrive and never queue.
+//!
+//! A link may have a netem-style delay stage in front of its queue ([`Link::with_netem`],
+//! `netem.rs`): an offered packet is held there for a fixed delay (dropped if the stage holds its
+//! limit of packets) and only then offered to the queue. [`Link::next_event`] is then the
+//! earlier of the server's next step and the stage's next release.
 
 use super::capacity::{Capacity, OPPORTUNITY_BYTES};
+use super::netem::{DelayLine, NetemConfig};
 use super::queue::{NetPacket, Queue};
 use crate::units::{Duration, Rate, Time};
 
@@ -49,8 +55,10 @@ pub struct Link<P> {
     in_transit: Option<(P, u32)>,
     /// Trace: index of the next unused opportunity of the looped trace.
     next_opportunity: u64,
-    /// When `on_event` must next be called.
+    /// When the server must next be served (see [`Link::next_event`] for the link's).
     next_event: Option<Time>,
+    /// A netem-style delay stage in front of the queue.
+    netem: Option<DelayLine<P>>,
     /// Token bucket: tokens (bytes) at `tokens_at`.
     tokens: f64,
     tokens_at: Time,
@@ -69,9 +77,21 @@ impl<P: NetPacket> Link<P> {
             in_transit: None,
             next_opportunity: 0,
             next_event: None,
+            netem: None,
             tokens,
             tokens_at: Time::ZERO,
         }
+    }
+
+    /// Put a netem-style delay stage in front of the queue (`netem.rs`).
+    pub fn with_netem(mut self, config: NetemConfig) -> Self {
+        self.netem = Some(DelayLine::new(config));
+        self
+    }
+
+    /// The delay stage in front of the queue, if any.
+    pub fn netem(&self) -> Option<&DelayLine<P>> {
+        self.netem.as_ref()
     }
 
     pub fn capacity(&self) -> &Capacity {
@@ -88,16 +108,32 @@ impl<P: NetPacket> Link<P> {
         self.queue.len_packets()
             + self.serving.is_some() as usize
             + self.in_transit.is_some() as usize
+            + self.netem.as_ref().map_or(0, |d| d.len())
     }
 
     /// When the link next needs [`Link::on_event`]; `None` while idle.
     pub fn next_event(&self) -> Option<Time> {
-        self.next_event
+        match self.netem.as_ref().and_then(|d| d.next_release()) {
+            Some(r) => Some(self.next_event.map_or(r, |e| e.min(r))),
+            None => self.next_event,
+        }
     }
 
     /// Offer a packet at `now`. Departures that happen at once (unlimited link) and drops are
     /// added to `out`.
     pub fn enqueue(&mut self, now: Time, pkt: P, out: &mut LinkOutput<P>) {
+        match self.netem.as_mut() {
+            Some(stage) => {
+                if let Err(p) = stage.offer(now, pkt) {
+                    out.dropped.push(p);
+                }
+            }
+            None => self.admit(now, pkt, out),
+        }
+    }
+
+    /// A packet reaches the queue (after the delay stage, if any).
+    fn admit(&mut self, now: Time, pkt: P, out: &mut LinkOutput<P>) {
         if let Capacity::Unlimited = self.capacity {
             out.departed.push((now, pkt));
             return;
@@ -117,6 +153,17 @@ impl<P: NetPacket> Link<P> {
 
     /// Serve the link at `now` (the time `next_event` gave).
     pub fn on_event(&mut self, now: Time, out: &mut LinkOutput<P>) {
+        if self.next_event.is_some_and(|t| t <= now) {
+            self.serve(now, out);
+        }
+        // Packets whose delay is over enter the queue, in order, after the server's step at the
+        // same instant (as an arrival at a departure's instant is queued behind it).
+        while let Some((_, p)) = self.netem.as_mut().and_then(|d| d.release(now)) {
+            self.admit(now, p, out);
+        }
+    }
+
+    fn serve(&mut self, now: Time, out: &mut LinkOutput<P>) {
         match &self.capacity {
             Capacity::Trace(_) => self.use_opportunity(now, out),
             _ => {
@@ -388,6 +435,40 @@ mod tests {
             d[burst_packets].0 > line_time(burst_packets),
             "the bucket ran dry after {burst_packets} packets"
         );
+    }
+
+    #[test]
+    fn a_netem_stage_delays_every_packet_before_the_bucket_and_drops_past_its_limit() {
+        use crate::net::netem::NetemConfig;
+        // 8 Mbit/s bucket of 3000 B (1 byte per µs), no line; a 10 ms stage holding 4 packets.
+        let cap = Capacity::TokenBucket {
+            rate: Rate(8e6),
+            burst: 3000,
+            line_rate: Rate(f64::INFINITY),
+            overhead: 0,
+        };
+        let mut l = Link::new(cap, Box::new(DropTail::new(QueueLimit::Unlimited)))
+            .with_netem(NetemConfig::new(Duration::from_millis(10), 4).unwrap());
+        let mut out = LinkOutput::default();
+        for i in 0..6 {
+            l.enqueue(Time::ZERO, P(1500, i), &mut out);
+        }
+        // Two of six found the stage full; nothing reached the queue yet.
+        assert_eq!(
+            out.dropped.iter().map(|p| p.1).collect::<Vec<_>>(),
+            vec![4, 5]
+        );
+        assert_eq!((l.queue().len_packets(), l.held_packets()), (0, 4));
+        assert_eq!(l.next_event(), Some(Time(10 * MS)));
+        let d = run(&mut l, &[]);
+        // The bucket then releases two at once and spaces the rest at its rate, from 10 ms.
+        let us: Vec<u64> = d.iter().map(|x| x.0 / 1000).collect();
+        assert_eq!(us, vec![10_000, 10_000, 11_500, 13_000]);
+        assert_eq!(
+            d.iter().map(|x| x.1 .1).collect::<Vec<_>>(),
+            vec![0, 1, 2, 3]
+        );
+        assert_eq!(l.netem().unwrap().drops, 2);
     }
 
     #[test]

@@ -129,8 +129,12 @@ impl Direction {
             .build::<EmuPacket>(config.nominal_rate, queue_seed)?;
         let impairments = (!config.impairments.is_none())
             .then(|| Impairments::new(config.impairments.clone(), impairment_seed));
+        let mut link = Link::new(config.capacity.clone(), queue);
+        if let Some(n) = config.netem {
+            link = link.with_netem(n);
+        }
         Ok(Direction {
-            link: Link::new(config.capacity.clone(), queue),
+            link,
             impairments,
             delay: config.delay,
             delay_steps: config.delay_steps.clone(),
@@ -285,6 +289,7 @@ mod tests {
             delay_steps: None,
             queue,
             impairments: ImpairmentConfig::default(),
+            netem: None,
         }
     }
 

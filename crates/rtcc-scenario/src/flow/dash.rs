@@ -45,6 +45,8 @@ pub struct DashSpec {
     pub segment_sizes: Option<serde_json::Value>,
     /// The server's interface rate (`"1Gbps"` default) or `"unlimited"`.
     pub line_rate: Option<serde_json::Value>,
+    /// The server's TCP send buffer in payload bytes (`"2MB"`); not modelled by default.
+    pub send_buffer: Option<Bytes>,
 }
 
 /// A DASH flow, resolved.
@@ -191,6 +193,14 @@ impl DashSpec {
                 .slow_start_after_idle
                 .unwrap_or(defaults.slow_start_after_idle),
             line_rate,
+            send_buffer: match f.send_buffer {
+                None => None,
+                Some(b) => {
+                    rtcc_core::tcp::sndbuf::SendBuffer::new(b)
+                        .map_err(|e| (at("send_buffer"), e.to_string()))?;
+                    Some(b)
+                }
+            },
         };
         if cfg.packet_size <= rtcc_core::tcp::TCP_IP_HEADER + 100 {
             return Err((

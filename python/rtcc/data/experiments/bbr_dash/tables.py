@@ -213,19 +213,21 @@ def has(df: pl.DataFrame, experiment: str, **where) -> bool:
 QOE_GAP = ("the seed's QoE collapse is not reproduced: dash.js requests a segment only after the last one is "
            "appended, so every request meets an empty queue and every throughput sample reads the link rate; "
            "the seed's quality < 4 with stall >= 0.75 needs < 5.7 Mbit/s of goodput, which a loss-free FIFO "
-           "cannot give (docs/bbr_dash.md)")
+           "cannot give; its own figures leave the link >= 47 % idle, and no negative control (a netem stage "
+           "with a packet limit, a send buffer, path jitter) idles it (docs/bbr_dash.md)")
 TOP_RUNG = ("25 Mbit/s carries 24.1 Mbit/s of TCP payload, so dash.js's throughput rule (0.9 x samples) stops "
             "at the 20 Mbit/s rung: quality ~8.8, not ~10 (docs/dash.md)")
 STARTUP_GAP = ("STARTUP ends once, 3.3 s in, and Linux's BBR never re-enters it; the seed's long STARTUP appears "
                "only if the sender runs out of written data (a send buffer below the 2.4 MB window: every write "
-               "then meets an empty queue and every round is app-limited), which rtcc does not model "
-               "(docs/bbr_dash.md, Table 2)")
+               "then meets an empty queue and every round is app-limited), which rtcc models only as a "
+               "non-default control (send_buffer = \"2MB\": 93.9 / 99.8 %; Linux's autotuned buffer does not "
+               "bind here; docs/bbr_dash.md, negative controls)")
 KNOWN = {
     "S1-bbr": TOP_RUNG, "S1-bbr2": TOP_RUNG, "S1-cubic": TOP_RUNG,
     "Q10KB-cubic": ("rtcc's TCP recovers as Linux's does (RACK-TLP, PRR, Linux's RTO), and behind the 1 MB burst Cubic "
                     "on a 10 KB buffer loses 0.47 % of its packets, each repaired by RACK from later deliveries: no "
-                    "timeout and no tail loss probe in 800 s, so it keeps its throughput (7.7, no stalls; "
-                    "docs/bbr_dash.md)"),
+                    "timeout and no tail loss probe in 800 s, so it keeps its throughput (7.7, no stalls); the same "
+                    "behind a netem stage with its 1000-packet limit (docs/bbr_dash.md, negative controls)"),
     "Q3MB-bbr": QOE_GAP, "Q10MB-quality": QOE_GAP, "Q10MB-stall": QOE_GAP,
     "B-small": TOP_RUNG + "; at 8 KB the ABR settles on a lower rung still", "B-bbr": QOE_GAP, "B-bbr2": QOE_GAP,
     "T1-shallow": TOP_RUNG, "T1-deep": QOE_GAP, "F7-bba-bola": QOE_GAP, "F7-festive-rb": QOE_GAP,
@@ -238,8 +240,8 @@ KNOWN = {
                  "(text) collapses to under 1 Mbit/s (docs/tcp.md): Fig. 16 is better explained by the code"),
     "T2-bbr2-startup": STARTUP_GAP, "T2-bbr-startup": STARTUP_GAP,
     "T2-probe-rtt-bbr2": ("rtcc's path delay is exact: the first packet after each request meets an empty queue and "
-                          "its RTT equals min_rtt, which BBRv2's <= takes as a renewal (1 ms of jitter gives 4.2 %; "
-                          "docs/bbr_dash.md, Table 2)"),
+                          "its RTT equals min_rtt, which BBRv2's <= takes as a renewal (sub-ms jitter, a non-default "
+                          "control, gives 3.97 %, and 3.0 % at 100 KB: still under 2 x; docs/bbr_dash.md)"),
     "F8-bbr2": ("near miss, not investigated: ours is every data packet's RTT, the seed's Fig. 8 samples ss's "
                 "smoothed RTT in time"),
     "F9-bbr2": ("near miss at 10 MB, not investigated: BBR2's estimate is above R 79 % of the session (needed: "
