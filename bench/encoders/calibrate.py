@@ -2,6 +2,7 @@
 
     python3 bench/encoders/calibrate.py           # record, fit, write profiles and docs/encoders.md (~10 min)
     python3 bench/encoders/calibrate.py --quick   # shorter sequences, fewer lagged seeds; writes nothing
+    python3 bench/encoders/calibrate.py --buffer  # the fit with libvpx's rate-control buffer on; writes nothing
 
 For each codec (vp8, x264) and clip (carphone, bikes, bigbuckbunny) at 640x360, 30 frame/s, the
 real encoder (python/rtcc/video/encoders.py) is driven frame by frame with four target sequences:
@@ -519,10 +520,14 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="shorter sequences, fewer lagged seeds; writes nothing")
     ap.add_argument("--print", action="store_true", help="print the tables, leave the profiles and the doc alone")
     ap.add_argument("--cache", type=Path, help="keep the real recordings in this file and reuse them (a pickle)")
+    ap.add_argument("--buffer", action="store_true",
+                    help="fit the lagged model with libvpx's rate-control buffer on (buffer_size = \"1s\"); writes nothing")
     args = ap.parse_args(argv)
+    if args.buffer:
+        FIXED["buffer_size"] = "1s"
     sys.path.insert(0, str(ROOT / "python"))
     seqs = {name: make_sequence(name, SECONDS[name][1 if args.quick else 0]) for name in SEQUENCES}
-    write = not (args.quick or args.print)
+    write = not (args.quick or args.print or args.buffer)
     real, cached = {}, {}
     if args.cache and args.cache.is_file():
         cached = pickle.loads(args.cache.read_bytes())
