@@ -417,16 +417,16 @@ impl BulkSender {
     /// The application writes what it has pending, if the send buffer lets it
     /// (`tcp_sendmsg_locked`): the app-limited check first, then the copy.
     fn write_to_socket(&mut self) {
+        let pending = self.app_bytes - self.written;
+        let queued = self.socket_queued();
         let Some(sb) = self.sndbuf.as_mut() else {
             return;
         };
-        let pending = self.app_bytes - self.written;
-        let queued = self.written - self.delivered_payload.min(self.written);
         if pending == 0 || !sb.may_write(queued) {
             return;
         }
         let payload = match self.app {
-            App::Responses { header } => self.mss.saturating_sub(header).max(1) as u64,
+            App::Responses { header } => self.response_payload(header),
             _ => self.mss as u64,
         };
         let in_flight = self.board.in_flight_bytes();
@@ -435,16 +435,33 @@ impl BulkSender {
             .decision()
             .cwnd
             .is_some_and(|c| in_flight + self.mss as u64 > c.max(self.mss as u64));
-        if sndbuf::app_limited_at_write(
-            self.written - self.sent_payload,
+        let app_limited = sndbuf::app_limited_at_write(
+            self.written_unsent(),
             payload,
             window_full,
             !self.retransmit.is_empty(),
-        ) {
-            sb.app_limited_marks += 1;
+        );
+        if app_limited {
             self.controller.on_app_limited(in_flight);
         }
+        let sb = self.sndbuf.as_mut().expect("a send buffer (checked above)");
+        sb.app_limited_marks += app_limited as u64;
         self.written += sb.write(queued, pending);
+    }
+
+    /// Payload bytes of one segment of a response (the MSS less the response's header).
+    fn response_payload(&self, header: u32) -> u64 {
+        self.mss.saturating_sub(header).max(1) as u64
+    }
+
+    /// Written payload not delivered yet: what the send buffer holds.
+    fn socket_queued(&self) -> u64 {
+        self.written - self.delivered_payload.min(self.written)
+    }
+
+    /// Written payload not sent yet.
+    fn written_unsent(&self) -> u64 {
+        self.written - self.sent_payload
     }
 
     /// Responses queued and not yet wholly sent.
@@ -495,9 +512,8 @@ impl BulkSender {
                 // With a send buffer, only what was written: a full segment, or the tail of
                 // the response.
                 (Some(_), Some(r)) => {
-                    let payload = self.mss.saturating_sub(header).max(1) as u64;
-                    let unsent = self.written - self.sent_payload;
-                    unsent > 0 && unsent >= payload.min(r.size - r.sent)
+                    let unsent = self.written_unsent();
+                    unsent > 0 && unsent >= self.response_payload(header).min(r.size - r.sent)
                 }
             },
             App::OnOff { on, off } => {
@@ -684,7 +700,7 @@ impl BulkSender {
     fn next_data(&mut self) -> (DataSegment, u32) {
         match self.app {
             App::Responses { header } => {
-                let payload = self.mss.saturating_sub(header).max(1) as u64;
+                let payload = self.response_payload(header);
                 let r = self
                     .responses
                     .front_mut()
@@ -787,11 +803,11 @@ impl BulkSender {
             }
             if let Some(id) = d.piece.filter(|_| !d.duplicate) {
                 newly_delivered += 1;
+                let piece = self.board.piece(id);
                 if current && self.sndbuf.is_some() {
-                    self.delivered_payload +=
-                        self.board.piece(id).map_or(0, |p| p.segment.len as u64);
+                    self.delivered_payload += piece.map_or(0, |p| p.segment.len as u64);
                 }
-                let retransmitted = self.board.piece(id).is_some_and(|p| p.retransmitted);
+                let retransmitted = piece.is_some_and(|p| p.retransmitted);
                 delivered_pieces.push((id, retransmitted));
                 if Some(id) == head_before {
                     head_fill_sent = Some(d.pkt.send_time);
@@ -1256,10 +1272,7 @@ impl BulkSender {
         if let Some(sb) = &self.sndbuf {
             out.push(("sndbuf_writes", sb.writes as f64));
             out.push(("sndbuf_app_limited_marks", sb.app_limited_marks as f64));
-            out.push((
-                "sndbuf_queued_bytes",
-                (self.written - self.delivered_payload.min(self.written)) as f64,
-            ));
+            out.push(("sndbuf_queued_bytes", self.socket_queued() as f64));
         }
         self.controller.state(out);
     }

@@ -8,7 +8,9 @@ use crate::MAX_PACKET;
 use rtcc_core::net::impair::{ImpairmentConfig, Jitter, LossModel};
 use rtcc_core::net::netem::{NetemConfig, DEFAULT_NETEM_LIMIT};
 use rtcc_core::net::pdv::PdvConfig;
-use rtcc_core::net::{Capacity, MahimahiTrace, OpenNetLabTrace, QueueConfig, Schedule, Steps};
+use rtcc_core::net::{
+    Capacity, MahimahiTrace, OpenNetLabTrace, QueueConfig, QueueLimit, Schedule, Steps,
+};
 use rtcc_core::{Bytes, Duration, Rate, Time};
 use serde::Deserialize;
 use std::ops::Range;
@@ -582,13 +584,10 @@ fn resolve_netem(n: &NetemSpec) -> Result<NetemConfig, (&'static str, String)> {
     let limit = match &n.limit {
         None => DEFAULT_NETEM_LIMIT as u64,
         Some(v) => {
-            let text = v.as_str().map(|s| s.trim());
-            let packets = match (v.as_u64(), text) {
+            // A number, or a queue limit's packet count ("1000pkts").
+            let packets = match (v.as_u64(), v.as_str().map(QueueLimit::parse)) {
                 (Some(k), _) => Some(k),
-                (None, Some(t)) => t
-                    .strip_suffix("pkts")
-                    .or_else(|| t.strip_suffix("pkt"))
-                    .and_then(|k| k.trim().parse::<u64>().ok()),
+                (None, Some(Ok(QueueLimit::Packets(k)))) => Some(k),
                 _ => None,
             };
             match packets {

@@ -231,9 +231,23 @@ pub struct DelaySample {
     max: u64,
 }
 
-/// The signed difference a zigzag code stands for, as the `u64` to add (wrapping).
-fn unzigzag(zigzag: u64) -> u64 {
-    (((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64)) as u64
+/// The values a [`DelaySample`]'s bytes encode: LEB128 codes of the zigzagged differences.
+fn decode(mut bytes: impl Iterator<Item = u8>) -> impl Iterator<Item = u64> {
+    let mut last = 0u64;
+    std::iter::from_fn(move || {
+        let (mut zigzag, mut shift) = (0u64, 0);
+        loop {
+            let b = bytes.next()?;
+            zigzag |= ((b & 0x7f) as u64) << shift;
+            if b < 0x80 {
+                break;
+            }
+            shift += 7;
+        }
+        let delta = (((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64)) as u64;
+        last = last.wrapping_add(delta);
+        Some(last)
+    })
 }
 
 /// Encoded bytes a [`DelaySample`] holds in memory before it moves them to its file.
@@ -287,21 +301,7 @@ impl DelaySample {
 
     /// The values in nanoseconds, in the order they were pushed.
     pub fn values(&self) -> impl Iterator<Item = u64> + '_ {
-        let mut bytes = self.bytes();
-        let mut last = 0u64;
-        std::iter::from_fn(move || {
-            let (mut zigzag, mut shift) = (0u64, 0);
-            loop {
-                let b = bytes.next()?;
-                zigzag |= ((b & 0x7f) as u64) << shift;
-                if b < 0x80 {
-                    break;
-                }
-                shift += 7;
-            }
-            last = last.wrapping_add(unzigzag(zigzag));
-            Some(last)
-        })
+        decode(self.bytes())
     }
 
     /// The values of the given ranks (0-based, each `< len`) in sorted order, in nanoseconds;
@@ -372,22 +372,7 @@ impl DelaySample {
     /// partitions; both give the exact order statistics, so the answers are the same.
     fn select_in_memory(&self, ranks: &[usize]) -> Vec<u64> {
         let mut values = Vec::with_capacity(self.len);
-        let (mut at, mut last) = (0, 0u64);
-        let bytes = &self.encoded[..];
-        while at < bytes.len() {
-            let (mut zigzag, mut shift) = (0u64, 0);
-            loop {
-                let b = bytes[at];
-                at += 1;
-                zigzag |= ((b & 0x7f) as u64) << shift;
-                if b < 0x80 {
-                    break;
-                }
-                shift += 7;
-            }
-            last = last.wrapping_add(unzigzag(zigzag));
-            values.push(last);
-        }
+        values.extend(decode(self.encoded.iter().copied()));
         let mut order: Vec<usize> = (0..ranks.len()).collect();
         order.sort_unstable_by_key(|&k| ranks[k]);
         let mut found = vec![0; ranks.len()];

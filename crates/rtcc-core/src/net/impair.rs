@@ -223,7 +223,8 @@ pub struct Impairments {
 /// Seed offset of the timed loss model's generator.
 const FADING_STREAM: u64 = 0x6661_6469_6e67; // "fading"
 
-fn uniform(rng: &mut ChaCha8Rng) -> f64 {
+/// A uniform draw in [0, 1) from 53 random bits.
+pub(super) fn uniform(rng: &mut ChaCha8Rng) -> f64 {
     (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
 }
 
@@ -295,24 +296,26 @@ impl Impairments {
         let mut release = t;
         match &mut self.pdv {
             Some(pdv) => release = pdv.release(t, flow, size, &mut self.rng),
-            None => match self.config.jitter {
-                Jitter::SubMs(j) => {
-                    release += j.draw(&mut self.rng);
-                    if !j.reorder {
-                        release = release.max(self.last_release);
-                        self.last_release = release;
-                    }
-                }
-                _ => {
-                    if let Jitter::Uniform(j) = self.config.jitter {
+            None => {
+                // Whether this jitter keeps packets in order (RFC 8868's has its own state above).
+                let in_order = match self.config.jitter {
+                    Jitter::Uniform(j) => {
                         if j.0 > 0 {
                             release += Duration(self.rng.next_u64() % j.0);
                         }
+                        true
                     }
+                    Jitter::SubMs(j) => {
+                        release += j.draw(&mut self.rng);
+                        !j.reorder
+                    }
+                    Jitter::Pdv(_) => true,
+                };
+                if in_order {
                     release = release.max(self.last_release);
                     self.last_release = release;
                 }
-            },
+            }
         }
         // Batching is monotone, so it keeps whatever order the jitter left.
         if let Some(iv) = self.config.aggregation.filter(|d| d.0 > 0) {

@@ -32,7 +32,6 @@
 
 use crate::units::Duration;
 use rand_chacha::ChaCha8Rng;
-use rand_core::Rng;
 
 /// The largest `max` the model accepts.
 pub const SUB_MS_JITTER_BOUND: Duration = Duration(1_000_000);
@@ -62,10 +61,6 @@ struct Table {
     max: Option<String>,
     mean: Option<String>,
     reorder: Option<bool>,
-}
-
-fn uniform01(rng: &mut ChaCha8Rng) -> f64 {
-    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
 }
 
 impl SubMsJitter {
@@ -148,7 +143,7 @@ impl SubMsJitter {
 
     /// One extra delay, in `[0, max)`.
     pub fn draw(&self, rng: &mut ChaCha8Rng) -> Duration {
-        let u = uniform01(rng);
+        let u = super::impair::uniform(rng);
         let x = match self.dist {
             SubMsDist::Uniform => u * self.max.0 as f64,
             SubMsDist::Exponential { mean } => {

@@ -417,12 +417,21 @@ fn start_rate_shows_the_lag_from_the_first_frame() {
     );
 }
 
+/// A scenario table's fields as the model reads them.
+fn parse(j: serde_json::Value) -> Result<LaggedConfig, EncoderError> {
+    LaggedConfig::from_fields(j.as_object().expect("a table").iter())
+}
+
+/// Each table is refused, naming `field` in an error whose message contains `what`.
+fn assert_refused(cases: &[(serde_json::Value, &str, &str)]) {
+    for (bad, field, what) in cases {
+        let (f, m) = parse(bad.clone()).unwrap_err();
+        assert!(f == *field && m.contains(what), "{bad}: {f}: {m}");
+    }
+}
+
 #[test]
 fn table_fields_are_checked_and_named() {
-    let parse = |j: serde_json::Value| {
-        let m = j.as_object().unwrap().clone();
-        LaggedConfig::from_fields(m.iter())
-    };
     use serde_json::json;
     let c =
         parse(json!({"resolution": "1080p", "keyframe_interval": "10s", "start_rate": "300kbps"}))
@@ -435,7 +444,7 @@ fn table_fields_are_checked_and_named() {
             .keyframe_interval,
         None
     );
-    for (bad, field, what) in [
+    assert_refused(&[
         (json!({"noise": -0.1}), "noise", "between"),
         (json!({"noise": "0.1"}), "noise", "expected a number"),
         (json!({"up": "0s"}), "up", "longer than 0s"),
@@ -452,10 +461,7 @@ fn table_fields_are_checked_and_named() {
         ),
         (json!({"start_rate": "0bps"}), "start_rate", "positive"),
         (json!({"keyframe_ratio": 0.5}), "keyframe_ratio", "between"),
-    ] {
-        let (f, m) = parse(bad.clone()).unwrap_err();
-        assert!(f == field && m.contains(what), "{bad}: {f}: {m}");
-    }
+    ]);
 }
 
 // -- libvpx's rate-control buffer ---------------------------------------------------------------
@@ -614,10 +620,6 @@ fn the_buffer_is_deterministic_off_by_default_and_off_in_the_vidaptive_pin() {
 
 #[test]
 fn buffer_fields_are_checked_and_named() {
-    let parse = |j: serde_json::Value| {
-        let m = j.as_object().unwrap().clone();
-        LaggedConfig::from_fields(m.iter())
-    };
     use serde_json::json;
     assert_eq!(parse(json!({})).unwrap().buffer, None);
     assert_eq!(parse(json!({"buffer_size": "off"})).unwrap().buffer, None);
@@ -649,7 +651,7 @@ fn buffer_fields_are_checked_and_named() {
             0.0
         )
     );
-    for (bad, field, what) in [
+    assert_refused(&[
         (
             json!({"buffer_optimal": "2s"}),
             "buffer_optimal",
@@ -688,8 +690,5 @@ fn buffer_fields_are_checked_and_named() {
             "buffer is off",
         ),
         (json!({"buffer_initial": "soon"}), "buffer_initial", ""),
-    ] {
-        let (f, m) = parse(bad.clone()).unwrap_err();
-        assert!(f == field && m.contains(what), "{bad}: {f}: {m}");
-    }
+    ]);
 }
