@@ -1126,24 +1126,34 @@ def run_suite(out_dir: str | os.PathLike, controllers: list | None = None, cases
         (tmp / "rules.csv").write_text(rules_csv(judged), encoding="utf-8")
         images = {}
         if plots:
-            images = _draw(tmp, keys, cases, labels, seeds[0])
+            images = _draw(tmp, keys, cases, labels, seeds[0], jobs if backend == "local" else None)
         _index_html(tmp, rows, judged, cases, labels, seeds, images, command)
     return rows
 
 
-def _draw(folder: Path, keys: list, cases: list[str], labels: list[str], seed: int) -> dict[str, str]:
+def _draw(folder: Path, keys: list, cases: list[str], labels: list[str], seed: int,
+          jobs: int | None = None) -> dict[str, str]:
     """One figure per case: per-flow rate against capacity and queuing delay over time, one row
-    per controller, the first seed's run."""
-    from .plots import rmcat_case_plot
-
+    per controller, the first seed's run; the figures drawn in ``jobs`` worker processes (the
+    drawing took as long as the suite's simulations)."""
     (folder / "plots").mkdir(exist_ok=True)
-    out = {}
+    figures = []
     for case_id in cases:
-        views = {label: view_of_run(folder / rel) for c, label, s, rel in keys if c == case_id and s == seed}
-        if not views:  # every controller not applicable
+        runs = {label: str(folder / rel) for c, label, s, rel in keys if c == case_id and s == seed}
+        if not runs:  # every controller not applicable
             continue
         path = folder / "plots" / f"case-{case_id}.png"
-        rmcat_case_plot({label: views[label] for label in labels if label in views}, path,
-                        f"{CASES[case_id].section}: {CASES[case_id].title} (seed {seed})")
-        out[case_id] = path.relative_to(folder).as_posix()
-    return out
+        title = f"{CASES[case_id].section}: {CASES[case_id].title} (seed {seed})"
+        figures.append((case_id, [(label, runs[label]) for label in labels if label in runs], str(path), title))
+    from .sweep import parallel_map
+
+    parallel_map(_draw_case, [f[1:] for f in figures], jobs)
+    return {case_id: Path(path).relative_to(folder).as_posix() for case_id, _, path, _ in figures}
+
+
+def _draw_case(figure: tuple) -> None:
+    """One case's figure (a worker's task): (label, run folder) pairs, the image's path, its title."""
+    from .plots import rmcat_case_plot
+
+    runs, path, title = figure
+    rmcat_case_plot({label: view_of_run(Path(run)) for label, run in runs}, Path(path), title)
