@@ -15,8 +15,9 @@ fn last_signal(r: &rtcc_sim::RunResult, i: usize, name: &str) -> f64 {
 /// sent when the pacer and the window allow, delivered 12.5 ms later with no queue and each
 /// packet CE-marked with probability `p` (a seeded generator: a fixed marking level, which rtcc's
 /// queues cannot produce: their marks depend on the queue the flow builds), reported every 5 ms,
-/// the report back 12.5 ms later. Returns the delivered rate (bit/s) over [20 s, 60 s).
-fn rate_at_fixed_marking(p: f64, evenly: bool) -> f64 {
+/// the report back 12.5 ms later. `params`: the controller's (TOML). Returns the delivered rate
+/// (bit/s) over [20 s, 60 s).
+fn rate_at_fixed_marking(p: f64, evenly: bool, params: &str) -> f64 {
     use rtcc_core::cc::{create, ControllerContext, Params};
     use rtcc_core::packet::{Ecn, FeedbackReport, PacketKind, PacketResult, SentPacket};
     use rtcc_core::video::range::MediaRange;
@@ -38,7 +39,7 @@ fn rate_at_fixed_marking(p: f64, evenly: bool) -> f64 {
         coupling: None,
         ecn: rtcc_core::packet::EcnMode::Off,
     };
-    let params: Params = toml::from_str("").unwrap();
+    let params: Params = toml::from_str(params).unwrap();
     let mut c = create("scream", &params, &ctx).unwrap();
     let mut rng: u64 = 0x9E37_79B9_7F4A_7C15 ^ (p * 1e6) as u64;
     let mut uniform = move || {
@@ -149,8 +150,8 @@ fn at_a_fixed_marking_level_the_rate_goes_as_one_over_p() {
     let mut products = vec![];
     for (p, (ref_random, ref_even)) in levels.into_iter().zip(reference) {
         let expected = 2.0 / p * 1200.0 * 8.0 / 0.025;
-        let r = rate_at_fixed_marking(p, false);
-        let r_even = rate_at_fixed_marking(p, true);
+        let r = rate_at_fixed_marking(p, false, "");
+        let r_even = rate_at_fixed_marking(p, true, "");
         for (ours, theirs, how) in [(r, ref_random, "random"), (r_even, ref_even, "even")] {
             assert!(
                 (ours / theirs - 1.0).abs() < 0.05,
@@ -186,10 +187,10 @@ fn at_a_fixed_marking_level_the_rate_goes_as_one_over_p() {
 
 /// SCReAM (ECT(1), max 100 Mbit/s, the ideal encoder's fixed frame sizes) and `cubic` Cubic flows
 /// over a 100 Mbit/s DualPI2 bottleneck with a 25 ms base RTT.
-fn beside_cubic(cubic: usize) -> rtcc_sim::RunResult {
-    let mut flows = String::from(
+fn beside_cubic(cubic: usize, params: &str) -> rtcc_sim::RunResult {
+    let mut flows = format!(
         "[[flows]]\nname = \"scream\"\ncontroller = \"scream\"\necn = \"l4s\"\n\
-         max_bitrate = \"100Mbps\"\n",
+         max_bitrate = \"100Mbps\"\nparams = {{ {params} }}\n"
     );
     for k in 0..cubic {
         flows +=
@@ -204,16 +205,17 @@ fn beside_cubic(cubic: usize) -> rtcc_sim::RunResult {
 #[test]
 fn over_dualpi2_beside_cubic_it_keeps_a_share_on_a_millisecond_queue() {
     // Ericsson's test record (SCReAM v2, fixed frame sizes): 75, 60, 48, 40, 30 Mbit/s beside
-    // 0-4 Cubic flows. Measured here (10-30 s): 68.6, 39.1, 27.3, 19.9, 14.6 Mbit/s. Only the
-    // first is within 20 % of the record (asserted); the others are not, and what is asserted
-    // for them is weaker: at least half of an equal share of the link (measured 0.73-0.82 of
-    // it), a rate that falls as Cubic flows join, an L4S queue under 2 ms at the 95th
+    // 0-4 Cubic flows. Measured here (10-30 s): 68.6, 40.0, 25.4, 19.0, 14.4 Mbit/s. Only the
+    // first is within 20 % of the record (asserted); the others are not (the record's SCReAM
+    // averaged l4sAlpha plainly: with that filter all five are, the next test), and what is
+    // asserted for them is weaker: at least half of an equal share of the link (measured
+    // 0.72-0.80 of it), a rate that falls as Cubic flows join, an L4S queue under 2 ms at the 95th
     // percentile (DualPI2's L queue marks from 1 ms; measured P95 1.0 ms alone, 0.27 ms beside
     // Cubic) and no loss (L4S is marked, not dropped).
     let record = [75.0, 60.0, 48.0, 40.0, 30.0];
     let mut previous = f64::INFINITY;
     for (n, reference) in record.iter().enumerate() {
-        let r = beside_cubic(n);
+        let r = beside_cubic(n, "");
         let rate = throughput_bps(&r, 0, 10.0, 30.0) / 1e6;
         let f = &r.summary.flows[0];
         let q95 = f.queuing_delay_ms.p95.unwrap();
@@ -238,6 +240,58 @@ fn over_dualpi2_beside_cubic_it_keeps_a_share_on_a_millisecond_queue() {
         );
         assert!(rate < previous, "{n} Cubic: {rate:.1} ≥ {previous:.1}");
         previous = rate;
+        assert!(q95 < 2.0, "{n} Cubic: queuing P95 {q95} ms");
+        assert_eq!(f.packets_lost, 0, "{n} Cubic");
+    }
+}
+
+#[test]
+fn with_the_earlier_drafts_ewma_the_rate_follows_the_readme_formula() {
+    // `l4s_alpha_filter = "ewma"`: l4sAlpha is the plain average of the marked fraction (gain
+    // 1/16 per update, the draft's earlier `L4S_AVG_G` and libwebrtc's first port), so it
+    // settles on p itself rather than the fast-up filter's 2.5-3 p, and the rate on the README's
+    // two marks per RTT. Measured (random marks): 40.01, 16.52, 7.88 Mbit/s at p = 0.02, 0.05,
+    // 0.1, that is 1.042, 1.076, 1.027 of (2/p)·MSS·8/RTT. The issue's tolerance: 15 %.
+    for p in [0.02, 0.05, 0.1] {
+        let expected = 2.0 / p * 1200.0 * 8.0 / 0.025;
+        let r = rate_at_fixed_marking(p, false, "l4s_alpha_filter = \"ewma\"");
+        eprintln!(
+            "p = {p}: {:.2} Mbit/s, {:.3} of the formula",
+            r / 1e6,
+            r / expected
+        );
+        assert!(
+            (r / expected - 1.0).abs() < 0.15,
+            "p = {p}: {:.2} Mbit/s is {:.3} of (2/p)·MSS·8/RTT",
+            r / 1e6,
+            r / expected
+        );
+    }
+}
+
+#[test]
+fn with_the_earlier_drafts_ewma_it_follows_ericssons_dualpi2_record() {
+    // The same bottleneck as above with `l4s_alpha_filter = "ewma"`. Measured (10-30 s): 66.6,
+    // 50.3, 41.5, 33.3, 24.9 Mbit/s beside 0-4 Cubic flows against the record's 75, 60, 48, 40,
+    // 30: 0.83-0.89 of it (the default filter: 0.48-0.91). Asserted: each within the issue's
+    // 20 %, and still an L4S queue P95 under 2 ms with no loss.
+    let record = [75.0, 60.0, 48.0, 40.0, 30.0];
+    for (n, reference) in record.iter().enumerate() {
+        let r = beside_cubic(n, "l4s_alpha_filter = \"ewma\"");
+        let rate = throughput_bps(&r, 0, 10.0, 30.0) / 1e6;
+        let f = &r.summary.flows[0];
+        let q95 = f.queuing_delay_ms.p95.unwrap();
+        let cubic: Vec<String> = (1..=n)
+            .map(|k| format!("{:.1}", throughput_bps(&r, k, 10.0, 30.0) / 1e6))
+            .collect();
+        eprintln!(
+            "{n} Cubic: scream {rate:.1} Mbit/s (record {reference}), queuing P95 {q95:.2} ms, \
+             Cubic {cubic:?}"
+        );
+        assert!(
+            (rate / reference - 1.0).abs() < 0.2,
+            "{n} Cubic: {rate:.1} Mbit/s against the record's {reference}"
+        );
         assert!(q95 < 2.0, "{n} Cubic: queuing P95 {q95} ms");
         assert_eq!(f.packets_lost, 0, "{n} Cubic");
     }

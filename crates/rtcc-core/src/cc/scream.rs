@@ -18,7 +18,9 @@
 //!   cuts the window by `l4sAlpha/2`. The reference's README says a flow marked on a fraction p
 //!   of its packets settles where two packets per RTT are marked, `rate ≈ (2/p)·MSS·8/RTT`; the
 //!   reference's own code settles at about half of that (0.50-0.57 at p = 0.02-0.1, 25 ms RTT,
-//!   `bench/scream_crosscheck/marking.cc`), and so does this port (within 1.2 % of it).
+//!   `bench/scream_crosscheck/marking.cc`), and so does this port (within 1.2 % of it). The
+//!   formula holds (1.03-1.08 of it) with the plain average of the draft's earlier revisions
+//!   (`l4s_alpha_filter = "ewma"`, gain 1/16): the fast-up filter keeps l4sAlpha at 2.5-3 p.
 //! - **Queue delay**, for paths without L4S: the one-way delay above its minimum over the last
 //!   ~8 minutes (the clocks' offset cancels). When its average exceeds half the queue-delay
 //!   target (100 ms by default) the sender acts as if marked ("virtual CE") with a virtual alpha
@@ -94,6 +96,10 @@ use std::collections::VecDeque;
 const L4S_G_UP: f64 = 1.0 / 8.0;
 /// `kL4sGDown`: l4sAlpha's decay per update when the fraction is below it (slow decay).
 const L4S_G_DOWN: f64 = 1.0 / 128.0;
+/// `L4S_AVG_G`: the plain EWMA gain of l4sAlpha in the draft's earlier revisions (its constants
+/// list: "L4S_AVG_G (1.0/16): EWMA factor for l4s_alpha") and in libwebrtc's first port of
+/// SCReAM v2 (`l4s_avg_g`, 1/16); `l4s_alpha_filter = "ewma"`.
+const L4S_AVG_G: f64 = 1.0 / 16.0;
 /// `kL4sAlphaMax`.
 const L4S_ALPHA_MAX: f64 = 1.0;
 /// The reference's initial `l4sAlpha` (constructor).
@@ -178,6 +184,17 @@ controller_config! {
         /// for; without ECN no marks arrive and it changes nothing). The default shown is the
         /// L4S one.
         pub l4s: bool = true,
+        /// how l4sAlpha follows the fraction marked: "fast-up-slow-down" (the reference: up 1/8, down 1/128) or "ewma" (earlier drafts: 1/16)
+        ///
+        /// The reference (c8f84c3) and the current draft filter the fraction of packets marked
+        /// per update (every min(10 ms, sRTT)) with a fast attack (gain 1/8 when the fraction is
+        /// at or above l4sAlpha) and a slow decay (1/128 per update otherwise), so l4sAlpha
+        /// rests near the upper envelope of the noisy fractions (2.5-3 times the marking
+        /// probability). `"ewma"` is the plain average of the draft's earlier revisions and
+        /// libwebrtc's first port (gain 1/16, `L4S_AVG_G`), the SCReAM v2 that the reference's
+        /// README formula `rate = (2/p)·MSS·8/RTT` and Ericsson's DualPI2 test record describe
+        /// (docs/scream.md, "Measured").
+        pub l4s_alpha_filter: String = "fast-up-slow-down".into(),
         /// queue delay target; the virtual-CE reaction starts at half of it (kQueueDelayTargetMin)
         pub queue_delay_target: Duration = Duration::from_millis(100),
         /// window scale on a loss event (kLossBeta)
@@ -664,7 +681,8 @@ impl Scream {
 
     /// The L4S alpha update (`incomingStandardizedFeedback`, draft §4.1.2.1): fast attack with
     /// gain 1/8 when the fraction marked since the last update is at or above alpha, slow decay
-    /// by 1/128 otherwise.
+    /// by 1/128 otherwise; with `l4s_alpha_filter = "ewma"` the earlier drafts' plain average
+    /// (gain 1/16).
     fn update_l4s_alpha(&mut self, t: f64) {
         if !self.cfg.l4s {
             self.l4s_alpha = 0.0;
@@ -679,7 +697,9 @@ impl Scream {
             return;
         }
         self.fraction_marked = self.packets_marked as f64 / self.packets_delivered as f64;
-        if self.fraction_marked >= self.l4s_alpha {
+        if self.cfg.l4s_alpha_filter == "ewma" {
+            self.l4s_alpha = L4S_AVG_G * self.fraction_marked + (1.0 - L4S_AVG_G) * self.l4s_alpha;
+        } else if self.fraction_marked >= self.l4s_alpha {
             self.l4s_alpha = (L4S_G_UP * self.fraction_marked + (1.0 - L4S_G_UP) * self.l4s_alpha)
                 .min(L4S_ALPHA_MAX);
         } else {
@@ -1153,6 +1173,12 @@ impl ScreamConfig {
                 self.hysteresis
             ));
         }
+        if !["fast-up-slow-down", "ewma"].contains(&self.l4s_alpha_filter.as_str()) {
+            return Err(format!(
+                "l4s_alpha_filter must be \"fast-up-slow-down\" or \"ewma\", got {:?}",
+                self.l4s_alpha_filter
+            ));
+        }
         for (name, d) in [
             ("queue_delay_target", self.queue_delay_target),
             ("max_rtp_queue_delay", self.max_rtp_queue_delay),
@@ -1331,6 +1357,36 @@ mod tests {
             "not a whole number of decays: {k}"
         );
         assert!((6.0..=10.0).contains(&k.round()), "{k} updates in 100 ms");
+    }
+
+    #[test]
+    fn with_the_earlier_drafts_ewma_l4s_alpha_averages_the_marked_fraction() {
+        // l4s_alpha_filter = "ewma": alpha ← 1/16·F + 15/16·alpha at every update, up or down,
+        // so it settles on the marked fraction itself (the fast-up filter rests above it).
+        let mut c = scream("l4s_alpha_filter = \"ewma\"");
+        let mut f = Feed::new(500);
+        let before = c.l4s_alpha;
+        f.run(&mut c, 10, &mut |s| (Some(20), s % 2 == 0));
+        assert!(
+            (c.l4s_alpha - (0.5 / 16.0 + 15.0 / 16.0 * before)).abs() < 1e-12,
+            "one update at fraction 0.5: {}",
+            c.l4s_alpha
+        );
+        f.run(&mut c, 2000, &mut |s| (Some(20), s % 4 == 0));
+        assert!((c.l4s_alpha - 0.25).abs() < 0.01, "{}", c.l4s_alpha);
+        // No marks: the same gain down, 15/16 per update, not the fast-up filter's 127/128
+        // (after a first update whose fraction still holds marks of the last reports).
+        f.run(&mut c, 20, &mut |_| (Some(20), false));
+        let a = c.l4s_alpha;
+        f.run(&mut c, 100, &mut |_| (Some(20), false));
+        let k = (c.l4s_alpha / a).ln() / (15.0f64 / 16.0).ln();
+        assert!(
+            (k - k.round()).abs() < 1e-9 && (6.0..=10.0).contains(&k.round()),
+            "{k}"
+        );
+        let p: Params = toml::from_str("l4s_alpha_filter = \"dctcp\"").unwrap();
+        let bad: ScreamConfig = parse_config("scream", &p).unwrap();
+        assert!(bad.validate().unwrap_err().contains("l4s_alpha_filter"));
     }
 
     /// A controller in steady state at `cwnd` with `alpha`, far from its inflexion point.
