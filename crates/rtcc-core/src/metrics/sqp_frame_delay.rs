@@ -178,7 +178,7 @@ struct Window {
 /// Eq. 10 and the frame walk for every window of [`WINDOWS`] over a flow's packets, fed in
 /// bottleneck-ingress order as they become known ([`Eq10::push`]), in memory that does not grow
 /// with the run: it keeps the packets of the last `max n + 1` slots (and up to
-/// [`ADVANCE_EVERY`] more) and one entry per slot,
+/// [`ADVANCE_EVERY`] more, and at most as many again not cut yet) and one entry per slot,
 /// where a batch computation kept every packet (32 bytes each for SQP's triple, plus 12 for its
 /// prefix sums). The slots themselves go to a temporary file as they are made ([`SlotLog`]),
 /// and the boundaries no window needs any more are dropped, so an hour's run holds no more than
@@ -328,8 +328,11 @@ impl Eq10 {
             .min();
         self.done = keep_from.is_none();
         let keep_from = keep_from.unwrap_or(self.count());
-        if keep_from > self.base {
-            self.packets.drain(..keep_from - self.base);
+        // The packets no window needs are cut once they are at least as many as those kept, so
+        // that the copy of the kept ones costs at most one move per packet cut.
+        let unneeded = keep_from.saturating_sub(self.base);
+        if unneeded > 0 && 2 * unneeded >= self.packets.len() {
+            self.packets.drain(..unneeded);
             self.base = keep_from;
         }
         // Every window is past the boundaries before its next slot.
