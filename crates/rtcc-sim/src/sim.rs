@@ -974,9 +974,7 @@ impl Simulation {
         c.arrived_packets += 1;
         c.arrived_bytes += p.size as u64;
         p.ce_on_entry = p.ecn.is_ce();
-        let mut out = std::mem::take(&mut self.link_out);
-        self.links[li].enqueue(now, p, &mut out);
-        self.link_out = out;
+        self.links[li].enqueue(now, p, &mut self.link_out);
         self.drain_link_output(li);
     }
 
@@ -985,9 +983,7 @@ impl Simulation {
             return; // stale
         }
         self.link_event[li] = None;
-        let mut out = std::mem::take(&mut self.link_out);
-        self.links[li].on_event(time, &mut out);
-        self.link_out = out;
+        self.links[li].on_event(time, &mut self.link_out);
         self.drain_link_output(li);
     }
 
