@@ -1027,14 +1027,15 @@ impl Simulation {
 
     /// Route departures and drops of link `li`, and keep one pending event for the link.
     fn drain_link_output(&mut self, li: usize) {
-        let mut out = std::mem::take(&mut self.link_out);
         let dir = if li.is_multiple_of(2) {
             Dir::Forward
         } else {
             Dir::Reverse
         };
         let span = self.hop_span[li / 2];
-        for &(t, p) in &out.departed {
+        // By index: routing a packet needs the whole simulator, and the output stays in place.
+        for k in 0..self.link_out.departed.len() {
+            let (t, p) = self.link_out.departed[k];
             let c = &mut self.counters[li];
             c.departed_packets += 1;
             c.departed_bytes += p.size as u64;
@@ -1079,7 +1080,8 @@ impl Simulation {
                 None => self.free_slots.push(p.slot),
             }
         }
-        for p in &out.dropped {
+        for k in 0..self.link_out.dropped.len() {
+            let p = self.link_out.dropped[k];
             let c = &mut self.counters[li];
             c.dropped_packets += 1;
             c.dropped_bytes += p.size as u64;
@@ -1092,9 +1094,8 @@ impl Simulation {
             }
             self.free_slots.push(p.slot);
         }
-        out.departed.clear();
-        out.dropped.clear();
-        self.link_out = out;
+        self.link_out.departed.clear();
+        self.link_out.dropped.clear();
         let next = self.links[li].next_event();
         if next != self.link_event[li] {
             self.link_event[li] = next;
