@@ -198,8 +198,8 @@ pub struct Eq10 {
     boundary_cum: VecDeque<u64>,
     boundary_first: usize,
     /// Packets from index `base` on (earlier ones are no longer needed). A `Vec` whose front
-    /// is cut once per advance: the frame walk indexes it for every packet, and a `VecDeque`'s
-    /// wrapping index cost more than the cut's copy of the few kept packets.
+    /// is cut at an advance once the packets to cut are as many as those kept: the frame walk
+    /// bisects it, which takes one slice (a `VecDeque` is two).
     packets: Vec<Carried>,
     base: usize,
     bytes: u64,
@@ -345,7 +345,6 @@ impl Eq10 {
 
     fn advance_window(&mut self, w: usize) {
         let eps = 1e-6;
-        let cum = |this: &Eq10, i: usize| this.packets[i - this.base].cum_end;
         loop {
             let win = &self.windows[w];
             let k = win.frames.len();
@@ -384,16 +383,15 @@ impl Eq10 {
                 // integers (exact as f64 below 2^53), so `cum ≤ x` is `cum ≤ ⌊x⌋` and
                 // `cum < y` is `cum < ⌈y⌉`: the same comparisons, without a conversion per
                 // packet.
+                // `cum_end` never decreases, so each walk forward is a bisection of the packets
+                // ahead of it.
                 let through = (begin + eps).floor().max(0.0) as u64;
                 let before = (begin + size - eps).ceil().max(0.0) as u64;
                 let count = self.count();
-                while first < count && cum(self, first) <= through {
-                    first += 1;
-                }
+                let ahead = |from: usize| &self.packets[from - self.base..];
+                first += ahead(first).partition_point(|p| p.cum_end <= through);
                 last = last.max(first);
-                while last < count && cum(self, last) < before {
-                    last += 1;
-                }
+                last += ahead(last).partition_point(|p| p.cum_end < before);
                 let win = &mut self.windows[w];
                 (win.first, win.last) = (first, last);
                 if last == count && !self.finished {
