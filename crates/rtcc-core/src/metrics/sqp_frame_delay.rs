@@ -178,7 +178,7 @@ struct Window {
 /// Eq. 10 and the frame walk for every window of [`WINDOWS`] over a flow's packets, fed in
 /// bottleneck-ingress order as they become known ([`Eq10::push`]), in memory that does not grow
 /// with the run: it keeps the packets of the last `max n + 1` slots (and up to
-/// [`ADVANCE_EVERY`] more) and one entry per slot,
+/// [`ADVANCE_EVERY`] more, and at most as many again not cut yet) and one entry per slot,
 /// where a batch computation kept every packet (32 bytes each for SQP's triple, plus 12 for its
 /// prefix sums). The slots themselves go to a temporary file as they are made ([`SlotLog`]),
 /// and the boundaries no window needs any more are dropped, so an hour's run holds no more than
@@ -198,8 +198,8 @@ pub struct Eq10 {
     boundary_cum: VecDeque<u64>,
     boundary_first: usize,
     /// Packets from index `base` on (earlier ones are no longer needed). A `Vec` whose front
-    /// is cut once per advance: the frame walk indexes it for every packet, and a `VecDeque`'s
-    /// wrapping index cost more than the cut's copy of the few kept packets.
+    /// is cut at an advance once the packets to cut are as many as those kept: the frame walk
+    /// bisects it, which takes one slice (a `VecDeque` is two).
     packets: Vec<Carried>,
     base: usize,
     bytes: u64,
@@ -328,8 +328,11 @@ impl Eq10 {
             .min();
         self.done = keep_from.is_none();
         let keep_from = keep_from.unwrap_or(self.count());
-        if keep_from > self.base {
-            self.packets.drain(..keep_from - self.base);
+        // The packets no window needs are cut once they are at least as many as those kept, so
+        // that the copy of the kept ones costs at most one move per packet cut.
+        let unneeded = keep_from.saturating_sub(self.base);
+        if unneeded > 0 && 2 * unneeded >= self.packets.len() {
+            self.packets.drain(..unneeded);
             self.base = keep_from;
         }
         // Every window is past the boundaries before its next slot.
@@ -342,7 +345,6 @@ impl Eq10 {
 
     fn advance_window(&mut self, w: usize) {
         let eps = 1e-6;
-        let cum = |this: &Eq10, i: usize| this.packets[i - this.base].cum_end;
         loop {
             let win = &self.windows[w];
             let k = win.frames.len();
@@ -381,16 +383,15 @@ impl Eq10 {
                 // integers (exact as f64 below 2^53), so `cum ≤ x` is `cum ≤ ⌊x⌋` and
                 // `cum < y` is `cum < ⌈y⌉`: the same comparisons, without a conversion per
                 // packet.
+                // `cum_end` never decreases, so each walk forward is a bisection of the packets
+                // ahead of it.
                 let through = (begin + eps).floor().max(0.0) as u64;
                 let before = (begin + size - eps).ceil().max(0.0) as u64;
                 let count = self.count();
-                while first < count && cum(self, first) <= through {
-                    first += 1;
-                }
+                let ahead = |from: usize| &self.packets[from - self.base..];
+                first += ahead(first).partition_point(|p| p.cum_end <= through);
                 last = last.max(first);
-                while last < count && cum(self, last) < before {
-                    last += 1;
-                }
+                last += ahead(last).partition_point(|p| p.cum_end < before);
                 let win = &mut self.windows[w];
                 (win.first, win.last) = (first, last);
                 if last == count && !self.finished {

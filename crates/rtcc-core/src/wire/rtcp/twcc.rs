@@ -312,6 +312,8 @@ impl TransportCcFeedback {
     pub fn encode(&self, out: &mut Vec<u8>) -> Result<(), WireError> {
         let p = self.plan()?;
         debug_assert_eq!(p.symbols.len(), self.receive_times.len());
+        // Room for the whole message at once (it is written a few bytes at a time).
+        out.reserve((4 + FIXED_LEN + 2 * p.chunks.len() + p.delta_bytes()).next_multiple_of(4));
         let start = begin(out, FMT_TWCC, PT_RTPFB);
         out.extend_from_slice(&self.sender_ssrc.to_be_bytes());
         out.extend_from_slice(&self.media_ssrc.to_be_bytes());
