@@ -11,10 +11,11 @@ Two measurements at 640x360, 30 frame/s, VP8 configured as libwebrtc configures 
   over the target's. (A high-motion burst as the model draws it: the content gets harder for a
   second and the encoder must hold its rate.)
 - **Windows at a fixed target.** Each clip looped for 120 s at 1 Mbit/s (real VP8), and the
-  `lagged` model's defaults for 600 s (its bursts on, and off with `burst_gain = 1`), in a
-  simulation with the frame dropper, pushback and quality scaling off: the output over the target
-  in every 1 s, 200 ms and 100 ms window after the first 5 s, as P50 / P99 / max. A queue of 100 ms
-  fills when a second runs 10 % ahead; the 1 s row is what decides it.
+  `lagged` model's defaults for 300 s (its bursts on, and off with `burst_gain = 1`), both driven
+  as `calibrate.py` drives them (`record_real`, `record_lagged`: frame dropper, pushback and
+  quality scaling off): the output over the target in every 1 s, 200 ms and 100 ms window after
+  the first 5 s, as P50 / P99 / max. A queue of 100 ms fills when a second runs 10 % ahead; the
+  1 s row is what decides it.
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from calibrate import FPS, HEIGHT, ROOT, WIDTH, Sequence, record_lagged, record_real  # noqa: E402
+
 sys.path.insert(0, str(ROOT / "python"))
 
-FPS, WIDTH, HEIGHT = 30, 640, 360
 WINDOWS = (FPS, 6, 3)  # frames: 1 s, 200 ms, 100 ms
 SWITCHES = (("carphone", "bikes", 1e6), ("carphone", "bigbuckbunny", 1e6),
             ("bikes", "bigbuckbunny", 2e6), ("carphone", "bigbuckbunny", 3e6))
@@ -70,27 +72,20 @@ def window_stats(bits: np.ndarray, target_bits_per_frame: np.ndarray) -> list[tu
     return out
 
 
+def constant(seconds: int, target_bps: float) -> Sequence:
+    return Sequence("constant", seconds * FPS, [(0, target_bps)])
+
+
 def vp8_windows(clip: str) -> list:
-    from rtcc.video.clips import load
-
-    c = load(clip, WIDTH, HEIGHT, FPS, str(ROOT))
-    bits = vp8_sizes([c.frame(i) for i in range(120 * FPS)], 1e6)[5 * FPS:]
-    return window_stats(bits, np.full(len(bits), 1e6 / FPS))
+    seq = constant(120, 1e6)
+    bits = record_real("vp8", clip, seq, psnr=False)["sizes"][5 * FPS:] * 8.0
+    return window_stats(bits, seq.targets[5 * FPS:] / FPS)
 
 
-def lagged_windows(extra: dict) -> list:
-    import rtcc
-
-    sc = rtcc.Scenario.from_dict({
-        "name": "bursts", "duration": "600s", "seed": 1,
-        "path": {"forward": {"capacity": "20Mbps", "delay": "5ms"}, "reverse": {"delay": "5ms"}},
-        "flows": [{"name": "video", "controller": "fixed", "params": {"rate": "1Mbps"},
-                   "encoder": {"model": "lagged", "resolution": f"{WIDTH}x{HEIGHT}", **extra},
-                   "degradation": "disabled", "frame_dropper": False, "pushback": False, "fps": FPS}],
-    }, base_dir=ROOT)
-    f = sc.run(keep_packets=False).frames.sort("capture_ns")
-    bits = f["size"].to_numpy().astype(float)[5 * FPS:] * 8
-    return window_stats(bits, f["target_bps"].to_numpy()[5 * FPS:] / FPS)
+def lagged_windows(params: dict) -> list:
+    seq = constant(300, 1e6)
+    bits = record_lagged(params, seq, seed=1)["sizes"][5 * FPS:] * 8.0
+    return window_stats(bits, seq.targets[5 * FPS:] / FPS)
 
 
 def main() -> int:
@@ -106,7 +101,7 @@ def main() -> int:
     print("|---|---|---|---|")
     rows = [(f"vp8, {clip}", vp8_windows(clip)) for clip in ("carphone", "bikes", "bigbuckbunny")]
     rows += [("lagged (defaults: bursts of 2.5× for 1 s)", lagged_windows({})),
-             ("lagged, `burst_gain = 1`", lagged_windows({"burst_gain": 1}))]
+             ("lagged, `burst_gain = 1`", lagged_windows({"burst_gain": 1.0}))]
     for name, stats in rows:
         cells = " | ".join(" / ".join(f"{v:.2f}" for v in s) for s in stats)
         print(f"| {name} | {cells} |")

@@ -1118,15 +1118,17 @@ def run_suite(out_dir: str | os.PathLike, controllers: list | None = None, cases
                 raise ScenarioError(f"case {key[0]} / {key[1]} / seed {key[2]}: "
                                     f"{output[1] if output else 'not run (an earlier run failed)'}")
         items = [(c, label, seed, str(tmp / rel)) for c, label, seed, rel in keys]
+        # Judging and drawing read the run folders here, in local worker processes.
+        local_jobs = jobs if backend == "local" else None
         judged = [_judged(item, result) for item, result in
-                  zip(items, parallel_map(_judge_folder, items, jobs if backend == "local" else None))]
+                  zip(items, parallel_map(_judge_folder, items, local_jobs))]
         rows = summarize(judged, cases, labels, not_applicable)
         (tmp / "table.md").write_text(f"# rtcc rmcat\n\n`{command}`\n\n" + markdown(rows), encoding="utf-8")
         (tmp / "table.csv").write_text(table_csv(rows), encoding="utf-8")
         (tmp / "rules.csv").write_text(rules_csv(judged), encoding="utf-8")
         images = {}
         if plots:
-            images = _draw(tmp, keys, cases, labels, seeds[0], jobs if backend == "local" else None)
+            images = _draw(tmp, keys, cases, labels, seeds[0], local_jobs)
         _index_html(tmp, rows, judged, cases, labels, seeds, images, command)
     return rows
 

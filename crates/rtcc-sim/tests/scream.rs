@@ -124,6 +124,40 @@ fn rate_at_fixed_marking(p: f64, evenly: bool, params: &str) -> f64 {
     delivered_bytes as f64 * 8.0 / ((to - from) as f64 * 1e-9)
 }
 
+/// The marking levels of the fixed-marking tests.
+const MARKING_LEVELS: [f64; 3] = [0.02, 0.05, 0.1];
+
+/// SCReAM with `params` in [`rate_at_fixed_marking`]'s loop at each of [`MARKING_LEVELS`], random
+/// and evenly spaced marks, each asserted within 5 % of `reference` (bit/s, random and even, per
+/// level, from `whose` sender in `bench/scream_crosscheck/marking.cc`'s loop). Returns each
+/// level's rate with random marks and its share of the README's `(2/p)·MSS·8/RTT`.
+fn marking_rates_against(params: &str, reference: [(f64, f64); 3], whose: &str) -> Vec<(f64, f64)> {
+    let mut out = vec![];
+    for (p, (ref_random, ref_even)) in MARKING_LEVELS.into_iter().zip(reference) {
+        let formula = 2.0 / p * 1200.0 * 8.0 / 0.025;
+        let r = rate_at_fixed_marking(p, false, params);
+        let r_even = rate_at_fixed_marking(p, true, params);
+        eprintln!(
+            "{params:?}, p = {p}: {:.2} Mbit/s (every 1/p-th packet: {:.2}), (2/p)·MSS·8/RTT = \
+             {:.2} Mbit/s, ratio {:.3}",
+            r / 1e6,
+            r_even / 1e6,
+            formula / 1e6,
+            r / formula
+        );
+        for (ours, theirs, how) in [(r, ref_random, "random"), (r_even, ref_even, "even")] {
+            assert!(
+                (ours / theirs - 1.0).abs() < 0.05,
+                "p = {p}, {how} marks: {:.2} Mbit/s vs {whose}'s {:.2}",
+                ours / 1e6,
+                theirs / 1e6
+            );
+        }
+        out.push((r, r / formula));
+    }
+    out
+}
+
 #[test]
 fn at_a_fixed_marking_level_the_rate_goes_as_one_over_p() {
     // The reference's README: "in steady state 2 packets per RTT should be marked", so
@@ -144,40 +178,20 @@ fn at_a_fixed_marking_level_the_rate_goes_as_one_over_p() {
     //   within 1.2 %);
     // - p · rate within 15 % of its mean over the three levels (measured spread 0.38-0.44);
     // - the rate between 0.4 and 0.7 of the README's formula (measured 0.50-0.58).
-    let levels = [0.02, 0.05, 0.1];
     // bench/scream_crosscheck/marking.cc: (random, evenly) in bit/s.
     let reference = [(22.04e6, 29.05e6), (8.29e6, 12.52e6), (3.84e6, 2.76e6)];
     let mut products = vec![];
-    for (p, (ref_random, ref_even)) in levels.into_iter().zip(reference) {
-        let expected = 2.0 / p * 1200.0 * 8.0 / 0.025;
-        let r = rate_at_fixed_marking(p, false, "");
-        let r_even = rate_at_fixed_marking(p, true, "");
-        for (ours, theirs, how) in [(r, ref_random, "random"), (r_even, ref_even, "even")] {
-            assert!(
-                (ours / theirs - 1.0).abs() < 0.05,
-                "p = {p}, {how} marks: {:.2} Mbit/s vs the reference's {:.2}",
-                ours / 1e6,
-                theirs / 1e6
-            );
-        }
-        eprintln!(
-            "p = {p}: {:.2} Mbit/s (every 1/p-th packet: {:.2}), (2/p)·MSS·8/RTT = {:.2} Mbit/s, \
-             ratio {:.3}",
-            r / 1e6,
-            r_even / 1e6,
-            expected / 1e6,
-            r / expected
-        );
+    let rates = marking_rates_against("", reference, "the reference");
+    for (p, (r, share)) in MARKING_LEVELS.into_iter().zip(rates) {
         assert!(
-            (0.4..0.7).contains(&(r / expected)),
-            "p = {p}: {:.2} Mbit/s is {:.2} of the formula",
-            r / 1e6,
-            r / expected
+            (0.4..0.7).contains(&share),
+            "p = {p}: {:.2} Mbit/s is {share:.2} of the formula",
+            r / 1e6
         );
         products.push(p * r);
     }
     let mean = products.iter().sum::<f64>() / products.len() as f64;
-    for (p, x) in levels.iter().zip(&products) {
+    for (p, x) in MARKING_LEVELS.iter().zip(&products) {
         assert!(
             (x / mean - 1.0).abs() < 0.15,
             "p = {p}: p·rate {x:.0} vs mean {mean:.0}"
@@ -266,29 +280,13 @@ fn with_the_earlier_drafts_ewma_the_rate_follows_the_readme_formula() {
     // 7.90 Mbit/s (1.040, 1.076, 1.028), and 33.12, 12.75, 6.11 with every 1/p-th packet
     // marked: asserted within 5 %, as the default filter is against the unedited reference.
     let edited_reference = [(39.94e6, 33.12e6), (16.53e6, 12.75e6), (7.90e6, 6.11e6)];
-    for (p, (ref_random, ref_even)) in [0.02, 0.05, 0.1].into_iter().zip(edited_reference) {
-        let expected = 2.0 / p * 1200.0 * 8.0 / 0.025;
-        let r = rate_at_fixed_marking(p, false, "l4s_alpha_filter = \"ewma\"");
-        let r_even = rate_at_fixed_marking(p, true, "l4s_alpha_filter = \"ewma\"");
-        eprintln!(
-            "p = {p}: {:.2} Mbit/s (every 1/p-th packet: {:.2}), {:.3} of the formula",
-            r / 1e6,
-            r_even / 1e6,
-            r / expected
-        );
-        for (ours, theirs, how) in [(r, ref_random, "random"), (r_even, ref_even, "even")] {
-            assert!(
-                (ours / theirs - 1.0).abs() < 0.05,
-                "p = {p}, {how} marks: {:.2} Mbit/s vs the edited reference's {:.2}",
-                ours / 1e6,
-                theirs / 1e6
-            );
-        }
+    let ewma = "l4s_alpha_filter = \"ewma\"";
+    let rates = marking_rates_against(ewma, edited_reference, "the edited reference");
+    for (p, (r, share)) in MARKING_LEVELS.into_iter().zip(rates) {
         assert!(
-            (r / expected - 1.0).abs() < 0.15,
-            "p = {p}: {:.2} Mbit/s is {:.3} of (2/p)·MSS·8/RTT",
-            r / 1e6,
-            r / expected
+            (share - 1.0).abs() < 0.15,
+            "p = {p}: {:.2} Mbit/s is {share:.3} of (2/p)·MSS·8/RTT",
+            r / 1e6
         );
     }
 }

@@ -100,6 +100,27 @@ const L4S_G_DOWN: f64 = 1.0 / 128.0;
 /// list: "L4S_AVG_G (1.0/16): EWMA factor for l4s_alpha") and in libwebrtc's first port of
 /// SCReAM v2 (`l4s_avg_g`, 1/16); `l4s_alpha_filter = "ewma"`.
 const L4S_AVG_G: f64 = 1.0 / 16.0;
+
+/// How l4sAlpha follows the fraction of packets marked ([`ScreamConfig::l4s_alpha_filter`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AlphaFilter {
+    /// The reference's: gain [`L4S_G_UP`] up, decay [`L4S_G_DOWN`] down.
+    FastUpSlowDown,
+    /// The earlier drafts' plain average, gain [`L4S_AVG_G`].
+    Ewma,
+}
+
+impl AlphaFilter {
+    fn parse(name: &str) -> Result<AlphaFilter, String> {
+        match name {
+            "fast-up-slow-down" => Ok(AlphaFilter::FastUpSlowDown),
+            "ewma" => Ok(AlphaFilter::Ewma),
+            other => Err(format!(
+                "l4s_alpha_filter must be \"fast-up-slow-down\" or \"ewma\", got {other:?}"
+            )),
+        }
+    }
+}
 /// `kL4sAlphaMax`.
 const L4S_ALPHA_MAX: f64 = 1.0;
 /// The reference's initial `l4sAlpha` (constructor).
@@ -452,6 +473,7 @@ pub struct Scream {
     packets_delivered: u64,
     packets_marked: u64,
     fraction_marked: f64,
+    alpha_filter: AlphaFilter,
     l4s_alpha: f64,
     last_l4s_alpha_update: f64,
     virtual_l4s_alpha: f64,
@@ -548,6 +570,8 @@ impl Scream {
             packets_delivered: 0,
             packets_marked: 0,
             fraction_marked: 0.0,
+            alpha_filter: AlphaFilter::parse(&cfg.l4s_alpha_filter)
+                .expect("l4s_alpha_filter is checked by ScreamConfig::validate"),
             l4s_alpha: if cfg.l4s { L4S_ALPHA_INIT } else { 0.0 },
             last_l4s_alpha_update: t,
             virtual_l4s_alpha: 0.0,
@@ -697,7 +721,7 @@ impl Scream {
             return;
         }
         self.fraction_marked = self.packets_marked as f64 / self.packets_delivered as f64;
-        if self.cfg.l4s_alpha_filter == "ewma" {
+        if self.alpha_filter == AlphaFilter::Ewma {
             self.l4s_alpha = L4S_AVG_G * self.fraction_marked + (1.0 - L4S_AVG_G) * self.l4s_alpha;
         } else if self.fraction_marked >= self.l4s_alpha {
             self.l4s_alpha = (L4S_G_UP * self.fraction_marked + (1.0 - L4S_G_UP) * self.l4s_alpha)
@@ -1173,12 +1197,7 @@ impl ScreamConfig {
                 self.hysteresis
             ));
         }
-        if !["fast-up-slow-down", "ewma"].contains(&self.l4s_alpha_filter.as_str()) {
-            return Err(format!(
-                "l4s_alpha_filter must be \"fast-up-slow-down\" or \"ewma\", got {:?}",
-                self.l4s_alpha_filter
-            ));
-        }
+        AlphaFilter::parse(&self.l4s_alpha_filter)?;
         for (name, d) in [
             ("queue_delay_target", self.queue_delay_target),
             ("max_rtp_queue_delay", self.max_rtp_queue_delay),

@@ -470,7 +470,7 @@ impl LaggedConfig {
                     "the rate-control buffer is off (buffer_size = \"off\")".into(),
                 ))
             }
-            (true, None) | (false, None) => None,
+            (_, None) => None,
             (false, Some(_)) => {
                 for (field, level) in [
                     ("buffer_initial", buffer.initial),

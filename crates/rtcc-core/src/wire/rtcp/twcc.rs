@@ -149,6 +149,11 @@ impl Plan {
             .map(|&d| if symbol_of(d) == SMALL_DELTA { 1 } else { 2 })
             .sum()
     }
+
+    /// Bytes the message takes, header and padding included.
+    fn encoded_len(&self) -> usize {
+        (4 + FIXED_LEN + 2 * self.chunks.len() + self.delta_bytes()).next_multiple_of(4)
+    }
 }
 
 /// Builds packet chunks greedily from status symbols.
@@ -303,8 +308,7 @@ impl TransportCcFeedback {
 
     /// Bytes [`TransportCcFeedback::encode`] appends, padding included.
     pub fn encoded_len(&self) -> Result<usize, WireError> {
-        let p = self.plan()?;
-        Ok((4 + FIXED_LEN + 2 * p.chunks.len() + p.delta_bytes()).next_multiple_of(4))
+        Ok(self.plan()?.encoded_len())
     }
 
     /// Append the message. Fails (leaving `out` unchanged) when no packet is received, a delta
@@ -313,7 +317,7 @@ impl TransportCcFeedback {
         let p = self.plan()?;
         debug_assert_eq!(p.symbols.len(), self.receive_times.len());
         // Room for the whole message at once (it is written a few bytes at a time).
-        out.reserve((4 + FIXED_LEN + 2 * p.chunks.len() + p.delta_bytes()).next_multiple_of(4));
+        out.reserve(p.encoded_len());
         let start = begin(out, FMT_TWCC, PT_RTPFB);
         out.extend_from_slice(&self.sender_ssrc.to_be_bytes());
         out.extend_from_slice(&self.media_ssrc.to_be_bytes());
