@@ -71,17 +71,19 @@ def drop_runs():
 
 def test_c3g_uses_the_link_after_a_drop_with_default_media(drop_runs):
     # Paper (Table 1): C3G uses 93-96 % of the link when stable and loses no frame. With the VP8-fit
-    # encoder (per-frame noise 0.23, motion bursts of 2.5x) we measure 80-90 % (mean 86) and lose
-    # 0.4-1.5 % of the packets; before the media defaults 21-44 % (docs/c3g.md).
+    # encoder (per-frame noise 0.23, a scene cut every 20 s coded as one frame of 7 budgets, as VP8
+    # codes it) we measure 71-85 % (mean 79.5) and lose 0.3-1.1 % of the packets; with the earlier
+    # bursts (2.5x for 1 s) 80-90 % (mean 86) and 0.4-1.5 %; before the media defaults 21-44 %
+    # (docs/c3g.md).
     use = np.array([m["use_pct"] for m in drop_runs])
     loss = np.array([m["loss_pct"] for m in drop_runs])
-    assert use.mean() >= 83 and use.min() >= 78, use
-    assert loss.mean() <= 1.5 and loss.max() <= 2.0, loss
+    assert use.mean() >= 76 and use.min() >= 68, use
+    assert loss.mean() <= 1.2 and loss.max() <= 1.6, loss
 
 
 @pytest.mark.xfail(strict=True, reason="the issue's acceptance (at least 90 % of the link with under 1 % loss) is not "
-                   "met with the VP8-fit encoder: 86 % and 1.0 % over seeds 1-4; an oracle at 90 % of the capacity "
-                   "reaches 87 % with 0.85 % loss on the same media; without the encoder's motion bursts and with the "
+                   "met with the VP8-fit encoder: 79.5 % and 0.77 % over seeds 1-4; an oracle at 90 % of the capacity "
+                   "reaches 88.5 % with 0.46 % loss on the same media; without the encoder's scene cuts and with the "
                    "testbed's frame-size noise c3g uses 93 % with no loss (docs/c3g.md)")
 def test_c3g_meets_the_issues_acceptance_with_default_media(drop_runs):
     use = np.mean([m["use_pct"] for m in drop_runs])

@@ -10,8 +10,13 @@ Two measurements at 640x360, 30 frame/s, VP8 configured as libwebrtc configures 
   a fixed target: VP8's bits in the hard second, in its first 100 ms and in the 200 ms after,
   over the target's. (A high-motion burst as the model draws it: the content gets harder for a
   second and the encoder must hold its rate.)
+- **The model's bursts, aligned.** The `lagged` defaults at a fixed 1 Mbit/s with a burst every
+  6 s on average (three seeds of 200 s): each burst's first frame (the first above three frame
+  budgets after 2 s without one) taken as the switch, and the same windows as VP8's around it, as
+  median [10th–90th percentile] over the bursts.
 - **Windows at a fixed target.** Each clip looped for 120 s at 1 Mbit/s (real VP8), and the
-  `lagged` model's defaults for 300 s (its bursts on, and off with `burst_gain = 1`), both driven
+  `lagged` model for 300 s (its defaults, the bursts it had before this measurement, and none),
+  both driven
   as `calibrate.py` drives them (`record_real`, `record_lagged`: frame dropper, pushback and
   quality scaling off): the output over the target in every 1 s, 200 ms and 100 ms window after
   the first 5 s, as P50 / P99 / max. A queue of 100 ms fills when a second runs 10 % ahead; the
@@ -63,6 +68,24 @@ def switch(calm: str, busy: str, target_bps: float) -> dict:
             "largest frame": bits[at:at + length].max() / (target_bps / FPS)}
 
 
+def model_bursts(seeds=(1, 2, 3), seconds: int = 200, every_s: float = 6.0) -> dict:
+    """The default model's bursts at a fixed 1 Mbit/s, each aligned on its first frame (the first
+    above three frame budgets after 2 s without one): the windows of ``switch``, per burst."""
+    budget = 1e6 / FPS
+    out: dict[str, list[float]] = {}
+    for seed in seeds:
+        bits = record_lagged({"burst_every": every_s}, constant(seconds, 1e6), seed=seed)["sizes"] * 8.0
+        onsets: list[int] = []
+        for i in range(5 * FPS, len(bits) - 2 * FPS):
+            if bits[i] > 3 * budget and (not onsets or i - onsets[-1] > 2 * FPS):
+                onsets.append(i)
+        for at in onsets:
+            for name, (a, b) in {"second": (0, FPS), "first 100 ms": (0, 3), "100-300 ms": (3, 9),
+                                 "after": (FPS, 2 * FPS), "largest frame": (0, 1)}.items():
+                out.setdefault(name, []).append(bits[at + a:at + b].sum() / (budget * (b - a)))
+    return out
+
+
 def window_stats(bits: np.ndarray, target_bits_per_frame: np.ndarray) -> list[tuple[float, float, float]]:
     out = []
     for w in WINDOWS:
@@ -96,11 +119,18 @@ def main() -> int:
         s = switch(calm, busy, target)
         print(f"| {calm} → {busy} → {calm} | {target / 1e6:g} Mbit/s | {s['second']:.2f} | "
               f"{s['first 100 ms']:.2f} | {s['100-300 ms']:.2f} | {s['after']:.2f} | {s['largest frame']:.1f} |")
+    shape = model_bursts()
+    cells = " | ".join(f"{np.median(shape[k]):.2f} [{np.percentile(shape[k], 10):.2f}–{np.percentile(shape[k], 90):.2f}]"
+                       for k in ("second", "first 100 ms", "100-300 ms", "after"))
+    largest = shape["largest frame"]
+    print(f"| lagged defaults, around each of its {len(largest)} bursts | 1 Mbit/s | {cells} | "
+          f"{np.median(largest):.1f} [{np.percentile(largest, 10):.1f}–{np.percentile(largest, 90):.1f}] |")
     print()
     print("| encoder (1 Mbit/s) | 1 s windows P50 / P99 / max | 200 ms | 100 ms |")
     print("|---|---|---|---|")
     rows = [(f"vp8, {clip}", vp8_windows(clip)) for clip in ("carphone", "bikes", "bigbuckbunny")]
-    rows += [("lagged (defaults: bursts of 2.5× for 1 s)", lagged_windows({})),
+    rows += [("lagged (defaults: a burst is one frame of 7 budgets)", lagged_windows({})),
+             ("lagged, the bursts before (2.5× for 1 s)", lagged_windows({"burst_gain": 2.5, "burst_length": 1.0})),
              ("lagged, `burst_gain = 1`", lagged_windows({"burst_gain": 1.0}))]
     for name, stats in rows:
         cells = " | ".join(" / ".join(f"{v:.2f}" for v in s) for s in stats)

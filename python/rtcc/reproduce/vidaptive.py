@@ -38,11 +38,11 @@ SHORT = "Vidaptive (Karimi et al.)"
 DOCS = "docs/vidaptive.md"
 
 NS = 1_000_000_000
-# The paper's encoder (§2, Fig. 2: about 2 s to settle up, 1 s down) with the noise and keyframe
-# size these checks were written for: the lagged defaults before the VP8 fit, without libvpx's
-# rate-control buffer (docs/encoders.md).
+# The paper's encoder (§2, Fig. 2: about 2 s to settle up, 1 s down) with the noise, keyframe size
+# and high-motion bursts these checks were written for: the lagged defaults before the VP8 fit,
+# without libvpx's rate-control buffer (docs/encoders.md).
 PAPER_ENCODER = {"model": "lagged", "up": "2s", "down": "1s", "noise": 0.2, "complexity": 0.15, "keyframe_ratio": 6,
-                 "saturation_bpp": 0.19, "buffer_size": "off"}
+                 "saturation_bpp": 0.19, "burst_length": "1s", "burst_gain": 2.5, "buffer_size": "off"}
 FULL_SEEDS, QUICK_SEEDS = [1, 2, 3], [1]
 RUST = "crates/rtcc-sim/tests/vidaptive.rs"
 TEST = "tests/test_vidaptive_traces.py"
