@@ -311,7 +311,7 @@ def test_listed_media_fields_are_scenario_fields(tmp_path):
 
     values = {"fps": "30", "min_fps": "10", "min_bitrate": '"150kbps"', "start_bitrate": '"150kbps"',
               "max_bitrate": '"1.5Mbps"', "degradation": '"maintain-framerate"', "payload": '"1200B"',
-              "pushback": "false", "frame_dropper": "false"}
+              "pushback": "false", "frame_dropper": "false", "vbv": "1.5"}
     assert {n for n, _, _ in MEDIA_FIELDS} == set(values)
     fields = "\n".join(f"{k} = {v}" for k, v in values.items())
     path = tmp_path / "range.toml"
@@ -722,11 +722,11 @@ def test_run_and_controllers_name_a_controllers_media_defaults(tmp_path, scenari
     out = tmp_path / "run"
     assert main(["run", str(scenario), "-o", str(out), "--no-plots", "--controller", "c3g"]) == 0
     printed = capsys.readouterr().out
-    assert 'its controller\'s media defaults: degradation = "disabled", frame_dropper = false' in printed
+    assert 'its controller\'s media defaults: degradation = "disabled", frame_dropper = false, vbv = 1.0' in printed
     facts = json.loads((out / "facts.json").read_text())
-    assert facts["flows"][0]["media"]["controller_defaults"] == ["degradation", "frame_dropper"]
+    assert facts["flows"][0]["media"]["controller_defaults"] == ["degradation", "frame_dropper", "vbv"]
     assert main(["run", str(scenario), "-o", str(tmp_path / "gcc"), "--no-plots", "--controller", "gcc"]) == 0
     assert "media defaults" not in capsys.readouterr().out
     assert main(["controllers"]) == 0
     listing = capsys.readouterr().out
-    assert '(its video flows default to degradation = "disabled", frame_dropper = false;' in listing
+    assert '(its video flows default to degradation = "disabled", frame_dropper = false, vbv = 1.0;' in listing

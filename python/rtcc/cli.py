@@ -255,6 +255,7 @@ MEDIA_FIELDS = [
      "maintain-resolution, disabled"),
     ("pushback", "true", "the encoder backs off as the pacer queue grows (a frame skipped at 1 s of it)"),
     ("frame_dropper", "true", "frames are skipped while the encoder's output runs ahead of its target"),
+    ("vbv", "off", "peak-constrained rate control: no frame above this many frame targets (lagged, ideal)"),
     ("payload", "1200B", "largest payload per packet (SQP: frames of up to two payloads go out as two halves)"),
 ]
 

@@ -495,6 +495,9 @@ fn controllers(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
         if let Some(b) = m.frame_dropper {
             media.set_item("frame_dropper", b)?;
         }
+        if let Some(k) = m.vbv {
+            media.set_item("vbv", k)?;
+        }
         d.set_item("media", media)?;
         list.append(d)?;
     }

@@ -96,6 +96,8 @@ pub struct MediaFacts {
     pub degradation: &'static str,
     pub pushback: bool,
     pub frame_dropper: bool,
+    /// The encoder's video buffering verifier in frames of its target (`null`: off).
+    pub vbv: Option<f64>,
     /// The fields above that came from the controller's defaults (empty: none did).
     pub controller_defaults: Vec<&'static str>,
 }
@@ -188,6 +190,7 @@ pub fn run_facts(sc: &Scenario, result: &RunResult) -> RunFacts {
                     degradation: v.degradation.name(),
                     pushback: v.pushback,
                     frame_dropper: v.frame_dropper,
+                    vbv: v.vbv,
                     controller_defaults: v.media_defaults.clone(),
                 }),
                 priority: match &c.kind {

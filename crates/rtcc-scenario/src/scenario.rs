@@ -584,6 +584,52 @@ params = { rate = "5Mbps" }
     }
 
     #[test]
+    fn a_vbv_reaches_the_encoders_that_model_one_and_is_refused_by_the_others() {
+        use rtcc_core::media::encoder::EncoderConfig;
+        let flow = |lines: &str| {
+            parse(&format!(
+                "duration = \"1s\"\n[path.forward]\ncapacity = \"10Mbps\"\n[[flows]]\n{lines}\n"
+            ))
+            .map(|s| video(&s.flows[0]).clone())
+        };
+        let peak = |v: &crate::flow::VideoFlow| match &v.encoder {
+            EncoderConfig::Lagged(c) => c.peak,
+            other => panic!("{}", other.name()),
+        };
+        // C³G's testbed encoder is peak-constrained (§VI-A): its default reaches `lagged`.
+        let v = flow("controller = \"c3g\"\nencoder = \"lagged\"").unwrap();
+        assert_eq!((peak(&v), v.vbv), (Some(1.0), Some(1.0)));
+        assert!(v.media_defaults.contains(&"vbv"));
+        // The scenario's value wins, "off" included; any controller takes one.
+        let v = flow("controller = \"c3g\"\nencoder = \"lagged\"\nvbv = \"off\"").unwrap();
+        assert_eq!((peak(&v), v.vbv), (None, None));
+        let v = flow("controller = \"gcc\"\nencoder = \"lagged\"\nvbv = 2.5").unwrap();
+        assert_eq!((peak(&v), v.media_defaults.len()), (Some(2.5), 0));
+        assert_eq!(
+            peak(&flow("controller = \"gcc\"\nencoder = \"lagged\"").unwrap()),
+            None
+        );
+        // A recorded trace cannot be constrained: a controller's default is left out, the
+        // scenario's own value is an error naming the model.
+        let trace = format!(
+            "encoder = {{ model = \"trace\", file = \"{}/../../traces/lagged-720p-1500kbps-seed1.frames\" }}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let v = flow(&format!("controller = \"c3g\"\n{trace}")).unwrap();
+        assert!(v.vbv.is_none() && !v.media_defaults.contains(&"vbv"));
+        let e = flow(&format!("controller = \"gcc\"\nvbv = 1\n{trace}")).unwrap_err();
+        assert_eq!(e.field, "flows[0].vbv");
+        assert!(e.to_string().contains("trace encoder"), "{e}");
+        for bad in ["0.5", "\"on\"", "true"] {
+            let e = flow(&format!(
+                "controller = \"gcc\"\nencoder = \"lagged\"\nvbv = {bad}"
+            ))
+            .unwrap_err();
+            assert_eq!(e.field, "flows[0].vbv", "{bad}: {e}");
+        }
+    }
+
+    #[test]
     fn a_controllers_media_defaults_fill_only_what_the_scenario_leaves_out() {
         use rtcc_core::cc::{ControllerInfo, MediaDefaults, Registry};
         use rtcc_core::media::degradation::Preference;
@@ -599,7 +645,7 @@ params = { rate = "5Mbps" }
         // C³G's server changes only the bitrate (§IV) and its client shows every frame (§V-B).
         let v = flow("controller = \"c3g\"");
         assert_eq!(settings(&v), (Preference::Disabled, true, false));
-        assert_eq!(v.media_defaults, ["degradation", "frame_dropper"]);
+        assert_eq!(v.media_defaults, ["degradation", "frame_dropper", "vbv"]);
         assert_eq!(
             flow("controller = \"c3g-bbr\"").media_defaults,
             v.media_defaults
@@ -607,10 +653,12 @@ params = { rate = "5Mbps" }
         // What the scenario writes wins, field by field.
         let v = flow("controller = \"c3g\"\ndegradation = \"balanced\"");
         assert_eq!(settings(&v), (Preference::Balanced, true, false));
-        assert_eq!(v.media_defaults, ["frame_dropper"]);
-        let v = flow("controller = \"c3g\"\ndegradation = \"balanced\"\nframe_dropper = true");
+        assert_eq!(v.media_defaults, ["frame_dropper", "vbv"]);
+        let v = flow(
+            "controller = \"c3g\"\ndegradation = \"balanced\"\nframe_dropper = true\nvbv = \"off\"",
+        );
         assert_eq!(settings(&v), (Preference::Balanced, true, true));
-        assert!(v.media_defaults.is_empty());
+        assert!(v.media_defaults.is_empty() && v.vbv.is_none());
         // A controller that declares none gets rtcc's defaults.
         let v = flow("controller = \"gcc\"");
         assert_eq!(settings(&v), (Preference::Balanced, true, true));

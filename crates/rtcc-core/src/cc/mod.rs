@@ -199,7 +199,8 @@ impl Default for FeedbackPolicy {
 /// declared beside its [`FeedbackPolicy`] in its [`ControllerInfo`]. A video flow takes each one
 /// its scenario does not write; a value the scenario writes always wins. Each is written as a
 /// scenario's `[[flows]]` field of the same name (docs/scenarios.md); `None` leaves rtcc's own
-/// default (`encoder = "ideal"`, `degradation = "balanced"`, `pushback` and `frame_dropper` on).
+/// default (`encoder = "ideal"`, `degradation = "balanced"`, `pushback` and `frame_dropper` on,
+/// no `vbv`).
 /// A run's `facts.json` shows the settings each video flow ran with and which came from here.
 #[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -212,11 +213,16 @@ pub struct MediaDefaults {
     pub pushback: Option<bool>,
     /// The frame dropper.
     pub frame_dropper: Option<bool>,
+    /// Peak-constrained rate control: the encoder's video buffering verifier, in frames of its
+    /// target (no frame above that many frame targets). Applied where the flow's encoder models
+    /// it (`lagged`; `ideal` frames are exact), left out elsewhere.
+    pub vbv: Option<f64>,
 }
 
 impl MediaDefaults {
     /// The field names, as a scenario writes them.
-    pub const FIELDS: [&'static str; 4] = ["encoder", "degradation", "pushback", "frame_dropper"];
+    pub const FIELDS: [&'static str; 5] =
+        ["encoder", "degradation", "pushback", "frame_dropper", "vbv"];
 
     /// Whether the controller declares none.
     pub fn is_empty(&self) -> bool {
@@ -239,6 +245,9 @@ impl MediaDefaults {
         if let Some(p) = &self.degradation {
             crate::media::degradation::Preference::parse(p)
                 .map_err(|m| ("degradation".to_string(), m))?;
+        }
+        if let Some(k) = self.vbv {
+            crate::media::encoder::check_vbv(k).map_err(|m| ("vbv".to_string(), m))?;
         }
         Ok(())
     }

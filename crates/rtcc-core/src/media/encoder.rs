@@ -165,6 +165,18 @@ impl Encoder for IdealEncoder {
 /// valid too.
 pub const ENCODERS: &[&str] = &["ideal", "lagged", "trace", "vp8", "x264"];
 
+/// A video buffering verifier of `frames` frame targets is one the rate control can keep: at
+/// least one frame (a smaller one would cap every frame below its own target).
+pub fn check_vbv(frames: f64) -> Result<(), String> {
+    if frames.is_finite() && (1.0..=100.0).contains(&frames) {
+        Ok(())
+    } else {
+        Err(format!(
+            "must be between 1 and 100 frames of the encoder's target, or \"off\", got {frames}"
+        ))
+    }
+}
+
 /// A validated encoder choice: which model, with which parameters.
 #[derive(Clone, Default)]
 pub enum EncoderConfig {
@@ -225,6 +237,27 @@ pub fn referenced_files(v: &serde_json::Value, base_dir: &Path) -> Vec<(String, 
 }
 
 impl EncoderConfig {
+    /// Whether the model runs peak-constrained rate control (a flow's `vbv`): `lagged` caps its
+    /// frames; `ideal` frames are exactly their target already. A recorded trace cannot be
+    /// constrained, and the real codecs' VBV is not wired yet.
+    pub fn models_vbv(&self) -> bool {
+        matches!(self, EncoderConfig::Ideal | EncoderConfig::Lagged(_))
+    }
+
+    /// The model with a video buffering verifier of `frames` frame targets (`None`: off).
+    /// Panics on a model that does not model it ([`Self::models_vbv`]), which the flow's
+    /// checks have refused with a message.
+    pub fn with_vbv(self, frames: Option<f64>) -> EncoderConfig {
+        match self {
+            EncoderConfig::Lagged(c) => EncoderConfig::Lagged(LaggedConfig { peak: frames, ..c }),
+            EncoderConfig::Ideal => EncoderConfig::Ideal,
+            other => {
+                assert!(frames.is_none(), "{} has no VBV", other.name());
+                other
+            }
+        }
+    }
+
     /// The model's name (one of [`ENCODERS`], or a registered external model).
     pub fn name(&self) -> &str {
         match self {

@@ -63,6 +63,9 @@ pub struct VideoSpec {
     /// The frame dropper: frames are skipped while the encoder runs ahead of its target
     /// (default true).
     pub frame_dropper: Option<bool>,
+    /// Peak-constrained rate control: the encoder's video buffering verifier in frames of its
+    /// target, a number of at least 1 or `"off"` (default off).
+    pub vbv: Option<serde_json::Value>,
     /// The sender marks its data ECN-capable (ECT(0), RFC 3168) and the receiver reports CE
     /// marks (default false: Not-ECT).
     pub ecn: Option<EcnFlag>,
@@ -123,6 +126,8 @@ pub struct VideoFlow {
     pub degradation: Preference,
     pub pushback: bool,
     pub frame_dropper: bool,
+    /// The encoder's video buffering verifier in frames of its target (`None`: off).
+    pub vbv: Option<f64>,
     /// The encoder as the scenario or the controller's defaults wrote it (`"ideal"` if neither).
     pub encoder_value: serde_json::Value,
     /// The media fields the flow took from its controller's defaults, in field order.
@@ -221,17 +226,46 @@ impl VideoSpec {
             taken,
         )
         .unwrap_or(true);
-        let media_defaults = std::mem::take(taken);
         // A controller's default that does not read names the controller, not the scenario.
-        let whose = |field: &str, m: String| match media_defaults.contains(&field) {
+        let whose = |taken: &[&str], field: &str, m: String| match taken.contains(&field) {
             true => format!("{m} (the default of controller {:?})", controller.name),
             false => m,
         };
         let encoder = match &encoder_value {
             None => EncoderConfig::Ideal,
             Some(v) => EncoderConfig::from_value(v, check.base_dir)
-                .map_err(|(sub, m)| at.sub_err("encoder", &sub, whose("encoder", m)))?,
+                .map_err(|(sub, m)| at.sub_err("encoder", &sub, whose(taken, "encoder", m)))?,
         };
+        // The VBV: the scenario's (`"off"` included), else the controller's where the encoder
+        // models one (a controller's default is left out for a model that does not: its flows
+        // still run with a recorded trace or a real codec).
+        let own_vbv = match &self.vbv {
+            None => None,
+            Some(v) if v.as_str() == Some("off") => Some(None),
+            Some(v) => {
+                let k = v.as_f64().ok_or_else(|| {
+                    at.err(
+                        "vbv",
+                        format!("expected a number of frames or \"off\", got {v}"),
+                    )
+                })?;
+                rtcc_core::media::encoder::check_vbv(k).map_err(|m| at.err("vbv", m))?;
+                Some(Some(k))
+            }
+        };
+        if matches!(own_vbv, Some(Some(_))) && !encoder.models_vbv() {
+            return Err(at.err(
+                "vbv",
+                format!(
+                    "the {} encoder has no peak-constrained rate control (lagged has; ideal frames are exact)",
+                    encoder.name()
+                ),
+            ));
+        }
+        let theirs_vbv = theirs.vbv.filter(|_| encoder.models_vbv()).map(Some);
+        let vbv = pick(own_vbv, theirs_vbv, "vbv", taken).flatten();
+        let encoder = encoder.with_vbv(vbv);
+        let media_defaults = std::mem::take(taken);
         // An external model (a real codec) is opened for this flow: it needs its name and rate.
         let encoder = match encoder {
             EncoderConfig::External(e) => {
@@ -241,9 +275,8 @@ impl VideoSpec {
         };
         let degradation = match &degradation {
             None => Preference::Balanced,
-            Some(p) => {
-                Preference::parse(p).map_err(|e| at.err("degradation", whose("degradation", e)))?
-            }
+            Some(p) => Preference::parse(p)
+                .map_err(|e| at.err("degradation", whose(&media_defaults, "degradation", e)))?,
         };
         let feedback = self.feedback.unwrap_or(controller.feedback);
         feedback
@@ -265,6 +298,7 @@ impl VideoSpec {
             degradation,
             pushback,
             frame_dropper,
+            vbv,
             encoder_value: encoder_value.unwrap_or_else(|| serde_json::json!("ideal")),
             media_defaults,
             ecn,

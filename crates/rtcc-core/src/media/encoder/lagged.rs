@@ -134,8 +134,16 @@
 //!    frames, 100 s at 30 frame/s, between periodic keyframes and rely on the receiver's
 //!    requests, RFC 4585 picture-loss indications, to recover from loss).
 //!
-//! The frame's size is `b · c · ε` (times `keyframe_ratio` for a keyframe). Its PSNR
-//! ([`crate::video::quality::psnr_db`]) is computed from the budget `b` at the current
+//! 7. **Peak constraint** (off by default; the flow's `vbv` sets it): peak-constrained rate
+//!    control, a video buffering verifier of `peak` frames, holds every frame, keyframes and
+//!    bursts included, at or below `peak` frame targets by coding it coarser. Cloud-gaming
+//!    encoders run so ("it is good encoding practice to … set the VBV size to the target frame
+//!    size", c3g_rtvl §II; its testbed's encoder used "a peak-constrained bitrate control",
+//!    §VI-A). The debt of step 3 still pays back what the cap left short, so the long-run rate is
+//!    the target's; the PSNR is that of the budget scaled by what the cap cut (judgment call).
+//!
+//! The frame's size is `b · c · ε` (times `keyframe_ratio` for a keyframe, at most the cap).
+//! Its PSNR ([`crate::video::quality::psnr_db`]) is computed from the budget `b` at the current
 //! resolution: the budget stands for the quantiser the rate control chose, so a complex frame
 //! that is large at the same quantiser is not better, a frame shrunk to pay back debt is worse,
 //! and the keyframe overhead buys no quality (judgment calls).
@@ -178,6 +186,9 @@ pub struct LaggedConfig {
     /// Periodic keyframes (`None`: only on the first frame, requests, resets and resolution
     /// changes).
     pub keyframe_interval: Option<Duration>,
+    /// Peak-constrained rate control: no frame above this many times the frame's target
+    /// (`None`, the default: unconstrained). Set by the flow's `vbv`, not by the encoder table.
+    pub peak: Option<f64>,
     /// Initial resolution.
     pub resolution: Resolution,
     /// Lowest rate, in bits per pixel per frame.
@@ -204,6 +215,7 @@ impl Default for LaggedConfig {
             buffer: None,
             keyframe_ratio: 3.6,
             keyframe_interval: None,
+            peak: None,
             resolution: Resolution::new(1280, 720),
             floor_bpp: 0.01,
             saturation_bpp: 0.45,
@@ -454,6 +466,7 @@ impl LaggedConfig {
                     buffer_fields.push(key.clone());
                 }
                 "keyframe_ratio" => c.keyframe_ratio = number(1.0, 100.0)?,
+
                 "keyframe_interval" => {
                     c.keyframe_interval = if text()? == "off" {
                         None
@@ -676,9 +689,12 @@ impl Encoder for LaggedEncoder {
             .clamp(0.25 * frame_target, 2.0 * frame_target);
         let noise = (c.noise * z_noise - c.noise * c.noise / 2.0).exp();
         let ratio = if keyframe { c.keyframe_ratio } else { 1.0 };
-        let size = (budget * complexity * noise * ratio)
-            .round()
-            .clamp(1.0, u32::MAX as f64);
+        let unconstrained = budget * complexity * noise * ratio;
+        // Peak-constrained rate control holds every frame, keyframes too, under its cap by
+        // coding it coarser: the quality follows the budget scaled by what the cap cut.
+        let cap = c.peak.map_or(f64::INFINITY, |k| k * frame_target);
+        let quality_budget = budget * (cap / unconstrained).min(1.0);
+        let size = unconstrained.min(cap).round().clamp(1.0, u32::MAX as f64);
         let bound = frames_to_pay * frame_target;
         self.debt = (self.debt + size - frame_target).clamp(-bound, bound);
         if let Some((credit, buffer_size, level)) = buffer {
@@ -693,7 +709,7 @@ impl Encoder for LaggedEncoder {
         EncodedFrame {
             size: size as u32,
             keyframe,
-            psnr_db: Some(quality::psnr_db(self.res, budget * 8.0)),
+            psnr_db: Some(quality::psnr_db(self.res, quality_budget * 8.0)),
             resolution: Some(self.res),
         }
     }

@@ -745,3 +745,58 @@ fn buffer_fields_are_checked_and_named() {
         (json!({"buffer_initial": "soon"}), "buffer_initial", ""),
     ]);
 }
+
+/// Peak-constrained rate control (a flow's `vbv`, C³G's testbed encoder, c3g_rtvl §VI-A): no
+/// frame above `peak` frame targets, keyframes and scene cuts included, and the long-run rate
+/// still the target (the debt raises the budget of the frames the cap left short); a frame the
+/// cap cut is coded coarser, so its PSNR falls.
+#[test]
+fn a_peak_constraint_caps_every_frame_and_keeps_the_rate() {
+    let nominal = 1e6 / 8.0 / FPS;
+    for peak in [1.0, 1.5] {
+        let cfg = LaggedConfig {
+            peak: Some(peak),
+            burst_every: Duration::from_millis(2000),
+            ..LaggedConfig::default()
+        };
+        let mut e = LaggedEncoder::new(cfg, 3);
+        let frames = drive(&mut e, 120.0, |_| 1e6);
+        let largest = frames
+            .iter()
+            .map(|(_, f)| f.size as f64)
+            .fold(0.0, f64::max);
+        assert!(
+            largest <= peak * nominal + 1.0,
+            "peak {peak}: a frame of {largest} bytes, cap {}",
+            peak * nominal
+        );
+        assert!(frames[0].1.keyframe && frames[0].1.size as f64 <= peak * nominal + 1.0);
+        let bytes: f64 = frames
+            .iter()
+            .filter(|(t, _)| *t >= 10.0)
+            .map(|(_, f)| f.size as f64)
+            .sum();
+        let ratio = bytes * 8.0 / 110.0 / 1e6;
+        assert!(
+            (0.95..=1.01).contains(&ratio),
+            "peak {peak}: {ratio} of the target"
+        );
+    }
+    // The cut keyframe is coded coarser than the unconstrained one.
+    let psnr = |peak| {
+        let cfg = LaggedConfig {
+            peak,
+            ..LaggedConfig::default()
+        };
+        LaggedEncoder::new(cfg, 3)
+            .encode(Time::ZERO, Rate(1e6), FPS)
+            .psnr_db
+            .unwrap()
+    };
+    assert!(
+        psnr(Some(1.0)) < psnr(None) - 1.0,
+        "{} {}",
+        psnr(Some(1.0)),
+        psnr(None)
+    );
+}
