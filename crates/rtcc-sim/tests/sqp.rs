@@ -770,7 +770,9 @@ fn on_a_400_kbps_link_with_a_deep_buffer_the_latency_stays_under_300_ms() {
     // and the no-overshoot bound (docs/sqp.md, "Hard links") the latency P95 was
     // 1087 / 720 / 1172 ms for seeds 1-3 (a 2 Mbit/s start floods seconds of queue) and the
     // longest silence 0.90-1.20 s; then 165 / 155 / 170 ms (12 seeds: 148-183) and 0.40-0.53 s;
-    // with the encoder's VP8-like bursts 159 / 160 / 154 ms (12 seeds: 153-178).
+    // with the encoder's VP8-like bursts 159 / 160 / 154 ms (12 seeds: 153-178); with SQP's
+    // one-frame VBV (its media default, Appendix A's low-latency NVENC) 128 / 129 / 127 ms
+    // (12 seeds: 125-129).
     for seed in 1..=3 {
         let (p95, gap, lowest) = keeps_sending(&hard_link("hard-400kbps.toml", seed));
         eprintln!("seed {seed}: latency P95 {p95:.0} ms, longest gap {gap:.2} s, lowest 5 s rate {lowest:.0} bit/s");
@@ -791,7 +793,8 @@ fn on_the_demo_lte_trace_the_latency_stays_bounded() {
     // The demo's LTE-like link (mean 6 Mbit/s, 40 ms RTT, 200 ms buffer). Latency P95 for seeds
     // 1-5: before 294 / 412 / 885 / 647 / 795 ms (median 647; gcc 69-97), then 384 / 184 / 175 /
     // 177 / 246 ms (12 seeds: median 181, 174-384), and with the encoder's VP8-like bursts
-    // 181 / 169 / 178 / 178 / 193 ms (12 seeds: median 178, 154-225). Seed 1's 384 ms was one
+    // 181 / 169 / 178 / 178 / 193 ms (12 seeds: median 178, 154-225), and with SQP's one-frame
+    // VBV 156 / 148 / 162 / 160 / 159 ms (12 seeds: median 157, 148-162). Seed 1's 384 ms was one
     // frame lost at a queue overflow that could not be repaired (2.3 s until the next keyframe):
     // such a freeze lands on one seed or another, so the bound is on the median of five seeds
     // (+40 % on 181 ms), with each seed below 500 ms.
