@@ -83,6 +83,7 @@ impl ExternalModel for PyModel {
                     ctx.set_item("flow", &flow.name)?;
                     ctx.set_item("fps", flow.fps)?;
                     ctx.set_item("seed", flow.seed)?;
+                    ctx.set_item("vbv", flow.vbv)?;
                     self.build
                         .call1(py, (p, base_dir.to_string_lossy().to_string(), ctx))
                 })

@@ -113,6 +113,8 @@ class RealEncoder:
     def __init__(self, model: str, params: dict, base_dir: str, ctx: dict):
         s = _settings(model, params)
         self.model, self.flow, self.fps = model, ctx.get("flow", ""), float(ctx.get("fps", 30.0))
+        #: The flow's `vbv` in frames of the target (x264 only; None: its one-second VBV).
+        self.vbv = ctx.get("vbv")
         self.clip_name, self.base_dir = s["clip"], base_dir
         self.preset, self.floor_bpp, self.saturation_bpp = s["preset"], s["floor_bpp"], s["saturation_bpp"]
         self.source_resolution = s["resolution"]
@@ -143,7 +145,7 @@ class RealEncoder:
         else:
             from .libx264 import X264Encoder
 
-            self._codec = X264Encoder(self.width, self.height, self.fps, target_bps, self.preset)
+            self._codec = X264Encoder(self.width, self.height, self.fps, target_bps, self.preset, self.vbv)
         self._keyframe = True
 
     # -- the protocol the core calls ---------------------------------------------------------

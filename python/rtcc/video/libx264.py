@@ -11,7 +11,8 @@ profile (RFC 7742's mandatory H.264 profile for WebRTC) (no B-frames, no look-ah
 sliced threads off here: one thread, for determinism), one keyframe at the start and then only on
 request (``keyint`` 3000, as libwebrtc's default key-frame interval), ABR at the target with a VBV
 of one second at that rate (``vbv-maxrate`` = target, ``vbv-bufsize`` = target × 1 s, the same
-buffer as the VP8 configuration's ``rc_buf_sz``). Fields are set by name with
+buffer as the VP8 configuration's ``rc_buf_sz``), or of ``vbv_frames`` frames of it when the flow
+asks for peak-constrained rate control (its ``vbv``: one frame, as cloud-gaming encoders run). Fields are set by name with
 ``x264_param_parse``, so only the picture size, the picture structure and the NAL structure are
 read through offsets; :func:`_check_layout` verifies them on x264's defaults.
 """
@@ -101,8 +102,10 @@ def _check_layout(param, pic) -> None:
 class X264Encoder:
     """One running x264 encoder for ``width`` × ``height`` I420 frames at ``fps``."""
 
-    def __init__(self, width: int, height: int, fps: float, target_bps: float, preset: str = "veryfast"):
+    def __init__(self, width: int, height: int, fps: float, target_bps: float, preset: str = "veryfast",
+                 vbv_frames: float | None = None):
         lib, opener = library()
+        self._fps, self._vbv_frames = fps, vbv_frames
         self._lib = lib
         self.width, self.height = width, height
         self._param = ctypes.create_string_buffer(8192)
@@ -114,7 +117,7 @@ class X264Encoder:
         for name, value in (("threads", "1"), ("fps", f"{fps:g}"), ("keyint", "3000"),
                             ("min-keyint", "3000"), ("scenecut", "0"), ("repeat-headers", "1"),
                             ("bitrate", str(self._kbps)), ("vbv-maxrate", str(self._kbps)),
-                            ("vbv-bufsize", str(self._kbps)), ("log", "-1")):
+                            ("vbv-bufsize", str(self._bufsize(self._kbps))), ("log", "-1")):
             if lib.x264_param_parse(self._param, name.encode(), value.encode()) != 0:
                 raise RuntimeError(f"x264 refused {name}={value}")
         # Constrained baseline: the H.264 profile every WebRTC endpoint must support (RFC 7742).
@@ -135,6 +138,12 @@ class X264Encoder:
     def target_bps(self) -> float:
         return self._kbps * 1000.0
 
+    def _bufsize(self, kbps: int) -> int:
+        """The VBV in kbit: one second at the target, or ``vbv_frames`` frames of it."""
+        if self._vbv_frames is None:
+            return kbps
+        return max(1, round(kbps * self._vbv_frames / self._fps))
+
     def set_rate(self, target_bps: float) -> None:
         """The new target on the running encoder, from the next frame on."""
         kbps = max(1, round(target_bps / 1000))
@@ -142,8 +151,8 @@ class X264Encoder:
             return
         self._kbps = kbps
         lib = self._lib
-        for name in (b"bitrate", b"vbv-maxrate", b"vbv-bufsize"):
-            lib.x264_param_parse(self._param, name, str(kbps).encode())
+        for name, value in ((b"bitrate", kbps), (b"vbv-maxrate", kbps), (b"vbv-bufsize", self._bufsize(kbps))):
+            lib.x264_param_parse(self._param, name, str(value).encode())
         if lib.x264_encoder_reconfig(self._enc, self._param) < 0:
             raise RuntimeError(f"x264 refused a target of {kbps} kbit/s")
 

@@ -238,10 +238,15 @@ pub fn referenced_files(v: &serde_json::Value, base_dir: &Path) -> Vec<(String, 
 
 impl EncoderConfig {
     /// Whether the model runs peak-constrained rate control (a flow's `vbv`): `lagged` caps its
-    /// frames; `ideal` frames are exactly their target already. A recorded trace cannot be
-    /// constrained, and the real codecs' VBV is not wired yet.
+    /// frames; `ideal` frames are exactly their target already; x264 sizes its own VBV
+    /// (`vbv-bufsize`) to that many frames. A recorded trace cannot be constrained, and libvpx
+    /// has no per-frame cap (its buffer model drops frames instead).
     pub fn models_vbv(&self) -> bool {
-        matches!(self, EncoderConfig::Ideal | EncoderConfig::Lagged(_))
+        match self {
+            EncoderConfig::Ideal | EncoderConfig::Lagged(_) => true,
+            EncoderConfig::External(e) => e.model == "x264",
+            EncoderConfig::Trace(_) => false,
+        }
     }
 
     /// The model with a video buffering verifier of `frames` frame targets (`None`: off).
@@ -251,6 +256,9 @@ impl EncoderConfig {
         match self {
             EncoderConfig::Lagged(c) => EncoderConfig::Lagged(LaggedConfig { peak: frames, ..c }),
             EncoderConfig::Ideal => EncoderConfig::Ideal,
+            EncoderConfig::External(e) if e.model == "x264" => {
+                EncoderConfig::External(Arc::new(e.with_vbv(frames)))
+            }
             other => {
                 assert!(frames.is_none(), "{} has no VBV", other.name());
                 other

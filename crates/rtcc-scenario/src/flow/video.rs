@@ -257,7 +257,7 @@ impl VideoSpec {
             return Err(at.err(
                 "vbv",
                 format!(
-                    "the {} encoder has no peak-constrained rate control (lagged has; ideal frames are exact)",
+                    "the {} encoder has no peak-constrained rate control (lagged and x264 have one; ideal frames are exact)",
                     encoder.name()
                 ),
             ));

@@ -51,6 +51,8 @@ pub struct FlowInfo {
     pub fps: f64,
     /// The flow's encoder seed, for models with randomness.
     pub seed: u64,
+    /// The flow's video buffering verifier in frames of the target (`None`: the model's own).
+    pub vbv: Option<f64>,
 }
 
 /// An external model chosen by a scenario.
@@ -62,6 +64,8 @@ pub struct ExternalSpec {
     /// The flow's name and frame rate ([`ExternalSpec::for_flow`]).
     pub flow: String,
     pub fps: f64,
+    /// The flow's `vbv` (models that take one: [`super::EncoderConfig::models_vbv`]).
+    pub vbv: Option<f64>,
     provider: Arc<dyn ExternalModel>,
 }
 
@@ -81,11 +85,20 @@ impl ExternalSpec {
         }
     }
 
+    /// The same model with the flow's video buffering verifier (`None`: the model's own).
+    pub fn with_vbv(&self, vbv: Option<f64>) -> ExternalSpec {
+        ExternalSpec {
+            vbv,
+            ..self.clone()
+        }
+    }
+
     pub fn build(&self, seed: u64) -> Result<Box<dyn Encoder>, String> {
         let flow = FlowInfo {
             name: self.flow.clone(),
             fps: self.fps,
             seed,
+            vbv: self.vbv,
         };
         self.provider
             .build(&self.params, &self.base_dir, &flow)
@@ -158,6 +171,7 @@ pub(super) fn resolve(
         base_dir: base_dir.to_path_buf(),
         flow: String::new(),
         fps: 30.0,
+        vbv: None,
         provider,
     }))
 }
