@@ -52,6 +52,16 @@ def vp8_sizes(pictures, target_bps: float) -> np.ndarray:
         enc.close()
 
 
+#: The windows around a switch of content at frame 0, in frames: [first, last).
+AROUND = {"before": (-5 * FPS, 0), "second": (0, FPS), "first 100 ms": (0, 3), "100-300 ms": (3, 9),
+          "after": (FPS, 2 * FPS)}
+
+
+def around(bits: np.ndarray, at: int, frame_bits: float) -> dict:
+    """The bits in each window of ``AROUND`` the switch at frame ``at``, over the target's."""
+    return {name: bits[at + a:at + b].sum() / (frame_bits * (b - a)) for name, (a, b) in AROUND.items()}
+
+
 def switch(calm: str, busy: str, target_bps: float) -> dict:
     from rtcc.video.clips import load
 
@@ -59,13 +69,7 @@ def switch(calm: str, busy: str, target_bps: float) -> dict:
     at, length = 10 * FPS, FPS
     pictures = [(b if at <= i < at + length else a).frame(i) for i in range(at + 3 * FPS)]
     bits = vp8_sizes(pictures, target_bps)
-
-    def share(first: int, last: int) -> float:
-        return bits[first:last].sum() / (target_bps / FPS * (last - first))
-
-    return {"before": share(5 * FPS, at), "second": share(at, at + length), "first 100 ms": share(at, at + 3),
-            "100-300 ms": share(at + 3, at + 9), "after": share(at + length, at + 2 * length),
-            "largest frame": bits[at:at + length].max() / (target_bps / FPS)}
+    return {**around(bits, at, target_bps / FPS), "largest frame": bits[at:at + length].max() / (target_bps / FPS)}
 
 
 def model_bursts(seeds=(1, 2, 3), seconds: int = 200, every_s: float = 6.0) -> dict:
@@ -80,9 +84,8 @@ def model_bursts(seeds=(1, 2, 3), seconds: int = 200, every_s: float = 6.0) -> d
             if bits[i] > 3 * budget and (not onsets or i - onsets[-1] > 2 * FPS):
                 onsets.append(i)
         for at in onsets:
-            for name, (a, b) in {"second": (0, FPS), "first 100 ms": (0, 3), "100-300 ms": (3, 9),
-                                 "after": (FPS, 2 * FPS), "largest frame": (0, 1)}.items():
-                out.setdefault(name, []).append(bits[at + a:at + b].sum() / (budget * (b - a)))
+            for name, share in {**around(bits, at, budget), "largest frame": bits[at] / budget}.items():
+                out.setdefault(name, []).append(share)
     return out
 
 

@@ -215,7 +215,7 @@ pub struct MediaDefaults {
     pub frame_dropper: Option<bool>,
     /// Peak-constrained rate control: the encoder's video buffering verifier, in frames of its
     /// target (no frame above that many frame targets). Applied where the flow's encoder models
-    /// it (`lagged`; `ideal` frames are exact), left out elsewhere.
+    /// it ([`crate::media::encoder::EncoderConfig::models_vbv`]), left out elsewhere.
     pub vbv: Option<f64>,
 }
 

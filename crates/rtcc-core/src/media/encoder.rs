@@ -172,7 +172,7 @@ pub fn check_vbv(frames: f64) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "must be between 1 and 100 frames of the encoder's target, or \"off\", got {frames}"
+            "must be between 1 and 100 frames of the encoder's target, got {frames}"
         ))
     }
 }
@@ -253,16 +253,15 @@ impl EncoderConfig {
     /// Panics on a model that does not model it ([`Self::models_vbv`]), which the flow's
     /// checks have refused with a message.
     pub fn with_vbv(self, frames: Option<f64>) -> EncoderConfig {
+        assert!(
+            frames.is_none() || self.models_vbv(),
+            "{} has no VBV",
+            self.name()
+        );
         match self {
             EncoderConfig::Lagged(c) => EncoderConfig::Lagged(LaggedConfig { peak: frames, ..c }),
-            EncoderConfig::Ideal => EncoderConfig::Ideal,
-            EncoderConfig::External(e) if e.model == "x264" => {
-                EncoderConfig::External(Arc::new(e.with_vbv(frames)))
-            }
-            other => {
-                assert!(frames.is_none(), "{} has no VBV", other.name());
-                other
-            }
+            EncoderConfig::External(e) => EncoderConfig::External(Arc::new(e.with_vbv(frames))),
+            other => other, // ideal frames are exact; a trace has no VBV (frames is None)
         }
     }
 

@@ -249,7 +249,8 @@ impl VideoSpec {
                         format!("expected a number of frames or \"off\", got {v}"),
                     )
                 })?;
-                rtcc_core::media::encoder::check_vbv(k).map_err(|m| at.err("vbv", m))?;
+                rtcc_core::media::encoder::check_vbv(k)
+                    .map_err(|m| at.err("vbv", format!("{m} (or \"off\")")))?;
                 Some(Some(k))
             }
         };

@@ -466,7 +466,6 @@ impl LaggedConfig {
                     buffer_fields.push(key.clone());
                 }
                 "keyframe_ratio" => c.keyframe_ratio = number(1.0, 100.0)?,
-
                 "keyframe_interval" => {
                     c.keyframe_interval = if text()? == "off" {
                         None
